@@ -1,0 +1,14 @@
+"""The algorithm registry: spec name -> class. One module per algorithm."""
+
+from __future__ import annotations
+
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.fedavg import FedAvg
+from fedgen.algorithms.fedprox import FedProx
+
+ALGORITHMS: dict[str, type[Algorithm]] = {
+    "fedavg": FedAvg,
+    "fedprox": FedProx,
+}
+
+__all__ = ["ALGORITHMS", "Algorithm", "ClientUpload", "FedAvg", "FedProx", "RunContext"]

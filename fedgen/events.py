@@ -1,0 +1,148 @@
+"""What a run reports: the start info, one event per round, checkpoints, the summary.
+
+The runner hands these to a `Sink` (the CLI writes JSON lines and files; the
+worker writes one database transaction per round). Everything here is plain
+data: JSON-ready scalars, lists and bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+CheckpointKind = Literal["full", "model", "generator"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A serialized checkpoint (torch.save bytes, loadable with weights_only=True)."""
+
+    kind: CheckpointKind
+    round: int
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Facts fixed at the start of a run (or of a resumed segment)."""
+
+    spec_hash: str
+    partition_fingerprint: str
+    num_users: int
+    num_classes: int
+    train_sizes: list[int]
+    test_sizes: list[int]
+    label_histogram: list[list[int]]  # users x classes, training labels
+    model_params: int
+    device: str
+    fidelity: dict[str, Any]
+    start_round: int  # 0 for a fresh run, r+1 when resumed from checkpoint r
+    versions: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class UserRoundMetrics:
+    """One user's view of a round: its test split and, if selected, its local training."""
+
+    user: int
+    test_acc: float
+    test_loss: float
+    num_test: int
+    selected: bool
+    train_ms: float | None = None
+    train_loss: float | None = None
+
+
+@dataclass(frozen=True)
+class RoundEvent:
+    """Everything measured in one round. Round 0 is the initial model, before any training.
+
+    `metrics` holds flat scalars; the common keys are listed in `COMMON_METRICS`,
+    algorithms add their own prefixed keys (e.g. `gen_teacher_loss`).
+    """
+
+    round: int
+    metrics: dict[str, float]
+    users: list[UserRoundMetrics] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+
+    def to_dict(self, with_users: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"round": self.round, "metrics": dict(self.metrics)}
+        if with_users:
+            out["users"] = [asdict(u) for u in self.users]
+        return out
+
+
+COMMON_METRICS: dict[str, str] = {
+    "test_acc": "accuracy of the evaluated model on the run's test protocol",
+    "test_loss": "cross-entropy on the same samples",
+    "user_acc_mean": "mean of the per-user test accuracies",
+    "user_acc_min": "worst user's test accuracy",
+    "lr": "client learning rate used this round",
+    "bytes_down": "bytes sent from the server to the selected users",
+    "bytes_up": "bytes sent from the selected users to the server",
+    "train_loss": "mean local training loss of the selected users",
+    "time_train_ms": "local training, all selected users together",
+    "time_user_ms": "local training per selected user (mean)",
+    "time_server_ms": "server work: aggregation, generator or distillation",
+    "time_eval_ms": "evaluation",
+    "time_total_ms": "the whole round",
+}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The end of a run (or of a stopped segment)."""
+
+    status: Literal["completed", "stopped"]
+    rounds_done: int
+    final_acc: float
+    best_acc: float
+    top5_mean: float
+    top5_std: float
+    statistic: str
+    value: float  # the fidelity's reported statistic
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Sink(Protocol):
+    """Receives what a run reports. Called from the runner's thread, in order."""
+
+    def on_start(self, info: RunInfo) -> None: ...
+
+    def on_round(self, event: RoundEvent) -> None: ...
+
+    def on_finish(self, summary: RunSummary) -> None: ...
+
+
+class MemorySink:
+    """A sink that keeps every event in memory (tests, notebooks)."""
+
+    def __init__(self) -> None:
+        self.info: RunInfo | None = None
+        self.events: list[RoundEvent] = []
+        self.summary: RunSummary | None = None
+
+    def on_start(self, info: RunInfo) -> None:
+        self.info = info
+
+    def on_round(self, event: RoundEvent) -> None:
+        self.events.append(event)
+
+    def on_finish(self, summary: RunSummary) -> None:
+        self.summary = summary

@@ -1,0 +1,84 @@
+"""The federated data set on the run's device: tensors plus each user's indices.
+
+The whole data set lives as tensors on the device; a user is a pair of index
+tensors into it, so a batch is one `index_select`, never a collation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedgen.data.datasets import DatasetTensors
+from fedgen.data.partition import Partition
+
+
+@dataclass(frozen=True)
+class UserData:
+    """One user's slice of the data set."""
+
+    index: int
+    train_idx: torch.Tensor  # (n_train,) int64 on device
+    test_idx: torch.Tensor  # (n_test,) int64 on device
+    label_counts: torch.Tensor  # (num_classes,) float32 on device, full training labels
+
+    @property
+    def num_train(self) -> int:
+        return int(self.train_idx.shape[0])
+
+    @property
+    def num_test(self) -> int:
+        return int(self.test_idx.shape[0])
+
+
+@dataclass(frozen=True)
+class FederatedData:
+    """Train/test tensors on the device and the users that index them."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    users: list[UserData]
+    num_classes: int
+    held_out_idx: torch.Tensor  # training samples no user holds (FedDF's default proxy)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        c, h, w = self.train_x.shape[1:]
+        return int(c), int(h), int(w)
+
+    @property
+    def available_labels(self) -> torch.Tensor:
+        """Labels present in the union of all users' training data (sorted)."""
+        total = torch.stack([u.label_counts for u in self.users]).sum(0)
+        return torch.nonzero(total > 0).flatten()
+
+    @classmethod
+    def build(cls, ds: DatasetTensors, part: Partition, device: torch.device) -> FederatedData:
+        train_y_np = ds.train_y.numpy()
+        users = []
+        for k, (tr, te) in enumerate(zip(part.train_indices, part.test_indices, strict=True)):
+            counts = np.bincount(train_y_np[tr], minlength=ds.num_classes).astype(np.float32)
+            users.append(
+                UserData(
+                    index=k,
+                    train_idx=torch.as_tensor(tr, dtype=torch.int64).to(device),
+                    test_idx=torch.as_tensor(te, dtype=torch.int64).to(device),
+                    label_counts=torch.from_numpy(counts).to(device),
+                )
+            )
+        used = np.zeros(len(train_y_np), dtype=bool)
+        for tr in part.train_indices:
+            used[tr] = True
+        return cls(
+            train_x=ds.train_x.to(device),
+            train_y=ds.train_y.to(device),
+            test_x=ds.test_x.to(device),
+            test_y=ds.test_y.to(device),
+            users=users,
+            num_classes=ds.num_classes,
+            held_out_idx=torch.from_numpy(np.nonzero(~used)[0]).to(device),
+        )

@@ -1,0 +1,250 @@
+"""The round loop: `run(spec, sink, resume_from=None, should_stop=None)`.
+
+Each round: sample users, let each selected user train locally, let the server
+aggregate (and train whatever it trains), evaluate, emit one `RoundEvent`.
+Round 0 reports the initial model. Checkpoints ride on the round's event, so a
+sink can store a round's metrics and its checkpoint together or not at all.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import fedgen
+from fedgen import checkpoint
+from fedgen.algorithms import ALGORITHMS, Algorithm, RunContext
+from fedgen.data.datasets import load_dataset
+from fedgen.data.partition import Partition, build_partition
+from fedgen.evaluation import Evaluation
+from fedgen.events import Checkpoint, RoundEvent, RunInfo, RunSummary, Sink, UserRoundMetrics
+from fedgen.federated import FederatedData
+from fedgen.fidelity import Fidelity, resolve
+from fedgen.models.cnn import ModelConfig
+from fedgen.spec import ExperimentSpec
+from fedgen.stats import curve_statistic, mean_std, top_k
+
+
+class RunError(RuntimeError):
+    """A run that cannot start or continue (bad device, foreign checkpoint, ...)."""
+
+
+def resolve_device(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RunError(f"device={name!r} requested but no CUDA device is available on this machine")
+    return device
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def versions() -> dict[str, str]:
+    return {
+        "fedgen": fedgen.__version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+class Simulation:
+    """A prepared run: data on the device, partition, algorithm, sampler. `run()` drives it."""
+
+    def __init__(self, spec: ExperimentSpec) -> None:
+        self.spec = spec
+        self.fid: Fidelity = resolve(spec)
+        self.device = resolve_device(spec.device)
+        ds = load_dataset(spec.data, spec.partition)
+        self.partition: Partition = build_partition(ds, spec.partition)
+        self.data = FederatedData.build(ds, self.partition, self.device)
+        self.label_histogram = self.partition.label_histogram(ds.train_y.numpy())
+        c, h, _ = self.data.input_shape
+        cfg = ModelConfig(spec.model.name, c, h, self.data.num_classes)
+        self.ctx = RunContext(spec, self.fid, self.data, self.device, cfg, spec.seed)
+        self.algo: Algorithm = ALGORITHMS[spec.algorithm.name](self.ctx)
+        self.sampler = np.random.default_rng(np.random.SeedSequence([spec.seed, 1]))
+        self.history: list[float] = []
+        self.next_round = 0
+
+    # -- state -----------------------------------------------------------------
+    def full_state(self, server_round: int) -> dict[str, Any]:
+        return {
+            "format": checkpoint.FORMAT_VERSION,
+            "round": server_round,
+            "spec_hash": self.spec.spec_hash(),
+            "result_hash": self.spec.result_hash(),
+            "partition_fingerprint": self.partition.fingerprint(),
+            "spec_json": self.spec.canonical_json(),
+            "history": list(self.history),
+            "sampler": self.sampler.bit_generator.state,
+            "algorithm": self.algo.state_dict(),
+        }
+
+    def restore(self, source: bytes | str | Path) -> None:
+        state = checkpoint.read(source, self.device)
+        if state.get("result_hash") != self.spec.result_hash():
+            raise RunError("checkpoint belongs to a different spec (result hash differs); cannot resume")
+        if state.get("partition_fingerprint") != self.partition.fingerprint():
+            raise RunError("checkpoint was made on a different partition (fingerprint differs)")
+        self.algo.load_state_dict(state["algorithm"])
+        self.sampler.bit_generator.state = state["sampler"]
+        self.history = [float(a) for a in state["history"]]
+        self.next_round = int(state["round"]) + 1
+
+    def info(self) -> RunInfo:
+        return RunInfo(
+            spec_hash=self.spec.spec_hash(),
+            partition_fingerprint=self.partition.fingerprint(),
+            num_users=len(self.data.users),
+            num_classes=self.data.num_classes,
+            train_sizes=[u.num_train for u in self.data.users],
+            test_sizes=[u.num_test for u in self.data.users],
+            label_histogram=self.label_histogram.tolist(),
+            model_params=sum(v.numel() for v in self.algo.global_state().values()),
+            device=str(self.device),
+            fidelity={k: v for k, v in vars(self.fid).items()},
+            start_round=self.next_round,
+            versions=versions(),
+        )
+
+    # -- rounds ----------------------------------------------------------------
+    def _event(
+        self,
+        server_round: int,
+        ev: Evaluation,
+        metrics: dict[str, float],
+        selected_ms: dict[int, tuple[float, float]],
+    ) -> RoundEvent:
+        acc = ev.user_acc.tolist()
+        loss = (ev.user_loss / ev.user_count.clamp(min=1)).tolist()
+        users = [
+            UserRoundMetrics(
+                user=k,
+                test_acc=acc[k],
+                test_loss=loss[k],
+                num_test=int(ev.user_count[k]),
+                selected=k in selected_ms,
+                train_ms=selected_ms[k][0] if k in selected_ms else None,
+                train_loss=selected_ms[k][1] if k in selected_ms else None,
+            )
+            for k in range(len(self.data.users))
+        ]
+        metrics = {
+            "test_acc": ev.global_acc,
+            "test_loss": ev.global_loss,
+            "user_acc_mean": float(np.mean(acc)),
+            "user_acc_min": float(np.min(acc)),
+            **metrics,
+        }
+        self.history.append(ev.global_acc)
+        return RoundEvent(server_round, metrics, users)
+
+    def initial_event(self) -> RoundEvent:
+        t0 = time.perf_counter()
+        ev = self.algo.evaluate()
+        ms = (time.perf_counter() - t0) * 1e3
+        return self._event(0, ev, {"lr": self.spec.lr, "time_eval_ms": ms, "time_total_ms": ms}, {})
+
+    def round(self, server_round: int) -> RoundEvent:
+        spec, algo, device = self.spec, self.algo, self.device
+        t_round = time.perf_counter()
+        chosen = self.sampler.choice(len(self.data.users), spec.users_per_round, replace=False)
+        lr = spec.lr * self.fid.lr_decay ** (server_round - 1)
+        uploads, user_ms, bytes_down = [], [], 0
+        for k in chosen.tolist():
+            user = self.data.users[k]
+            t0 = time.perf_counter()
+            bytes_down += algo.broadcast_nbytes(user)
+            uploads.append(algo.client_update(user, server_round, lr))
+            _sync(device)
+            user_ms.append((time.perf_counter() - t0) * 1e3)
+        t_server = time.perf_counter()
+        alg_metrics = algo.server_update(uploads, server_round)
+        _sync(device)
+        t_eval = time.perf_counter()
+        ev = algo.evaluate()
+        t_end = time.perf_counter()
+        losses = torch.stack([u.train_loss for u in uploads if u.train_loss is not None]).tolist()
+        selected = {u.user: (ms, loss) for u, ms, loss in zip(uploads, user_ms, losses, strict=False)}
+        metrics = {
+            "lr": lr,
+            "bytes_down": float(bytes_down),
+            "bytes_up": float(sum(u.nbytes() for u in uploads)),
+            "train_loss": float(np.mean(losses)) if losses else float("nan"),
+            "time_train_ms": float(sum(user_ms)),
+            "time_user_ms": float(np.mean(user_ms)),
+            "time_server_ms": (t_eval - t_server) * 1e3,
+            "time_eval_ms": (t_end - t_eval) * 1e3,
+            "time_total_ms": (t_end - t_round) * 1e3,
+            **alg_metrics,
+        }
+        return self._event(server_round, ev, metrics, selected)
+
+    def checkpoints_for(self, server_round: int) -> list[Checkpoint]:
+        every, last = self.spec.checkpoint_every, self.spec.rounds
+        out: list[Checkpoint] = []
+        if server_round == last or (every > 0 and server_round > 0 and server_round % every == 0):
+            out.append(Checkpoint("full", server_round, checkpoint.to_bytes(self.full_state(server_round))))
+            out.extend(self.algo.checkpoints(server_round))
+        if server_round == last:
+            model = {"round": server_round, "spec_json": self.spec.canonical_json(), "model": self.algo.global_state()}
+            out.append(Checkpoint("model", server_round, checkpoint.to_bytes(model)))
+        return out
+
+    def summary(self, status: str, wall_s: float) -> RunSummary:
+        h = self.history
+        top = top_k(h, 5)
+        m, s = mean_std(top)
+        return RunSummary(
+            status="completed" if status == "completed" else "stopped",
+            rounds_done=max(len(h) - 1, 0),
+            final_acc=h[-1] if h else float("nan"),
+            best_acc=max(h) if h else float("nan"),
+            top5_mean=m,
+            top5_std=s,
+            statistic=self.fid.statistic,
+            value=curve_statistic(h, self.fid.statistic, self.fid.eval_timing),
+            wall_s=wall_s,
+        )
+
+
+def run(
+    spec: ExperimentSpec,
+    sink: Sink,
+    resume_from: bytes | str | Path | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RunSummary:
+    """Run `spec` round by round, reporting to `sink`; resume from a 'full' checkpoint if given.
+
+    `should_stop()` is polled between rounds; when it returns True the run ends
+    with status 'stopped' after the last completed round.
+    """
+    t_start = time.perf_counter()
+    sim = Simulation(spec)
+    if resume_from is not None:
+        sim.restore(resume_from)
+    sink.on_start(sim.info())
+    if sim.next_round == 0:
+        ev0 = sim.initial_event()
+        sink.on_round(RoundEvent(0, ev0.metrics, ev0.users, sim.checkpoints_for(0)))
+        sim.next_round = 1
+    status = "completed"
+    for r in range(sim.next_round, spec.rounds + 1):
+        if should_stop is not None and should_stop():
+            status = "stopped"
+            break
+        event = sim.round(r)
+        sink.on_round(RoundEvent(r, event.metrics, event.users, sim.checkpoints_for(r)))
+        sim.next_round = r + 1
+    summary = sim.summary(status, time.perf_counter() - t_start)
+    sink.on_finish(summary)
+    return summary

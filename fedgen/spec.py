@@ -1,0 +1,329 @@
+"""The experiment spec: one pydantic model that describes a run completely.
+
+`ExperimentSpec` is defined here once and shared by the CLI, the REST API, the
+worker and the dashboard form. Every numeric field carries an explicit bound so
+that no spec can exhaust a worker by accident, and every error names the field,
+the value and the limit. `spec_hash` gives a stable identity (key order and
+defaults written out or left implicit do not change it).
+
+Behavioural differences between the FedGen paper and its official code are
+collected in `FidelitySpec`; see `fedgen.fidelity` for how a profile resolves
+them and `docs/fidelity.md` for the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DatasetName = Literal["mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic"]
+AlgorithmName = Literal[
+    "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen"
+]
+ALGORITHM_NAMES: tuple[str, ...] = (
+    "fedavg",
+    "fedprox",
+    "fedensemble",
+    "feddistill",
+    "feddistill-plus",
+    "feddf",
+    "fedgen",
+)
+
+# Hard limits, in one place so the docs and error messages agree.
+MAX_USERS = 1000
+MAX_ROUNDS = 10_000
+MAX_LOCAL_STEPS = 1000
+MAX_BATCH = 4096
+MAX_DIM = 4096
+MAX_SEED = 2**31 - 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSpec(_Strict):
+    """Which dataset to load and from where."""
+
+    name: DatasetName = "fashion-mnist"
+    root: str | None = Field(
+        None,
+        max_length=4096,
+        description="Data folder in torchvision's layout; None = FEDGEN_DATA or ~/.fedgen/data "
+        "(Fashion-MNIST is also found in Debian's /usr/share/datasets/fashion-mnist).",
+    )
+    download: bool = Field(False, description="Let torchvision download missing files (needs the network).")
+    synthetic_samples: int = Field(
+        2000, ge=20, le=200_000, description="Training samples of the 'synthetic' dataset."
+    )
+    synthetic_classes: int = Field(10, ge=2, le=100, description="Classes of the 'synthetic' dataset.")
+
+
+class PartitionSpec(_Strict):
+    """How the training data is split over users (reference §2.1-2.3)."""
+
+    num_users: int = Field(20, ge=1, le=MAX_USERS)
+    alpha: float = Field(0.1, gt=0.0, le=1000.0, description="Dirichlet concentration; smaller = more heterogeneous.")
+    sampling_ratio: float = Field(
+        0.5, gt=0.0, le=1.0, description="Fraction of each class used, capped per user as in the official split."
+    )
+    min_samples: int = Field(
+        10, ge=1, le=100_000, description="Re-draw the split until every user holds at least this many samples."
+    )
+    max_redraws: int = Field(1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws.")
+    data_seed: int = Field(42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`.")
+    test_protocol: Literal["per_user", "global"] | None = Field(
+        None,
+        description="per_user: label-matched per-user test splits (official); global: the whole test set "
+        "(paper). None = the fidelity profile's choice.",
+    )
+    celebs_per_user: int = Field(10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user.")
+
+
+class ModelSpec(_Strict):
+    """The classifier, split into `features` and `predictor` (last linear layer)."""
+
+    name: Literal["official-cnn", "mcmahan-cnn"] = "official-cnn"
+    bn_buffers: Literal["local", "average"] | None = Field(
+        None,
+        description="BatchNorm running statistics: kept on each user (official) or averaged like "
+        "parameters. None = the fidelity profile's choice.",
+    )
+
+
+class FedAvgParams(_Strict):
+    """FedAvg (McMahan et al. 2017). Weighting is `fidelity.aggregation`."""
+
+    name: Literal["fedavg"] = "fedavg"
+
+
+class FedProxParams(_Strict):
+    """FedProx (Li et al. 2020). `paper`: mu/2*||w-w_t||^2; `official`: lamda*(w-w_t) + l2*w."""
+
+    name: Literal["fedprox"] = "fedprox"
+    variant: Literal["paper", "official"] = "paper"
+    mu: float = Field(0.01, ge=0.0, le=100.0, description="Proximal coefficient (paper variant).")
+    lamda: float = Field(1.0, ge=0.0, le=100.0, description="Official variant: proximal coefficient.")
+    l2: float = Field(0.001, ge=0.0, le=100.0, description="Official variant: extra weight decay.")
+
+
+class FedEnsembleParams(_Strict):
+    """FedEnsemble: FedAvg training, evaluated as the ensemble of all users' models."""
+
+    name: Literal["fedensemble"] = "fedensemble"
+
+
+class FedDistillParams(_Strict):
+    """FedDistill (Jeong et al. 2018): users share per-label mean logits, not weights."""
+
+    name: Literal["feddistill"] = "feddistill"
+    reg_alpha: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits.")
+
+
+class FedDistillPlusParams(_Strict):
+    """FedDistill+ (official name FedDistill-FL): FedDistill plus parameter averaging."""
+
+    name: Literal["feddistill-plus"] = "feddistill-plus"
+    reg_alpha: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits.")
+
+
+class FedDFParams(_Strict):
+    """FedDF (Lin et al. 2020): server-side ensemble distillation on an unlabeled proxy set."""
+
+    name: Literal["feddf"] = "feddf"
+    proxy: Literal["heldout"] | DatasetName = Field(
+        "heldout", description="'heldout': a slice of the training set no user holds; or a dataset name."
+    )
+    proxy_size: int = Field(5000, ge=1, le=200_000)
+    distill_steps: int = Field(100, ge=0, le=100_000)
+    distill_batch_size: int = Field(128, ge=1, le=MAX_BATCH)
+    distill_lr: float = Field(1e-3, gt=0.0, le=10.0)
+    temperature: float = Field(1.0, gt=0.0, le=100.0)
+
+
+GeneratorPreset = Literal["default", "cnn0", "cnn1", "cnn2", "cnn3"]
+
+
+class FedGenParams(_Strict):
+    """FedGen (Zhu et al. 2021): a server-side conditional generator of latent features.
+
+    Dimensions left None come from `preset` (Table 2 configurations, reference §4).
+    """
+
+    name: Literal["fedgen"] = "fedgen"
+    preset: GeneratorPreset = "default"
+    noise_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    hidden_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    embedding: bool = Field(False, description="Label input as nn.Embedding instead of one-hot.")
+    gen_batch_size: int = Field(32, ge=1, le=MAX_BATCH, description="B_G: generated samples per local step.")
+    server_batch_size: int = Field(32, ge=1, le=MAX_BATCH, description="Batch of each generator step.")
+
+
+AlgorithmSpec = Annotated[
+    FedAvgParams
+    | FedProxParams
+    | FedEnsembleParams
+    | FedDistillParams
+    | FedDistillPlusParams
+    | FedDFParams
+    | FedGenParams,
+    Field(discriminator="name"),
+]
+
+
+class FidelitySpec(_Strict):
+    """Paper vs official-code behaviour. Every knob left None takes the profile's value.
+
+    See `fedgen.fidelity.PROFILES` and docs/fidelity.md for each knob's provenance.
+    """
+
+    profile: Literal["paper", "official"] = "official"
+    aggregation: Literal["samples", "uniform"] | None = None
+    eval_timing: Literal["after_aggregation", "before_training"] | None = None
+    statistic: Literal["final", "best", "top5"] | None = None
+    # FedGen server side
+    noise: Literal["uniform", "normal"] | None = None
+    teacher_loss: Literal["mean_logits", "label_weighted_nll"] | None = None
+    teacher_broadcast_quirk: bool | None = None
+    generator_steps: int | None = Field(None, ge=0, le=100_000)
+    generator_optimizer: Literal["adam", "sgd"] | None = None
+    generator_lr: float | None = Field(None, gt=0.0, le=10.0)
+    generator_weight_decay: float | None = Field(None, ge=0.0, le=10.0)
+    generator_lr_decay: float | None = Field(None, gt=0.0, le=1.0)
+    generator_batchnorm: bool | None = None
+    diversity_loss: Literal["exp", "msgan", "none"] | None = None
+    diversity_weight: float | None = Field(None, ge=0.0, le=1000.0)
+    server_label_sampling: Literal["prior", "uniform_present"] | None = None
+    # FedGen client side
+    client_label_sampling: Literal["prior", "uniform_available"] | None = None
+    client_kl: bool | None = None
+    client_kl_weight: float | None = Field(None, ge=0.0, le=1000.0)
+    client_teacher_weight: float | None = Field(None, ge=0.0, le=1000.0)
+    client_weight_decay: float | None = Field(None, gt=0.0, le=1.0)
+    client_weight_floor: float | None = Field(None, ge=0.0, le=1000.0)
+    regularize_round0: bool | None = None
+    regularization_steps: int | None = Field(
+        None, ge=0, le=MAX_LOCAL_STEPS, description="Generator terms only in the first N local steps; 0 = all."
+    )
+
+
+class ExperimentSpec(_Strict):
+    """A complete, reproducible description of one federated run."""
+
+    data: DataSpec = DataSpec()
+    partition: PartitionSpec = PartitionSpec()
+    model: ModelSpec = ModelSpec()
+    algorithm: AlgorithmSpec = FedAvgParams()
+    fidelity: FidelitySpec = FidelitySpec()
+    share: Literal["all", "predictor"] = Field(
+        "all", description="Send the whole model, or only the predictor (paper §3.3, Table 4)."
+    )
+    rounds: int = Field(200, ge=1, le=MAX_ROUNDS)
+    users_per_round: int = Field(10, ge=1, le=MAX_USERS)
+    local_steps: int = Field(20, ge=1, le=MAX_LOCAL_STEPS, description="T: SGD steps per selected user.")
+    batch_size: int = Field(32, ge=1, le=MAX_BATCH)
+    lr: float = Field(0.01, gt=0.0, le=10.0)
+    lr_decay: float | None = Field(
+        None, gt=0.0, le=1.0, description="Client lr x decay^round. None = the fidelity profile's choice."
+    )
+    eval_batch_size: int = Field(2048, ge=1, le=65_536)
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Model init, user sampling, batches, generator noise.")
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d{1,2})?)$")
+    checkpoint_every: int = Field(50, ge=0, le=MAX_ROUNDS, description="0 = only at the end.")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    note: str = Field("", max_length=10_000)
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> ExperimentSpec:
+        if self.users_per_round > self.partition.num_users:
+            raise ValueError(
+                f"users_per_round={self.users_per_round} exceeds partition.num_users="
+                f"{self.partition.num_users}"
+            )
+        if self.share == "predictor" and self.algorithm.name not in (
+            "fedavg",
+            "feddistill-plus",
+            "feddf",
+            "fedgen",
+        ):
+            raise ValueError(
+                f"share='predictor' is supported by fedavg, feddistill-plus, feddf and fedgen, "
+                f"not {self.algorithm.name}"
+            )
+        return self
+
+    # -- identity ------------------------------------------------------------
+    def canonical_json(self) -> str:
+        """The spec with every default written out, keys sorted, no whitespace."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """A stable sha256 of the canonical form (first 16 hex digits)."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def result_hash(self) -> str:
+        """Like `spec_hash` but ignoring fields that cannot change results (tags, note, checkpoints)."""
+        body = self.model_dump(mode="json", exclude={"tags", "note", "checkpoint_every"})
+        return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+class SpecError(ValueError):
+    """A spec that does not validate; `errors` lists (field, message) pairs."""
+
+    def __init__(self, errors: list[tuple[str, str]], source: str = "spec") -> None:
+        self.errors = errors
+        lines = "\n".join(f"  {loc}: {msg}" for loc, msg in errors)
+        super().__init__(f"invalid {source}:\n{lines}")
+
+
+def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
+    """Turn pydantic's error list into (dotted field, message with value and limit) pairs."""
+    out: list[tuple[str, str]] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        msg = err["msg"]
+        if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
+            shown = repr(err["input"])
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            msg = f"{msg} (got {shown})"
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        out.append((loc, msg))
+    return out
+
+
+def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
+    """Validate a mapping into an ExperimentSpec, raising SpecError with field-level messages."""
+    if not isinstance(data, dict):
+        raise SpecError([("(root)", f"expected a mapping, got {type(data).__name__}")], source)
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc), source) from None
+
+
+def load_spec_data(path: str | Path) -> Any:
+    """Read a YAML or JSON file (JSON is valid YAML, but errors read better per format)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise SpecError([("(file)", f"cannot read {p}: {exc.strerror}")], str(p)) from None
+    try:
+        if p.suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise SpecError([("(file)", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Load and validate a spec file (YAML or JSON)."""
+    return parse_spec(load_spec_data(path), str(path))

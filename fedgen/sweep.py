@@ -1,0 +1,93 @@
+"""Sweeps: a base spec and a grid of values for any spec field, expanded into runs.
+
+Field names are dotted paths into the spec (`algorithm.name` is spelled
+`algorithm`, whose values may be names or whole parameter mappings). Every
+expanded spec is validated, so an invalid combination fails before anything runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+
+MAX_SWEEP_RUNS = 1000
+
+
+class SweepSpec(BaseModel):
+    """A base spec plus `grid`: dotted field -> list of values (cartesian product)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field("sweep", min_length=1, max_length=200)
+    base: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict, max_length=16)
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_values(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        total = 1
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"grid.{key}: needs at least one value")
+            if len(values) > MAX_SWEEP_RUNS:
+                raise ValueError(f"grid.{key}: {len(values)} values exceeds the limit {MAX_SWEEP_RUNS}")
+            total *= len(values)
+        if total > MAX_SWEEP_RUNS:
+            raise ValueError(f"grid expands to {total} runs, more than the limit {MAX_SWEEP_RUNS}")
+        return grid
+
+
+def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = target
+    for p in parts[:-1]:
+        child = node.get(p)
+        if not isinstance(child, dict):
+            child = {}
+            node[p] = child
+        node = child
+    leaf = parts[-1]
+    if dotted == "algorithm" and isinstance(value, str):
+        value = {"name": value}
+    if isinstance(value, dict) and isinstance(node.get(leaf), dict) and dotted != "algorithm":
+        node[leaf] = {**node[leaf], **value}
+    else:
+        node[leaf] = value
+
+
+def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
+    """Every combination of the grid applied to the base, validated, in a stable order."""
+    keys = list(sweep.grid)
+    specs: list[ExperimentSpec] = []
+    errors: list[tuple[str, str]] = []
+    for combo in itertools.product(*(sweep.grid[k] for k in keys)):
+        data: dict[str, Any] = _deepcopy(sweep.base)
+        for k, v in zip(keys, combo, strict=True):
+            _set_path(data, k, v)
+        label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
+        try:
+            specs.append(parse_spec(data))
+        except SpecError as exc:
+            errors.extend((f"[{label}] {loc}", msg) for loc, msg in exc.errors)
+    if errors:
+        raise SpecError(errors, f"sweep {sweep.name!r}")
+    return specs
+
+
+def _deepcopy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deepcopy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deepcopy(v) for v in d]
+    return d
+
+
+def group_key(spec: ExperimentSpec) -> str:
+    """Canonical JSON of the spec without the seed, tags and note: runs that differ only by seed."""
+    body = spec.model_dump(mode="json", exclude={"seed", "tags", "note", "checkpoint_every"})
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
