@@ -1,0 +1,62 @@
+# FedGen Lab. Two entry points for a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+FMNIST := /usr/share/datasets/fashion-mnist
+IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+HAS_APT := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
+
+.PHONY: demo test install data services browser lint bench clean
+
+$(PY):
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+
+# torch and torchvision come from this machine's local wheels through pip.
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
+	$(PIP) install -q -e '.[service,dashboard,dev]' --config-settings editable_mode=compat
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's dataset-fashion-mnist, where apt-get exists and we are root.
+data:
+	@if [ ! -d $(FMNIST) ]; then \
+	  if [ "$(HAS_APT)" = yes ] && [ "$(IS_ROOT)" = yes ]; then \
+	    apt-get install -y -q dataset-fashion-mnist >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q dataset-fashion-mnist >/dev/null); \
+	  else echo "note: Fashion-MNIST not found in $(FMNIST); install Debian's dataset-fashion-mnist or set data.root"; fi; \
+	fi
+
+# Debian's Chromium for the browser test (never a downloaded browser).
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$(HAS_APT)" = yes ] && [ "$(IS_ROOT)" = yes ]; then \
+	  apt-get install -y -q chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null); \
+	fi
+
+# PostgreSQL and Redis for the tests marked `postgres`.
+services:
+	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save ""
+	@for i in $$(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+
+test: install data services browser
+	$(VENV)/bin/pytest -q
+
+demo: install data
+	$(PY) -m scripts.demo
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy fedgen
+
+bench: install data
+	$(PY) bench/round_speed.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,187 @@
+"""The `fedgen` command: run, resume, partition, validate.
+
+    fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
+    fedgen resume DIR               continue a run directory from its last full checkpoint
+    fedgen partition SPEC           print the per-user label histogram
+    fedgen validate SPEC            print the validated spec, or the errors
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fedgen.data.datasets import DatasetError, load_dataset
+from fedgen.data.partition import PartitionError, build_partition
+from fedgen.events import RoundEvent, RunInfo, RunSummary
+from fedgen.rundir import DirectorySink, latest_full_checkpoint
+from fedgen.spec import ExperimentSpec, SpecError, load_spec, load_spec_data, parse_spec
+from fedgen.sweep import SweepSpec, expand
+
+EXIT_INVALID = 2
+
+
+class ProgressSink(DirectorySink):
+    """A directory sink that also draws a one-line progress bar on stderr."""
+
+    def __init__(self, root: Path, spec: ExperimentSpec, label: str) -> None:
+        super().__init__(root, spec)
+        self.label, self.rounds = label, spec.rounds
+        self.t0 = time.perf_counter()
+        self.first = 0
+        self.tty = sys.stderr.isatty()
+
+    def on_start(self, info: RunInfo) -> None:
+        super().on_start(info)
+        self.first, self.t0 = info.start_round, time.perf_counter()
+
+    def on_round(self, event: RoundEvent) -> None:
+        super().on_round(event)
+        r, done = event.round, event.round - self.first + 1
+        elapsed = time.perf_counter() - self.t0
+        eta = elapsed / done * (self.rounds - r) if done > 0 else 0.0
+        width = 24
+        filled = int(width * r / self.rounds)
+        bar = "#" * filled + "." * (width - filled)
+        line = (
+            f"{self.label} [{bar}] round {r}/{self.rounds}  acc {event.metrics['test_acc']:.4f}"
+            f"  {event.metrics.get('time_total_ms', 0.0):.0f} ms/round  ETA {eta:.0f}s"
+        )
+        if self.tty:
+            sys.stderr.write("\r" + line + ("\n" if r == self.rounds else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def on_finish(self, summary: RunSummary) -> None:
+        super().on_finish(summary)
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def _print_errors(exc: SpecError) -> int:
+    print(str(exc), file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _summary_line(root: Path, summary: RunSummary) -> str:
+    return json.dumps({"out": str(root), **summary.to_dict()}, separators=(",", ":"))
+
+
+def _run_one(spec: ExperimentSpec, root: Path, label: str, resume: Path | None = None) -> RunSummary:
+    from fedgen.runner import run  # torch-heavy import only when running
+
+    sink = ProgressSink(root, spec, label)
+    return run(spec, sink, resume_from=resume)
+
+
+def _default_out(spec: ExperimentSpec) -> Path:
+    return Path("runs") / f"{spec.algorithm.name}-{spec.spec_hash()}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    data: Any = load_spec_data(args.spec)
+    if isinstance(data, dict) and ("grid" in data or "base" in data):
+        sweep = SweepSpec.model_validate(data)
+        specs = expand(sweep)
+        out = Path(args.out or Path("runs") / sweep.name)
+        for i, spec in enumerate(specs):
+            root = out / f"{i:03d}-{spec.algorithm.name}-a{spec.partition.alpha:g}-s{spec.seed}"
+            summary = _run_one(spec, root, f"[{i + 1}/{len(specs)}] {spec.algorithm.name}")
+            print(_summary_line(root, summary), flush=True)
+        print(f"results: {out}", flush=True)
+        return 0
+    spec = parse_spec(data, str(args.spec))
+    root = Path(args.out) if args.out else _default_out(spec)
+    summary = _run_one(spec, root, spec.algorithm.name)
+    print(_summary_line(root, summary), flush=True)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    spec = load_spec(root / "spec.json")
+    ckpt = latest_full_checkpoint(root)
+    if ckpt is None:
+        print(f"no full checkpoint under {root}/checkpoints; starting from round 0", file=sys.stderr)
+    summary = _run_one(spec, root, spec.algorithm.name, resume=ckpt)
+    print(_summary_line(root, summary), flush=True)
+    return 0
+
+
+def cmd_partition(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    ds = load_dataset(spec.data, spec.partition)
+    part = build_partition(ds, spec.partition)
+    hist = part.label_histogram(ds.train_y.numpy())
+    labels = "".join(f"{c:>6}" for c in range(hist.shape[1]))
+    print(f"{'user':>5}{labels}{'train':>8}{'test':>7}")
+    for k, row in enumerate(hist):
+        cells = "".join(f"{int(v):>6}" for v in row)
+        print(f"{k:>5}{cells}{int(row.sum()):>8}{len(part.test_indices[k]):>7}")
+    total = hist.sum(0)
+    print(f"{'all':>5}{''.join(f'{int(v):>6}' for v in total)}{int(total.sum()):>8}")
+    print(f"fingerprint {part.fingerprint()}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    data = load_spec_data(args.spec)
+    if isinstance(data, dict) and ("grid" in data or "base" in data):
+        specs = expand(SweepSpec.model_validate(data))
+        print(f"valid sweep: {len(specs)} runs")
+        return 0
+    spec = parse_spec(data, str(args.spec))
+    print(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False), end="")
+    print(f"# spec_hash: {spec.spec_hash()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fedgen", description="Federated learning simulations: FedGen and baselines.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a spec or a sweep")
+    r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
+    r.add_argument("--out", help="output directory (default runs/<algorithm>-<spec hash>)")
+    r.set_defaults(func=cmd_run)
+    s = sub.add_parser("resume", help="continue a run directory from its last full checkpoint")
+    s.add_argument("dir")
+    s.set_defaults(func=cmd_resume)
+    pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
+    pa.add_argument("spec")
+    pa.set_defaults(func=cmd_partition)
+    v = sub.add_parser("validate", help="validate a spec and print it with every default")
+    v.add_argument("spec")
+    v.set_defaults(func=cmd_validate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pydantic import ValidationError
+
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except SpecError as exc:
+        return _print_errors(exc)
+    except ValidationError as exc:  # sweep envelope
+        from fedgen.spec import format_validation_error
+
+        return _print_errors(SpecError(format_validation_error(exc), "sweep"))
+    except (DatasetError, PartitionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted; continue with `fedgen resume DIR`", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,426 @@
+"""Loading the benchmark datasets as in-memory tensors (reference §2).
+
+Files are read from torchvision's own on-disk layouts, so whatever
+``torchvision.datasets.X(root, download=True)`` wrote is found:
+
+* ``mnist``          ``<root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]``
+* ``fashion-mnist``  ``<root>/FashionMNIST/raw/`` (same names); also Debian's
+  ``/usr/share/datasets/fashion-mnist/`` (package ``dataset-fashion-mnist``)
+* ``emnist-letters`` ``<root>/EMNIST/raw/emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte[.gz]``
+* ``celeba``         ``<root>/celeba/{img_align_celeba/*.jpg, list_attr_celeba.txt, identity_CelebA.txt}``
+* ``synthetic``      generated in memory (`fedgen.data.synthetic`)
+
+``<root>`` is ``data.root`` if given, else ``$FEDGEN_DATA``, else ``~/.fedgen/data``.
+IDX files are parsed directly with numpy. MNIST-like images are normalised as
+ToTensor + Normalize(0.5, 0.5), i.e. to [-1, 1]; CelebA images stay raw 0-255 floats, as in
+the official code. The network is used only when ``data.download`` is true.
+
+Loaded datasets are cached in-process; treat the returned tensors as read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import zlib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedgen.data.synthetic import make_synthetic
+from fedgen.spec import DataSpec, PartitionSpec
+
+__all__ = ["DEBIAN_FASHION_MNIST", "DatasetError", "DatasetTensors", "load_dataset", "read_idx"]
+
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+CELEBA_IMAGE_SIZE = 84
+CELEBA_MIN_IMAGES = 5
+CELEBA_TRAIN_FRACTION = 0.9
+
+
+class DatasetError(RuntimeError):
+    """Missing or corrupt dataset files; the message says where, what and how to get them."""
+
+
+@dataclass(frozen=True)
+class DatasetTensors:
+    """A whole dataset in memory (CPU tensors, already normalised).
+
+    Attributes
+    ----------
+    name
+        Dataset name as in `DataSpec.name`.
+    train_x, test_x
+        float32 images, shape (N, C, H, W).
+    train_y, test_y
+        int64 labels, shape (N,).
+    num_classes
+        Number of classes.
+    train_groups, test_groups
+        CelebA only: the user id of every sample; None for the other datasets.
+    """
+
+    name: str
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    num_classes: int
+    train_groups: np.ndarray[Any, np.dtype[np.int64]] | None = None
+    test_groups: np.ndarray[Any, np.dtype[np.int64]] | None = None
+
+
+# --------------------------------------------------------------------------- IDX files
+
+
+def read_idx(path: Path, ndim: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """Read an unsigned-byte IDX file (optionally gzipped) into a uint8 array.
+
+    Raises
+    ------
+    DatasetError
+        If the file cannot be read, has a wrong magic number or the wrong size.
+    """
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = path.read_bytes()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DatasetError(f"cannot read {path}: {exc}; delete it and fetch it again") from None
+    expected_magic = 0x0800 | ndim
+    magic = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else -1
+    if magic != expected_magic:
+        raise DatasetError(
+            f"corrupt IDX file {path}: magic number {magic:#010x}, expected {expected_magic:#010x}; "
+            "delete it and fetch it again"
+        )
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise DatasetError(
+            f"corrupt IDX file {path}: truncated header; delete it and fetch it again"
+        )
+    dims = tuple(int(d) for d in np.frombuffer(raw, dtype=">i4", count=ndim, offset=4))
+    if len(raw) != header + int(np.prod(dims)):
+        raise DatasetError(
+            f"corrupt IDX file {path}: {len(raw) - header} data bytes for shape {dims} "
+            f"(expected {int(np.prod(dims))}; truncated?); delete it and fetch it again"
+        )
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+@dataclass(frozen=True)
+class _IdxInfo:
+    folder: str  # torchvision class name = sub-folder of <root>
+    files: tuple[str, str, str, str]  # train images, train labels, test images, test labels
+    num_classes: int
+    label_offset: int  # subtracted from the stored labels
+    apt: str | None = None
+
+
+_IDX: dict[str, _IdxInfo] = {
+    "mnist": _IdxInfo(
+        "MNIST",
+        (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ),
+        10,
+        0,
+    ),
+    "fashion-mnist": _IdxInfo(
+        "FashionMNIST",
+        (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ),
+        10,
+        0,
+        apt="dataset-fashion-mnist",
+    ),
+    "emnist-letters": _IdxInfo(
+        "EMNIST",
+        (
+            "emnist-letters-train-images-idx3-ubyte",
+            "emnist-letters-train-labels-idx1-ubyte",
+            "emnist-letters-test-images-idx3-ubyte",
+            "emnist-letters-test-labels-idx1-ubyte",
+        ),
+        26,
+        1,
+    ),
+}
+
+
+def _base_root(data: DataSpec) -> Path:
+    if data.root:
+        return Path(data.root).expanduser()
+    env = os.environ.get("FEDGEN_DATA")
+    return Path(env).expanduser() if env else Path("~/.fedgen/data").expanduser()
+
+
+def _find_files(folder: Path, names: Sequence[str]) -> list[Path] | None:
+    """Each name, plain or ``.gz``, inside `folder`; None if any is missing."""
+    found = []
+    for name in names:
+        for candidate in (folder / name, folder / f"{name}.gz"):
+            if candidate.is_file():
+                found.append(candidate)
+                break
+        else:
+            return None
+    return found
+
+
+def _idx_missing_error(
+    name: str, info: _IdxInfo, searched: Sequence[Path], root: Path
+) -> DatasetError:
+    folders = ", ".join(str(s) for s in searched)
+    files = ", ".join(f"{f}[.gz]" for f in info.files)
+    how = [
+        f"set data.download: true on a machine with internet (writes {root / info.folder / 'raw'})"
+    ]
+    if info.apt:
+        how.append(f"'apt-get install {info.apt}' (installs {DEBIAN_FASHION_MNIST})")
+    how.append(
+        f"or copy the files into <root>/{info.folder}/raw/ (root = data.root, $FEDGEN_DATA or ~/.fedgen/data)"
+    )
+    return DatasetError(
+        f"{name}: dataset files not found. Searched: {folders}. Expected files: {files}. "
+        f"To get them: {'; '.join(how)}."
+    )
+
+
+def _torchvision_download(name: str, root: Path) -> None:
+    import torchvision.datasets as tvd
+
+    try:
+        for train in (True, False):
+            if name == "mnist":
+                tvd.MNIST(str(root), train=train, download=True)
+            elif name == "fashion-mnist":
+                tvd.FashionMNIST(str(root), train=train, download=True)
+            elif name == "emnist-letters":
+                tvd.EMNIST(str(root), split="letters", train=train, download=True)
+            else:
+                tvd.CelebA(str(root), split="all", target_type="attr", download=True)
+                return
+    except Exception as exc:  # network, checksum or gdown errors
+        raise DatasetError(f"{name}: download into {root} failed: {exc}") from None
+
+
+def _normalise(images: np.ndarray[Any, np.dtype[np.uint8]]) -> torch.Tensor:
+    """ToTensor then Normalize(0.5, 0.5): uint8 (N,H,W) -> float32 (N,1,H,W) in [-1, 1]."""
+    x = torch.from_numpy(images.astype(np.float32)).div_(255.0)
+    return x.sub_(0.5).div_(0.5).unsqueeze(1)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_idx_cached(name: str, paths: tuple[Path, Path, Path, Path]) -> DatasetTensors:
+    info = _IDX[name]
+    arrays = [read_idx(p, 3 if i % 2 == 0 else 1) for i, p in enumerate(paths)]
+    tensors: list[torch.Tensor] = []
+    for split, (images, labels) in enumerate(((arrays[0], arrays[1]), (arrays[2], arrays[3]))):
+        img_path, lab_path = paths[2 * split], paths[2 * split + 1]
+        if images.shape[1:] != (28, 28) or images.shape[0] != labels.shape[0]:
+            raise DatasetError(
+                f"{name}: {img_path} has shape {images.shape} but {lab_path} has "
+                f"{labels.shape[0]} labels (expected N x 28 x 28 and N labels)"
+            )
+        y = labels.astype(np.int64) - info.label_offset
+        if y.size and (y.min() < 0 or y.max() >= info.num_classes):
+            raise DatasetError(
+                f"{name}: labels in {lab_path} outside [{info.label_offset}, "
+                f"{info.label_offset + info.num_classes})"
+            )
+        tensors += [_normalise(images), torch.from_numpy(y)]
+    return DatasetTensors(name, tensors[0], tensors[1], tensors[2], tensors[3], info.num_classes)
+
+
+def _resolved(paths: list[Path]) -> tuple[Path, Path, Path, Path]:
+    r = [p.resolve() for p in paths]
+    return (r[0], r[1], r[2], r[3])
+
+
+def _load_idx(data: DataSpec) -> DatasetTensors:
+    info = _IDX[data.name]
+    root = _base_root(data)
+    searched = [root / info.folder / "raw"]
+    if data.name == "fashion-mnist":
+        searched.append(DEBIAN_FASHION_MNIST)
+    for folder in searched:
+        paths = _find_files(folder, info.files)
+        if paths is not None:
+            return _load_idx_cached(data.name, _resolved(paths))
+    if data.download:
+        _torchvision_download(data.name, root)
+        paths = _find_files(searched[0], info.files)
+        if paths is not None:
+            return _load_idx_cached(data.name, _resolved(paths))
+    raise _idx_missing_error(data.name, info, searched, root)
+
+
+# --------------------------------------------------------------------------- CelebA
+
+
+def _celeba_error(folder: Path, problem: str) -> DatasetError:
+    return DatasetError(
+        f"celeba: {problem} in {folder}. Expected torchvision's CelebA layout: "
+        f"{folder}/img_align_celeba/*.jpg, {folder}/list_attr_celeba.txt, "
+        f"{folder}/identity_CelebA.txt (and list_eval_partition.txt). To get them: set "
+        "data.download: true on a machine with internet (torchvision; needs gdown), or download "
+        "'Align&Cropped Images' and the annotation files from the CelebA website into that "
+        "folder (root = data.root, $FEDGEN_DATA or ~/.fedgen/data)."
+    )
+
+
+def _read_lines(path: Path, folder: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _celeba_error(folder, f"cannot read {path.name} ({exc})") from None
+
+
+def _celeba_annotations(folder: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Return (file -> identity, file -> smiling 0/1)."""
+    identity: dict[str, int] = {}
+    for line in _read_lines(folder / "identity_CelebA.txt", folder):
+        parts = line.split()
+        if parts:
+            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+                raise _celeba_error(folder, f"malformed line {line!r} of identity_CelebA.txt")
+            identity[parts[0]] = int(parts[1])
+    lines = _read_lines(folder / "list_attr_celeba.txt", folder)
+    if len(lines) < 2 or "Smiling" not in lines[1].split():
+        raise _celeba_error(folder, "list_attr_celeba.txt without a header naming 'Smiling'")
+    header = lines[1].split()
+    col = header.index("Smiling") + 1
+    smiling: dict[str, int] = {}
+    for line in lines[2:]:
+        parts = line.split()
+        if parts:
+            if len(parts) != len(header) + 1 or parts[col] not in ("1", "-1"):
+                raise _celeba_error(folder, f"malformed line {line[:60]!r} of list_attr_celeba.txt")
+            smiling[parts[0]] = 1 if parts[col] == "1" else 0
+    return identity, smiling
+
+
+def _read_image(path: Path) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            arr = np.asarray(im.resize((CELEBA_IMAGE_SIZE, CELEBA_IMAGE_SIZE)).convert("RGB"))
+    except (OSError, UnidentifiedImageError) as exc:
+        raise _celeba_error(path.parent.parent, f"cannot read image {path.name} ({exc})") from None
+    return arr
+
+
+@functools.lru_cache(maxsize=2)
+def _load_celeba_cached(folder: Path, num_users: int, per_user: int, seed: int) -> DatasetTensors:
+    identity, smiling = _celeba_annotations(folder)
+    by_celeb: dict[int, list[str]] = {}
+    for fname, celeb in identity.items():
+        if fname in smiling:
+            by_celeb.setdefault(celeb, []).append(fname)
+    eligible = sorted(c for c, files in by_celeb.items() if len(files) >= CELEBA_MIN_IMAGES)
+    needed = num_users * per_user
+    if len(eligible) < needed:
+        raise DatasetError(
+            f"celeba: {folder} has {len(eligible)} celebrities with >= {CELEBA_MIN_IMAGES} images, "
+            f"but partition.num_users={num_users} x celebs_per_user={per_user} needs {needed}"
+        )
+    rng = np.random.default_rng(seed)
+    chosen = [eligible[i] for i in rng.permutation(len(eligible))[:needed]]
+    splits: tuple[list[tuple[str, int]], list[tuple[str, int]]] = ([], [])
+    for pos, celeb in enumerate(chosen):
+        files = sorted(by_celeb[celeb])
+        files = [files[i] for i in rng.permutation(len(files))]
+        n_train = int(CELEBA_TRAIN_FRACTION * len(files))
+        splits[0].extend((f, pos // per_user) for f in files[:n_train])
+        splits[1].extend((f, pos // per_user) for f in files[n_train:])
+    img_dir = folder / "img_align_celeba"
+    out: list[Any] = []
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for split in splits:
+            images = list(pool.map(_read_image, [img_dir / f for f, _ in split]))
+            x = np.stack(images).transpose(0, 3, 1, 2).astype(np.float32)
+            y = np.array([smiling[f] for f, _ in split], dtype=np.int64)
+            out += [
+                torch.from_numpy(x),
+                torch.from_numpy(y),
+                np.array([g for _, g in split], dtype=np.int64),
+            ]
+    return DatasetTensors("celeba", out[0], out[1], out[3], out[4], 2, out[2], out[5])
+
+
+def _load_celeba(data: DataSpec, p: PartitionSpec) -> DatasetTensors:
+    root = _base_root(data)
+    folder = root / "celeba"
+    required = [folder / "identity_CelebA.txt", folder / "list_attr_celeba.txt"]
+    ok = all(f.is_file() for f in required) and (folder / "img_align_celeba").is_dir()
+    if not ok and data.download:
+        _torchvision_download("celeba", root)
+        ok = all(f.is_file() for f in required) and (folder / "img_align_celeba").is_dir()
+    if not ok:
+        raise _celeba_error(folder, "dataset files not found")
+    return _load_celeba_cached(folder.resolve(), p.num_users, p.celebs_per_user, p.data_seed)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+@functools.lru_cache(maxsize=4)
+def _load_synthetic(num_classes: int, num_train: int, seed: int) -> DatasetTensors:
+    tx, ty, vx, vy = make_synthetic(num_classes, num_train, seed)
+    return DatasetTensors(
+        "synthetic",
+        torch.from_numpy(tx),
+        torch.from_numpy(ty),
+        torch.from_numpy(vx),
+        torch.from_numpy(vy),
+        num_classes,
+    )
+
+
+def load_dataset(data: DataSpec, partition: PartitionSpec | None = None) -> DatasetTensors:
+    """Load a dataset into memory.
+
+    Parameters
+    ----------
+    data
+        Which dataset, where to look and whether downloading is allowed.
+    partition
+        Needed by CelebA (which celebrities form which user: ``num_users``,
+        ``celebs_per_user``, ``data_seed``; default `PartitionSpec()`) and to seed
+        ``synthetic`` (``data_seed``, or 0 without a partition). Ignored otherwise.
+
+    Returns
+    -------
+    DatasetTensors
+        CPU tensors; cached in-process, so do not modify them in place.
+
+    Raises
+    ------
+    DatasetError
+        If the files are missing or corrupt; the message names the folders searched, the
+        files expected and how to get them.
+    """
+    if data.name == "synthetic":
+        seed = partition.data_seed if partition is not None else 0
+        return _load_synthetic(data.synthetic_classes, data.synthetic_samples, seed)
+    p = partition if partition is not None else PartitionSpec()
+    if data.name == "celeba":
+        return _load_celeba(data, p)
+    return _load_idx(data)
