@@ -1,9 +1,9 @@
 """The `fedgen` command: run, resume, partition, validate.
 
-    fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
-    fedgen resume DIR               continue a run directory from its last full checkpoint
-    fedgen partition SPEC           print the per-user label histogram
-    fedgen validate SPEC            print the validated spec, or the errors
+fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
+fedgen resume DIR               continue a run directory from its last full checkpoint
+fedgen partition SPEC           print the per-user label histogram
+fedgen validate SPEC            print the validated spec, or the errors
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def _summary_line(root: Path, summary: RunSummary) -> str:
     return json.dumps({"out": str(root), **summary.to_dict()}, separators=(",", ":"))
 
 
-def _run_one(spec: ExperimentSpec, root: Path, label: str, resume: Path | None = None) -> RunSummary:
+def _run_one(
+    spec: ExperimentSpec, root: Path, label: str, resume: Path | None = None
+) -> RunSummary:
     from fedgen.runner import run  # torch-heavy import only when running
 
     sink = ProgressSink(root, spec, label)
@@ -109,7 +111,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     spec = load_spec(root / "spec.json")
     ckpt = latest_full_checkpoint(root)
     if ckpt is None:
-        print(f"no full checkpoint under {root}/checkpoints; starting from round 0", file=sys.stderr)
+        print(
+            f"no full checkpoint under {root}/checkpoints; starting from round 0", file=sys.stderr
+        )
     summary = _run_one(spec, root, spec.algorithm.name, resume=ckpt)
     print(_summary_line(root, summary), flush=True)
     return 0
@@ -144,7 +148,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fedgen", description="Federated learning simulations: FedGen and baselines.")
+    p = argparse.ArgumentParser(
+        prog="fedgen", description="Federated learning simulations: FedGen and baselines."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a spec or a sweep")
     r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")

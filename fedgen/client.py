@@ -57,7 +57,9 @@ LossFn = Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor]
 GradHook = Callable[[list[torch.Tensor]], None]
 
 
-def cross_entropy_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:  # noqa: ARG001
+def cross_entropy_loss(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int
+) -> torch.Tensor:  # noqa: ARG001
     """The plain supervised objective."""
     return nn.functional.cross_entropy(model(x), y)
 
@@ -78,7 +80,9 @@ def local_sgd(
     `grad_hook` may edit the gradients in place before the step (FedProx).
     """
     model.train()
-    trainable = [p for p in (params if params is not None else model.parameters()) if p.requires_grad]
+    trainable: list[torch.Tensor] = [
+        p for p in (params if params is not None else model.parameters()) if p.requires_grad
+    ]
     total = torch.zeros((), device=x_all.device)
     for step in range(batches.shape[0]):
         idx = batches[step]

@@ -37,7 +37,9 @@ class Evaluation:
 
 
 @torch.no_grad()
-def per_sample(logits_fn: Logits, x: torch.Tensor, y: torch.Tensor, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def per_sample(
+    logits_fn: Logits, x: torch.Tensor, y: torch.Tensor, batch: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(correct, loss) per sample, computed in chunks of `batch` under no_grad."""
     correct, loss = [], []
     for i in range(0, x.shape[0], batch):
@@ -50,7 +52,9 @@ def per_sample(logits_fn: Logits, x: torch.Tensor, y: torch.Tensor, batch: int) 
     return torch.cat(correct), torch.cat(loss)
 
 
-def evaluate_shared(logits_fn: Logits, data: FederatedData, protocol: str, batch: int) -> Evaluation:
+def evaluate_shared(
+    logits_fn: Logits, data: FederatedData, protocol: str, batch: int
+) -> Evaluation:
     """One model for everybody: one pass over the test set."""
     correct, loss = per_sample(logits_fn, data.test_x, data.test_y, batch)
     uc = torch.stack([correct.index_select(0, u.test_idx).sum() for u in data.users])

@@ -45,6 +45,7 @@ class Fidelity:
     client_weight_floor: float
     regularize_round0: bool
     regularization_steps: int
+    label_counts: Literal["sampled_batches", "train_set"]
 
 
 # The paper leaves the generator's optimiser unspecified ("alpha"); a single
@@ -76,6 +77,7 @@ PAPER: dict[str, Any] = {
     "client_weight_floor": 0.0,
     "regularize_round0": True,
     "regularization_steps": 0,
+    "label_counts": "train_set",  # c_k: the user's label counter
 }
 
 OFFICIAL: dict[str, Any] = {
@@ -105,6 +107,7 @@ OFFICIAL: dict[str, Any] = {
     "client_weight_floor": 1e-4,
     "regularize_round0": False,
     "regularization_steps": 20,  # early_stop = 20
+    "label_counts": "sampled_batches",  # counts of the T sampled batches, initialised to 1
 }
 
 PROFILES: dict[str, dict[str, Any]] = {"paper": PAPER, "official": OFFICIAL}

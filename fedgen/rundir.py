@@ -22,7 +22,9 @@ class DirectorySink:
     def __init__(self, root: Path, spec: ExperimentSpec) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "spec.json").write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
+        (self.root / "spec.json").write_text(
+            json.dumps(spec.model_dump(mode="json"), indent=2) + "\n"
+        )
         self.metrics_path = self.root / "metrics.jsonl"
 
     def on_start(self, info: RunInfo) -> None:

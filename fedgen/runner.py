@@ -92,7 +92,9 @@ class Simulation:
     def restore(self, source: bytes | str | Path) -> None:
         state = checkpoint.read(source, self.device)
         if state.get("result_hash") != self.spec.result_hash():
-            raise RunError("checkpoint belongs to a different spec (result hash differs); cannot resume")
+            raise RunError(
+                "checkpoint belongs to a different spec (result hash differs); cannot resume"
+            )
         if state.get("partition_fingerprint") != self.partition.fingerprint():
             raise RunError("checkpoint was made on a different partition (fingerprint differs)")
         self.algo.load_state_dict(state["algorithm"])
@@ -111,7 +113,7 @@ class Simulation:
             label_histogram=self.label_histogram.tolist(),
             model_params=sum(v.numel() for v in self.algo.global_state().values()),
             device=str(self.device),
-            fidelity={k: v for k, v in vars(self.fid).items()},
+            fidelity=dict(vars(self.fid).items()),
             start_round=self.next_round,
             versions=versions(),
         )
@@ -174,7 +176,9 @@ class Simulation:
         ev = algo.evaluate()
         t_end = time.perf_counter()
         losses = torch.stack([u.train_loss for u in uploads if u.train_loss is not None]).tolist()
-        selected = {u.user: (ms, loss) for u, ms, loss in zip(uploads, user_ms, losses, strict=False)}
+        selected = {
+            u.user: (ms, loss) for u, ms, loss in zip(uploads, user_ms, losses, strict=False)
+        }
         metrics = {
             "lr": lr,
             "bytes_down": float(bytes_down),
@@ -193,10 +197,16 @@ class Simulation:
         every, last = self.spec.checkpoint_every, self.spec.rounds
         out: list[Checkpoint] = []
         if server_round == last or (every > 0 and server_round > 0 and server_round % every == 0):
-            out.append(Checkpoint("full", server_round, checkpoint.to_bytes(self.full_state(server_round))))
+            out.append(
+                Checkpoint("full", server_round, checkpoint.to_bytes(self.full_state(server_round)))
+            )
             out.extend(self.algo.checkpoints(server_round))
         if server_round == last:
-            model = {"round": server_round, "spec_json": self.spec.canonical_json(), "model": self.algo.global_state()}
+            model = {
+                "round": server_round,
+                "spec_json": self.spec.canonical_json(),
+                "model": self.algo.global_state(),
+            }
             out.append(Checkpoint("model", server_round, checkpoint.to_bytes(model)))
         return out
 

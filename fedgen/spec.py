@@ -58,32 +58,50 @@ class DataSpec(_Strict):
         description="Data folder in torchvision's layout; None = FEDGEN_DATA or ~/.fedgen/data "
         "(Fashion-MNIST is also found in Debian's /usr/share/datasets/fashion-mnist).",
     )
-    download: bool = Field(False, description="Let torchvision download missing files (needs the network).")
+    download: bool = Field(
+        False, description="Let torchvision download missing files (needs the network)."
+    )
     synthetic_samples: int = Field(
         2000, ge=20, le=200_000, description="Training samples of the 'synthetic' dataset."
     )
-    synthetic_classes: int = Field(10, ge=2, le=100, description="Classes of the 'synthetic' dataset.")
+    synthetic_classes: int = Field(
+        10, ge=2, le=100, description="Classes of the 'synthetic' dataset."
+    )
 
 
 class PartitionSpec(_Strict):
     """How the training data is split over users (reference §2.1-2.3)."""
 
     num_users: int = Field(20, ge=1, le=MAX_USERS)
-    alpha: float = Field(0.1, gt=0.0, le=1000.0, description="Dirichlet concentration; smaller = more heterogeneous.")
+    alpha: float = Field(
+        0.1, gt=0.0, le=1000.0, description="Dirichlet concentration; smaller = more heterogeneous."
+    )
     sampling_ratio: float = Field(
-        0.5, gt=0.0, le=1.0, description="Fraction of each class used, capped per user as in the official split."
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="Fraction of each class used, capped per user as in the official split.",
     )
     min_samples: int = Field(
-        10, ge=1, le=100_000, description="Re-draw the split until every user holds at least this many samples."
+        10,
+        ge=1,
+        le=100_000,
+        description="Re-draw the split until every user holds at least this many samples.",
     )
-    max_redraws: int = Field(1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws.")
-    data_seed: int = Field(42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`.")
+    max_redraws: int = Field(
+        1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws."
+    )
+    data_seed: int = Field(
+        42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`."
+    )
     test_protocol: Literal["per_user", "global"] | None = Field(
         None,
         description="per_user: label-matched per-user test splits (official); global: the whole test set "
         "(paper). None = the fidelity profile's choice.",
     )
-    celebs_per_user: int = Field(10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user.")
+    celebs_per_user: int = Field(
+        10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user."
+    )
 
 
 class ModelSpec(_Strict):
@@ -109,7 +127,9 @@ class FedProxParams(_Strict):
     name: Literal["fedprox"] = "fedprox"
     variant: Literal["paper", "official"] = "paper"
     mu: float = Field(0.01, ge=0.0, le=100.0, description="Proximal coefficient (paper variant).")
-    lamda: float = Field(1.0, ge=0.0, le=100.0, description="Official variant: proximal coefficient.")
+    lamda: float = Field(
+        1.0, ge=0.0, le=100.0, description="Official variant: proximal coefficient."
+    )
     l2: float = Field(0.001, ge=0.0, le=100.0, description="Official variant: extra weight decay.")
 
 
@@ -123,14 +143,18 @@ class FedDistillParams(_Strict):
     """FedDistill (Jeong et al. 2018): users share per-label mean logits, not weights."""
 
     name: Literal["feddistill"] = "feddistill"
-    reg_alpha: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits.")
+    reg_alpha: float = Field(
+        1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits."
+    )
 
 
 class FedDistillPlusParams(_Strict):
     """FedDistill+ (official name FedDistill-FL): FedDistill plus parameter averaging."""
 
     name: Literal["feddistill-plus"] = "feddistill-plus"
-    reg_alpha: float = Field(1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits.")
+    reg_alpha: float = Field(
+        1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits."
+    )
 
 
 class FedDFParams(_Strict):
@@ -138,7 +162,8 @@ class FedDFParams(_Strict):
 
     name: Literal["feddf"] = "feddf"
     proxy: Literal["heldout"] | DatasetName = Field(
-        "heldout", description="'heldout': a slice of the training set no user holds; or a dataset name."
+        "heldout",
+        description="'heldout': a slice of the training set no user holds; or a dataset name.",
     )
     proxy_size: int = Field(5000, ge=1, le=200_000)
     distill_steps: int = Field(100, ge=0, le=100_000)
@@ -161,8 +186,12 @@ class FedGenParams(_Strict):
     noise_dim: int | None = Field(None, ge=1, le=MAX_DIM)
     hidden_dim: int | None = Field(None, ge=1, le=MAX_DIM)
     embedding: bool = Field(False, description="Label input as nn.Embedding instead of one-hot.")
-    gen_batch_size: int = Field(32, ge=1, le=MAX_BATCH, description="B_G: generated samples per local step.")
-    server_batch_size: int = Field(32, ge=1, le=MAX_BATCH, description="Batch of each generator step.")
+    gen_batch_size: int = Field(
+        32, ge=1, le=MAX_BATCH, description="B_G: generated samples per local step."
+    )
+    server_batch_size: int = Field(
+        32, ge=1, le=MAX_BATCH, description="Batch of each generator step."
+    )
 
 
 AlgorithmSpec = Annotated[
@@ -209,7 +238,15 @@ class FidelitySpec(_Strict):
     client_weight_floor: float | None = Field(None, ge=0.0, le=1000.0)
     regularize_round0: bool | None = None
     regularization_steps: int | None = Field(
-        None, ge=0, le=MAX_LOCAL_STEPS, description="Generator terms only in the first N local steps; 0 = all."
+        None,
+        ge=0,
+        le=MAX_LOCAL_STEPS,
+        description="Generator terms only in the first N local steps; 0 = all.",
+    )
+    label_counts: Literal["sampled_batches", "train_set"] | None = Field(
+        None,
+        description="What users report as label counts: the labels of this round's sampled batches "
+        "plus 1 (official) or their whole training set (paper's c_k).",
     )
 
 
@@ -226,17 +263,26 @@ class ExperimentSpec(_Strict):
     )
     rounds: int = Field(200, ge=1, le=MAX_ROUNDS)
     users_per_round: int = Field(10, ge=1, le=MAX_USERS)
-    local_steps: int = Field(20, ge=1, le=MAX_LOCAL_STEPS, description="T: SGD steps per selected user.")
+    local_steps: int = Field(
+        20, ge=1, le=MAX_LOCAL_STEPS, description="T: SGD steps per selected user."
+    )
     batch_size: int = Field(32, ge=1, le=MAX_BATCH)
     lr: float = Field(0.01, gt=0.0, le=10.0)
     lr_decay: float | None = Field(
-        None, gt=0.0, le=1.0, description="Client lr x decay^round. None = the fidelity profile's choice."
+        None,
+        gt=0.0,
+        le=1.0,
+        description="Client lr x decay^round. None = the fidelity profile's choice.",
     )
     eval_batch_size: int = Field(2048, ge=1, le=65_536)
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Model init, user sampling, batches, generator noise.")
+    seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Model init, user sampling, batches, generator noise."
+    )
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d{1,2})?)$")
     checkpoint_every: int = Field(50, ge=0, le=MAX_ROUNDS, description="0 = only at the end.")
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=32
+    )
     note: str = Field("", max_length=10_000)
 
     @model_validator(mode="after")
@@ -270,7 +316,9 @@ class ExperimentSpec(_Strict):
     def result_hash(self) -> str:
         """Like `spec_hash` but ignoring fields that cannot change results (tags, note, checkpoints)."""
         body = self.model_dump(mode="json", exclude={"tags", "note", "checkpoint_every"})
-        return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+        return hashlib.sha256(
+            json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()[:16]
 
 
 class SpecError(ValueError):
@@ -321,7 +369,9 @@ def load_spec_data(path: str | Path) -> Any:
             return json.loads(text)
         return yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise SpecError([("(file)", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
+        raise SpecError(
+            [("(file)", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)
+        ) from None
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:

@@ -24,7 +24,9 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
 
 
-def curve_statistic(accs: Sequence[float], statistic: str, eval_timing: str = "after_aggregation") -> float:
+def curve_statistic(
+    accs: Sequence[float], statistic: str, eval_timing: str = "after_aggregation"
+) -> float:
     """The reported number of one run's per-round accuracies (index = round, 0 = initial model).
 
     With eval_timing='before_training' the official code never evaluates the model

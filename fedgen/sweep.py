@@ -35,7 +35,9 @@ class SweepSpec(BaseModel):
             if not values:
                 raise ValueError(f"grid.{key}: needs at least one value")
             if len(values) > MAX_SWEEP_RUNS:
-                raise ValueError(f"grid.{key}: {len(values)} values exceeds the limit {MAX_SWEEP_RUNS}")
+                raise ValueError(
+                    f"grid.{key}: {len(values)} values exceeds the limit {MAX_SWEEP_RUNS}"
+                )
             total *= len(values)
         if total > MAX_SWEEP_RUNS:
             raise ValueError(f"grid expands to {total} runs, more than the limit {MAX_SWEEP_RUNS}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
 from fedgen.algorithms.fedavg import FedAvg
 from fedgen.algorithms.fedprox import FedProx
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
+ALGORITHMS: dict[str, Callable[[RunContext], Algorithm]] = {
     "fedavg": FedAvg,
     "fedprox": FedProx,
 }

@@ -47,7 +47,8 @@ class FedAvg(Algorithm):
         else:
             self.shared_keys = params
         self.buffer_keys = [k for k, _ in self.global_model.named_buffers()]
-        self.buffers_shared = self.fid.bn_buffers == "average"
+        # BN statistics belong to the feature extractor: never sent under `share: predictor`.
+        self.buffers_shared = self.fid.bn_buffers == "average" and self.spec.share == "all"
         self.local_keys = [k for k in params if k not in self.shared_keys]
         if not self.buffers_shared:
             self.local_keys += self.buffer_keys
@@ -56,13 +57,15 @@ class FedAvg(Algorithm):
             {k: init[k].detach().clone() for k in self.local_keys} for _ in self.data.users
         ]
         seeds = np.random.SeedSequence([ctx.seed, 7]).spawn(len(self.data.users))
-        self.streams = [BatchStream(u.num_train, s) for u, s in zip(self.data.users, seeds, strict=True)]
+        self.streams = [
+            BatchStream(u.num_train, s) for u, s in zip(self.data.users, seeds, strict=True)
+        ]
 
     # -- client side ---------------------------------------------------------
     def broadcast_nbytes(self, user: UserData) -> int:  # noqa: ARG002
         sent = {k: v for k, v in self.global_model.state_dict().items() if k in self.shared_keys}
         if self.buffers_shared:
-            sent.update({k: v for k, v in self.global_model.named_buffers()})
+            sent.update(dict(self.global_model.named_buffers()))
         return state_nbytes(sent)
 
     def load_user_model(self, user: UserData) -> SplitModel:
@@ -111,7 +114,9 @@ class FedAvg(Algorithm):
             user=user.index,
             num_samples=user.num_train,
             params={k: state[k].detach().clone() for k in self.shared_keys},
-            buffers={k: state[k].detach().clone() for k in self.buffer_keys} if self.buffers_shared else {},
+            buffers={k: state[k].detach().clone() for k in self.buffer_keys}
+            if self.buffers_shared
+            else {},
             train_loss=loss,
         )
 
@@ -160,7 +165,11 @@ class FedAvg(Algorithm):
             state.update(weighted_average(self.user_local, weights))
             global_logits = self._logits_with(state)
         return evaluate_per_user(
-            lambda k: self._logits_with(self.user_tensors(k)), self.data, protocol, batch, global_logits
+            lambda k: self._logits_with(self.user_tensors(k)),
+            self.data,
+            protocol,
+            batch,
+            global_logits,
         )
 
     # -- checkpoints ---------------------------------------------------------
@@ -179,6 +188,8 @@ class FedAvg(Algorithm):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.global_model.load_state_dict(state["global"])
-        self.user_local = [{k: v.to(self.ctx.device) for k, v in d.items()} for d in state["user_local"]]
+        self.user_local = [
+            {k: v.to(self.ctx.device) for k, v in d.items()} for d in state["user_local"]
+        ]
         for stream, s in zip(self.streams, state["streams"], strict=True):
             stream.load_state_dict(s)

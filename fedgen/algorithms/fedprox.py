@@ -28,12 +28,12 @@ class FedProx(FedAvg):
             coef, l2 = params.lamda, params.l2
         if coef == 0.0 and l2 == 0.0:
             return None
-        work = [p for p in self.work.parameters() if p.requires_grad]
+        work: list[torch.Tensor] = [p for p in self.work.parameters() if p.requires_grad]
         anchor = [p.detach().clone() for p in work]  # w_t as received this round
 
         def hook(grads: list[torch.Tensor]) -> None:
             with torch.no_grad():
-                diff = torch._foreach_sub(work, anchor)
+                diff = [w - a for w, a in zip(work, anchor, strict=True)]
                 torch._foreach_add_(grads, diff, alpha=coef)
                 if l2:
                     torch._foreach_add_(grads, work, alpha=l2)

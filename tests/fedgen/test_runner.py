@@ -11,11 +11,23 @@ from fedgen.events import MemorySink
 from fedgen.runner import RunError, run
 from tests.fedgen.conftest import tiny_spec
 
-DETERMINISTIC = ("test_acc", "test_loss", "train_loss", "user_acc_mean", "user_acc_min", "lr", "bytes_up")
+DETERMINISTIC = (
+    "test_acc",
+    "test_loss",
+    "train_loss",
+    "user_acc_mean",
+    "user_acc_min",
+    "lr",
+    "bytes_up",
+)
 
 
 def _curve(sink: MemorySink, start: int = 0) -> list[tuple[int, tuple[float, ...]]]:
-    return [(e.round, tuple(e.metrics.get(k, -1.0) for k in DETERMINISTIC)) for e in sink.events if e.round >= start]
+    return [
+        (e.round, tuple(e.metrics.get(k, -1.0) for k in DETERMINISTIC))
+        for e in sink.events
+        if e.round >= start
+    ]
 
 
 def test_events_round_zero_and_checkpoints() -> None:
@@ -25,8 +37,10 @@ def test_events_round_zero_and_checkpoints() -> None:
     assert [e.round for e in sink.events] == [0, 1, 2, 3, 4]
     kinds = {e.round: sorted(c.kind for c in e.checkpoints) for e in sink.events}
     assert kinds == {0: [], 1: [], 2: ["full"], 3: [], 4: ["full", "model"]}
-    assert summary.status == "completed" and summary.rounds_done == 4
-    assert sink.info is not None and len(sink.info.label_histogram) == 5
+    assert summary.status == "completed"
+    assert summary.rounds_done == 4
+    assert sink.info is not None
+    assert len(sink.info.label_histogram) == 5
     last = sink.events[-1]
     assert sum(u.selected for u in last.users) == 3
     assert all(u.train_ms is not None for u in last.users if u.selected)
@@ -39,7 +53,9 @@ def test_checkpoint_is_weights_only_safe() -> None:
     run(tiny_spec(rounds=2, checkpoint_every=1), sink)
     full = next(c for e in sink.events for c in e.checkpoints if c.kind == "full")
     state = torch.load(io.BytesIO(full.data), weights_only=True)
-    assert state["round"] == 1 and "algorithm" in state and len(full.sha256) == 64
+    assert state["round"] == 1
+    assert "algorithm" in state
+    assert len(full.sha256) == 64
 
 
 def test_resume_equals_uninterrupted() -> None:
@@ -50,7 +66,8 @@ def test_resume_equals_uninterrupted() -> None:
     ckpt = next(c for e in whole.events for c in e.checkpoints if c.kind == "full" and c.round == 2)
     resumed = MemorySink()
     summary = run(spec, resumed, resume_from=ckpt.data)
-    assert resumed.info is not None and resumed.info.start_round == 3
+    assert resumed.info is not None
+    assert resumed.info.start_round == 3
     assert _curve(resumed) == _curve(whole, start=3)
     assert summary.final_acc == whole.events[-1].metrics["test_acc"]
 

@@ -40,7 +40,9 @@ def test_unknown_algorithm_lists_the_valid_ones() -> None:
 
 def test_cross_field_limits() -> None:
     """users_per_round cannot exceed num_users; predictor sharing only where supported."""
-    assert "users_per_round" in str(_errors({"users_per_round": 30, "partition": {"num_users": 20}}))
+    assert "users_per_round" in str(
+        _errors({"users_per_round": 30, "partition": {"num_users": 20}})
+    )
     assert "share" in str(_errors({"share": "predictor", "algorithm": {"name": "fedprox"}}))
 
 
@@ -51,8 +53,18 @@ def test_not_a_mapping() -> None:
 
 def test_hash_ignores_key_order_and_defaults() -> None:
     """Same spec, different spelling: same hash."""
-    a = parse_spec({"rounds": 5, "seed": 1, "partition": {"alpha": 1.0, "num_users": 4}, "users_per_round": 2})
-    b = parse_spec({"users_per_round": 2, "partition": {"num_users": 4, "alpha": 1}, "seed": 1, "rounds": 5, "tags": []})
+    a = parse_spec(
+        {"rounds": 5, "seed": 1, "partition": {"alpha": 1.0, "num_users": 4}, "users_per_round": 2}
+    )
+    b = parse_spec(
+        {
+            "users_per_round": 2,
+            "partition": {"num_users": 4, "alpha": 1},
+            "seed": 1,
+            "rounds": 5,
+            "tags": [],
+        }
+    )
     assert a.spec_hash() == b.spec_hash()
     assert a.spec_hash() != parse_spec({"rounds": 6}).spec_hash()
     assert json.loads(a.canonical_json())["rounds"] == 5
@@ -71,8 +83,14 @@ def test_load_yaml_and_json(tmp_path) -> None:
 def test_fidelity_profiles_resolve_and_override() -> None:
     """A knob set in the spec wins over the profile; other knobs follow the profile."""
     official = resolve(ExperimentSpec())
-    assert (official.noise, official.aggregation, official.generator_steps) == ("uniform", "samples", 50)
-    paper = resolve(parse_spec({"fidelity": {"profile": "paper", "noise": "uniform"}, "lr_decay": 0.5}))
+    assert (official.noise, official.aggregation, official.generator_steps) == (
+        "uniform",
+        "samples",
+        50,
+    )
+    paper = resolve(
+        parse_spec({"fidelity": {"profile": "paper", "noise": "uniform"}, "lr_decay": 0.5})
+    )
     assert (paper.noise, paper.aggregation, paper.lr_decay) == ("uniform", "uniform", 0.5)
     emnist = resolve(parse_spec({"data": {"name": "emnist-letters"}}))
     assert (emnist.generator_lr, emnist.client_kl_weight) == (1e-4, 1.0)
@@ -80,7 +98,9 @@ def test_fidelity_profiles_resolve_and_override() -> None:
 
 def test_sweep_expands_and_groups() -> None:
     """A grid expands to the product; runs differing only by seed share a group."""
-    sweep = SweepSpec(base={"rounds": 2}, grid={"algorithm": ["fedavg", "fedgen"], "seed": [0, 1, 2]})
+    sweep = SweepSpec(
+        base={"rounds": 2}, grid={"algorithm": ["fedavg", "fedgen"], "seed": [0, 1, 2]}
+    )
     specs = expand(sweep)
     assert len(specs) == 6
     assert {s.algorithm.name for s in specs} == {"fedavg", "fedgen"}
