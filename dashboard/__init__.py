@@ -1,0 +1,1 @@
+"""FedGen Lab dashboard: a Streamlit app that reads the lab server's REST API only."""

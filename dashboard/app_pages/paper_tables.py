@@ -1,0 +1,91 @@
+"""Paper tables: a sweep as the paper's Table 1 matrix and the Table 3 timing view, beside the paper."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import loaders, paper, ui
+from dashboard.tables import (
+    frame_latex,
+    summary_groups,
+    table1_latex,
+    table1_long,
+    table1_matrix,
+    table3_frame,
+    timing_rows,
+)
+
+st.title("Paper tables")
+url, token = ui.connection()
+
+sweeps = ui.call(loaders.sweeps, url, token)
+if not sweeps:
+    st.info(
+        "No sweeps yet. Submit one on the **Submit** page (e.g. algorithms × α × seeds 0, 1, 2); "
+        "the paper's published numbers are shown below for reference."
+    )
+names = {str(s["id"]): f"{s['name']} · {s['count']} runs" for s in sweeps}
+sweep_id = (
+    st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
+    if names
+    else None
+)
+statistic = st.radio(
+    "Statistic", ["top5", "final"], horizontal=True, key="tables_stat",
+    help="top5: mean ± std of each seed's 5 best rounds, pooled (the official code's number).",
+)  # fmt: skip
+
+st.header("Table 1: accuracy (%)")
+if sweep_id:
+    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+    runs = {str(r["id"]): r for r in ui.call(loaders.runs, url, token, sweep_id=sweep_id)}
+    long = table1_long(summary_groups(summary, runs, statistic))
+    long = long[long["mean"].notna()]
+    if long.empty:
+        st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
+    else:
+        text, mask = table1_matrix(long)
+        styled = text.style.apply(
+            lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
+        )
+        st.dataframe(styled, key="tables_t1")
+        st.caption(
+            "Cells: ours mean ± std (paper mean, Δ = ours − paper). Bold: best of our runs per row."
+        )
+        d1, d2 = st.columns(2)
+        d1.download_button(
+            "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
+        )
+        d2.download_button(
+            "LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex"
+        )
+        with st.expander("LaTeX source"):
+            st.code(table1_latex(long), language="latex")
+with st.expander("The paper's Table 1", expanded=not sweep_id):
+    pub = pd.DataFrame(
+        [
+            {"dataset": k.dataset, "setting": k.setting, "T": k.local_steps,
+             **{paper.ALGORITHMS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
+            for k, v in paper.TABLE1.items()
+        ]
+    )  # fmt: skip
+    st.dataframe(pub, hide_index=True, key="tables_t1_paper")
+
+st.header("Table 3: ms per local update")
+timing = ui.try_call(loaders.timing, url, token, sweep_id)
+t3 = table3_frame(timing_rows(timing or {}))
+if t3.empty:
+    st.info("No timing yet: runs report time_user_ms from round 1 on.")
+else:
+    st.dataframe(
+        t3, hide_index=True, key="tables_t3",
+        column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+    )  # fmt: skip
+    st.caption(
+        "Absolute ms depend on the machine; compare the ratio to FedAvg "
+        f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
+    )
+    d1, d2 = st.columns(2)
+    d1.download_button("CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv")
+    d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")

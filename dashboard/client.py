@@ -1,0 +1,270 @@
+"""The dashboard's only way to the lab server: a thin, typed httpx client of the REST API.
+
+Every call raises `ApiError` (or a subclass) with a human-readable message, so pages
+can show a clear sentence instead of a stack trace when the server is down, the
+token is wrong or a request is rejected.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+API_PREFIX = "/api/v1"
+
+
+class ApiError(Exception):
+    """A request that did not succeed; `message` is meant for the user."""
+
+    def __init__(self, message: str, status: int | None = None, detail: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.detail = detail
+
+
+class ApiUnreachable(ApiError):
+    """The server could not be reached at all (refused, DNS, timeout)."""
+
+
+class ApiAuthError(ApiError):
+    """The server rejected the token (401) or the action (403)."""
+
+
+class ApiNotFound(ApiError):
+    """The resource does not exist (404)."""
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The outcome of POST /spec/validate: the normalised spec or field -> message errors."""
+
+    ok: bool
+    spec: dict[str, Any] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def normalize_base_url(url: str) -> str:
+    """`http://host:8000`, `.../api/v1` or `.../api/v1/` all become `http://host:8000/api/v1`."""
+    url = (url or DEFAULT_URL).strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    if not url.endswith(API_PREFIX):
+        url += API_PREFIX
+    return url
+
+
+def settings_from_env() -> tuple[str, str]:
+    """Base URL and token from FEDGEN_API_URL / FEDGEN_TOKEN (defaults: localhost, empty)."""
+    return os.environ.get("FEDGEN_API_URL", DEFAULT_URL), os.environ.get("FEDGEN_TOKEN", "")
+
+
+def error_fields(detail: Any) -> dict[str, str]:
+    """Map a 422 `detail` list to dotted spec field -> message (first message per field).
+
+    The API names fields relative to the request body (`spec.partition.alpha`) and
+    repeats the field in front of the message; both are trimmed here.
+    """
+    out: dict[str, str] = {}
+    if isinstance(detail, str):
+        return {"(root)": detail}
+    if not isinstance(detail, list):
+        return out
+    for item in detail:
+        if not isinstance(item, dict):
+            continue
+        raw = item.get("field")
+        if not raw:
+            loc = [str(p) for p in item.get("loc", []) if p != "body"]
+            raw = ".".join(loc) or "(root)"
+        raw = str(raw)
+        msg = str(item.get("msg", "invalid value"))
+        if msg.startswith(f"{raw}: "):
+            msg = msg[len(raw) + 2 :]
+        name = raw[len("spec.") :] if raw.startswith("spec.") else raw
+        if name in ("spec", "(body)", "body"):
+            name = "(root)"
+        out.setdefault(name, msg)
+    return out
+
+
+def _describe(detail: Any) -> str:
+    if isinstance(detail, str):
+        return detail
+    fields = error_fields(detail)
+    if fields:
+        return "; ".join(f"{k}: {v}" for k, v in fields.items())
+    return str(detail)
+
+
+class LabClient:
+    """Typed wrapper around the /api/v1 endpoints. Cheap to create; one httpx.Client each."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        token: str = "",
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = normalize_base_url(base_url)
+        self.token = token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> LabClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing --------------------------------------------------------------
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        params = kwargs.pop("params", None)
+        if params:
+            params = {k: v for k, v in params.items() if v is not None and v != ""}
+        try:
+            resp = self._http.request(method, path, params=params, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise ApiUnreachable(
+                f"The lab server at {self.base_url} did not answer in time."
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(
+                f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
+            ) from exc
+        if resp.status_code < 400:
+            return resp
+        try:
+            detail = resp.json().get("detail", resp.text)
+        except ValueError:
+            detail = resp.text
+        if resp.status_code in (401, 403):
+            what = "rejected the token" if resp.status_code == 401 else "refused this action"
+            raise ApiAuthError(
+                f"The lab server {what}: {_describe(detail)}", resp.status_code, detail
+            )
+        if resp.status_code == 404:
+            raise ApiNotFound(f"Not found: {_describe(detail)}", 404, detail)
+        raise ApiError(
+            f"Server error {resp.status_code}: {_describe(detail)}", resp.status_code, detail
+        )
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        body = self._request(method, path, **kwargs).json()
+        return body if isinstance(body, dict) else {"data": body}
+
+    # -- service ---------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """GET /health."""
+        return self._json("GET", "/health")
+
+    def me(self) -> dict[str, Any]:
+        """GET /me: who the token belongs to."""
+        return self._json("GET", "/me")
+
+    # -- runs ------------------------------------------------------------------
+    def list_runs(self, **filters: Any) -> dict[str, Any]:
+        """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, limit, offset)."""
+        return self._json("GET", "/runs", params=filters)
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """GET /runs/{id}."""
+        return self._json("GET", f"/runs/{run_id}")
+
+    def submit_run(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """POST /runs: queue one run."""
+        return self._json("POST", "/runs", json={"spec": spec})
+
+    def cancel_run(self, run_id: str) -> dict[str, Any]:
+        """POST /runs/{id}/cancel (cooperative, between rounds)."""
+        return self._json("POST", f"/runs/{run_id}/cancel")
+
+    def delete_run(self, run_id: str) -> None:
+        """DELETE /runs/{id}."""
+        self._request("DELETE", f"/runs/{run_id}")
+
+    def clone_run(self, run_id: str, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+        """POST /runs/{id}/clone with dotted-field changes."""
+        return self._json("POST", f"/runs/{run_id}/clone", json={"changes": changes or {}})
+
+    def metrics(
+        self, run_id: str, since_round: int | None = None, max_points: int | None = None
+    ) -> dict[str, Any]:
+        """GET /runs/{id}/metrics: only rounds after `since_round` when given."""
+        params = {"since_round": since_round, "max_points": max_points}
+        return self._json("GET", f"/runs/{run_id}/metrics", params=params)
+
+    def compare(self, run_ids: list[str], max_points: int | None = None) -> dict[str, Any]:
+        """GET /compare: several runs with (downsampled) curves."""
+        params = {"run_ids": ",".join(run_ids), "max_points": max_points}
+        return self._json("GET", "/compare", params=params)
+
+    def users(
+        self, run_id: str, round_from: int | None = None, round_to: int | None = None
+    ) -> dict[str, Any]:
+        """GET /runs/{id}/users: per-user metrics per round."""
+        params = {"round_from": round_from, "round_to": round_to}
+        return self._json("GET", f"/runs/{run_id}/users", params=params)
+
+    def info(self, run_id: str) -> dict[str, Any]:
+        """GET /runs/{id}/info: partition histogram, sizes, device, fidelity."""
+        return self._json("GET", f"/runs/{run_id}/info")
+
+    def checkpoints(self, run_id: str) -> dict[str, Any]:
+        """GET /runs/{id}/checkpoints."""
+        return self._json("GET", f"/runs/{run_id}/checkpoints")
+
+    def download_checkpoint(self, run_id: str, ckpt_id: str | int) -> bytes:
+        """GET /runs/{id}/checkpoints/{ckpt}/download: the raw bytes."""
+        return self._request("GET", f"/runs/{run_id}/checkpoints/{ckpt_id}/download").content
+
+    # -- specs and sweeps --------------------------------------------------------
+    def validate_spec(self, spec: dict[str, Any]) -> Validation:
+        """POST /spec/validate; a 422 becomes `Validation(ok=False, errors=...)`."""
+        try:
+            body = self._json("POST", "/spec/validate", json={"spec": spec})
+        except ApiError as exc:
+            if exc.status in (400, 422):
+                return Validation(ok=False, errors=error_fields(exc.detail))
+            raise
+        if isinstance(body, dict) and body.get("ok") is False:
+            return Validation(
+                ok=False, errors=error_fields(body.get("detail") or body.get("errors"))
+            )
+        spec_out = body.get("spec") if isinstance(body, dict) else None
+        return Validation(ok=True, spec=spec_out)
+
+    def spec_schema(self) -> dict[str, Any]:
+        """GET /spec/schema (JSON schema of ExperimentSpec)."""
+        return self._json("GET", "/spec/schema")
+
+    def create_sweep(
+        self, name: str, base: dict[str, Any], grid: dict[str, list[Any]]
+    ) -> dict[str, Any]:
+        """POST /sweeps: a base spec times a grid of dotted-field values."""
+        return self._json("POST", "/sweeps", json={"name": name, "base": base, "grid": grid})
+
+    def list_sweeps(self) -> dict[str, Any]:
+        """GET /sweeps."""
+        return self._json("GET", "/sweeps")
+
+    def sweep_summary(self, sweep_id: str, fmt: str = "json") -> Any:
+        """GET /sweeps/{id}/summary as JSON (dict) or CSV (text)."""
+        resp = self._request("GET", f"/sweeps/{sweep_id}/summary", params={"format": fmt})
+        return resp.text if fmt == "csv" else resp.json()
+
+    def timing(self, sweep_id: str | None = None, algorithm: str | None = None) -> dict[str, Any]:
+        """GET /timing: ms per user local update per algorithm (and generator batch size)."""
+        return self._json("GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm})

@@ -1,0 +1,65 @@
+"""FedGen Lab dashboard entrypoint: `streamlit run dashboard/streamlit_app.py`.
+
+Shared sidebar (server URL, token, who am I), then `st.navigation` over app_pages/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+# `streamlit run` puts this file's folder on sys.path, not the repository root.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from dashboard import loaders, ui  # noqa: E402
+from dashboard.client import ApiError, settings_from_env  # noqa: E402
+
+st.set_page_config(page_title="FedGen Lab", page_icon=":material/science:", layout="wide")
+
+_PAGES = Path(__file__).parent / "app_pages"
+
+
+def sidebar() -> None:
+    """Connection settings and the identity behind the token."""
+    env_url, env_token = settings_from_env()
+    st.session_state.setdefault(ui.URL_KEY, env_url)
+    st.session_state.setdefault(ui.TOKEN_KEY, env_token)
+    with st.sidebar:
+        st.text_input("Lab server URL", key=ui.URL_KEY, help="FEDGEN_API_URL")
+        st.text_input("API token", key=ui.TOKEN_KEY, type="password", help="FEDGEN_TOKEN")
+        url, token = ui.connection()
+        try:
+            user = loaders.me(url, token)
+            st.caption(f"Signed in as **{user.get('name', '?')}**")
+        except ApiError as exc:
+            st.caption(f":red[{exc.message}]")
+
+
+pages = [
+    st.Page(
+        _PAGES / "runs.py",
+        title="Runs",
+        icon=":material/table_rows:",
+        default=True,
+        url_path="runs",
+    ),
+    st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
+    st.Page(_PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"),
+    st.Page(
+        _PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
+    ),
+    st.Page(
+        _PAGES / "paper_tables.py",
+        title="Paper tables",
+        icon=":material/description:",
+        url_path="tables",
+    ),
+    st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
+]
+page = st.navigation(pages)
+sidebar()
+page.run()

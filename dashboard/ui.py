@@ -1,0 +1,72 @@
+"""Shared Streamlit helpers: the connection settings, the client, and error display."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from dashboard.client import ApiAuthError, ApiError, ApiUnreachable, LabClient, settings_from_env
+
+T = TypeVar("T")
+
+URL_KEY = "conn_api_url"
+TOKEN_KEY = "conn_api_token"
+
+
+def connection() -> tuple[str, str]:
+    """(base URL, token) from the sidebar, falling back to FEDGEN_API_URL / FEDGEN_TOKEN."""
+    env_url, env_token = settings_from_env()
+    return (
+        st.session_state.get(URL_KEY) or env_url,
+        st.session_state.get(TOKEN_KEY) or env_token,
+    )
+
+
+def client() -> LabClient:
+    """A client for the current connection settings."""
+    url, token = connection()
+    return LabClient(url, token)
+
+
+def show_error(exc: ApiError) -> None:
+    """One clear sentence for each kind of failure (never a stack trace)."""
+    if isinstance(exc, ApiUnreachable):
+        st.error(f"{exc.message} Set the server URL in the sidebar.", icon=":material/power_off:")
+    elif isinstance(exc, ApiAuthError):
+        st.error(
+            f"{exc.message}. Check the token in the sidebar (or FEDGEN_TOKEN).",
+            icon=":material/key:",
+        )
+    else:
+        st.error(exc.message, icon=":material/error:")
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run an API call; on failure show the message and stop this script run (or fragment)."""
+    try:
+        return fn(*args, **kwargs)
+    except ApiError as exc:
+        show_error(exc)
+        st.stop()
+        raise  # unreachable: st.stop() raises
+
+
+def try_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """Like `call` but returns None after showing the error, so the page goes on."""
+    try:
+        return fn(*args, **kwargs)
+    except ApiError as exc:
+        show_error(exc)
+        return None
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """A short human label of a run for select boxes."""
+    spec = run.get("spec") or {}
+    alg = (spec.get("algorithm") or {}).get("name", run.get("algorithm", "?"))
+    data = (spec.get("data") or {}).get("name", run.get("dataset", "?"))
+    alpha = (spec.get("partition") or {}).get("alpha", run.get("alpha"))
+    seed = spec.get("seed", run.get("seed"))
+    return f"{str(run.get('id'))[:8]} · {alg} · {data} α={alpha} seed={seed} · {run.get('status')}"

@@ -1,0 +1,66 @@
+"""End to end in headless Chromium: submit a tiny run through the form, watch it on the Live page."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.stack import CHROMIUM, ROOT, browser_page, lab_stack
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium"),
+]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _fill_number(page: object, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)  # type: ignore[attr-defined]
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+
+
+def _rounds_shown(page: object) -> int:
+    metric = page.locator('[data-testid="stMetric"]', has_text="rounds shown")  # type: ignore[attr-defined]
+    if metric.count() == 0:
+        return 0
+    text = metric.first.locator('[data-testid="stMetricValue"]').inner_text()
+    return int(re.sub(r"\D", "", text) or 0)
+
+
+@pytest.mark.timeout(150)
+def test_submit_and_watch_live(tmp_path: Path) -> None:
+    """A 3-round synthetic FedAvg run submitted in the form shows >= 2 rounds on the Live page."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with lab_stack(tmp_path / "home") as stack, browser_page(tmp_path / "profile") as page:
+        # Prepare
+        page.goto(f"{stack.dashboard_url}/submit")  # type: ignore[attr-defined]
+        page.get_by_role("heading", name="Submit").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+        page.get_by_role("combobox", name="Dataset").click()  # type: ignore[attr-defined]
+        page.get_by_role("option", name="synthetic").click()  # type: ignore[attr-defined]
+        page.get_by_role("combobox", name="Algorithm").click()  # type: ignore[attr-defined]
+        page.get_by_role("option", name="fedavg", exact=True).click()  # type: ignore[attr-defined]
+        _fill_number(page, "Users", 3)
+        _fill_number(page, "Users per round", 2)
+        _fill_number(page, "Rounds", 3)
+        _fill_number(page, "Local steps T", 2)
+        _fill_number(page, "Synthetic samples", 300)
+        # Execute
+        page.get_by_role("button", name="Submit run").click()  # type: ignore[attr-defined]
+        page.get_by_text("Queued run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+        page.get_by_text("Watch it on the Live page").click()  # type: ignore[attr-defined]
+        page.get_by_role("heading", name="Live run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 90
+        while _rounds_shown(page) < 2 and time.monotonic() < deadline:
+            page.wait_for_timeout(500)  # type: ignore[attr-defined]
+        page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+        page.screenshot(path=str(ARTIFACTS / "e2e-live.png"), full_page=True)  # type: ignore[attr-defined]
+        # Assert
+        assert _rounds_shown(page) >= 2, (stack.home / "logs" / "worker.log").read_text()[-3000:]
+        assert page.locator(".js-plotly-plot").count() >= 2  # type: ignore[attr-defined]

@@ -1,0 +1,56 @@
+"""Chart builders are pure: DataFrame in, Figure out, with stable uirevision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard import charts
+
+
+def test_band_chart_draws_band_only_for_groups() -> None:
+    """A group of 2 runs gets a band + line; a single run only a line."""
+    # Prepare
+    agg = pd.DataFrame({"group": ["a", "a", "b", "b"], "round": [0, 1, 0, 1], "mean": [0.1, 0.5, 0.2, 0.4],
+                        "std": [0.01, 0.02, 0, 0], "n": [2, 2, 1, 1], "wall_s": [1, 2, 1, 2]})  # fmt: skip
+    # Execute
+    fig = charts.band_chart(agg, "t", revision="r")
+    # Assert
+    assert [t.fill for t in fig.data] == ["toself", None, None]
+    assert fig.data[1].name == "a (n=2)"
+    assert fig.layout.uirevision == "r"
+
+
+def test_live_charts_from_metrics_frame() -> None:
+    """Accuracy lines, timing stack with 'other', generator losses and user spread."""
+    # Prepare
+    df = pd.DataFrame({"round": [0, 1], "test_acc": [0.1, 0.3], "time_train_ms": [10, 10],
+                       "time_server_ms": [5, 5], "time_eval_ms": [1, 1], "time_total_ms": [20, 30],
+                       "gen_teacher_loss": [1.0, 0.5]})  # fmt: skip
+    band = pd.DataFrame({"round": [0, 1], "min": [0, 0.1], "mean": [0.1, 0.3], "max": [0.2, 0.5]})
+    # Execute
+    acc = charts.metric_lines(df, ["test_acc", "missing"], "Accuracy")
+    timing = charts.timing_breakdown(df)
+    gen = charts.generator_losses(df)
+    spread = charts.user_spread(band)
+    # Assert
+    assert len(acc.data) == 1
+    assert [t.name for t in timing.data] == ["local training", "server", "evaluation", "other"]
+    assert list(timing.data[-1].y) == [4, 14]
+    assert [t.name for t in gen.data] == ["gen_teacher_loss"]
+    assert len(spread.data) == 3
+
+
+def test_heatmap_and_latent_scatter() -> None:
+    """Users x classes heatmap; one PCA panel per round with a legend entry per class once."""
+    # Prepare
+    points = pd.DataFrame({"pc1": np.arange(8.0), "pc2": np.arange(8.0), "label": [0, 1] * 4,
+                           "round": [1] * 4 + [5] * 4})  # fmt: skip
+    # Execute
+    heat = charts.label_heatmap([[1, 2, 3], [4, 5, 6]])
+    scatter = charts.latent_scatter(points)
+    # Assert
+    assert heat.data[0].z.shape == (2, 3)
+    assert len(scatter.data) == 4
+    assert sum(bool(t.showlegend) for t in scatter.data) == 2
+    assert scatter.layout.xaxis2.title.text == "round 5"

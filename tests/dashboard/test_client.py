@@ -1,0 +1,109 @@
+"""The API client: URL handling, error mapping and 422 parsing (httpx MockTransport)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from dashboard.client import (
+    ApiAuthError,
+    ApiError,
+    ApiNotFound,
+    ApiUnreachable,
+    LabClient,
+    error_fields,
+    normalize_base_url,
+)
+
+
+def _client(handler: object) -> LabClient:
+    return LabClient("http://lab:8000", "tok", transport=httpx.MockTransport(handler))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://h:8000", "http://h:8000/api/v1"),
+        ("http://h:8000/api/v1/", "http://h:8000/api/v1"),
+        ("h:8000", "http://h:8000/api/v1"),
+        ("", "http://127.0.0.1:8000/api/v1"),
+    ],
+)
+def test_normalize_base_url(url: str, expected: str) -> None:
+    """Any common spelling of the server URL ends in /api/v1."""
+    assert normalize_base_url(url) == expected
+
+
+def test_error_fields_strips_prefixes() -> None:
+    """`spec.` and the repeated field in the message are trimmed; root errors go to (root)."""
+    # Prepare
+    detail = [
+        {"loc": ["body", "spec", "partition", "alpha"], "msg": "spec.partition.alpha: too big",
+         "field": "spec.partition.alpha"},
+        {"loc": ["body", "spec"], "msg": "spec: users_per_round=5 exceeds", "field": "spec"},
+        {"loc": ["body", "spec", "rounds"], "msg": "bad"},
+    ]  # fmt: skip
+    # Execute
+    out = error_fields(detail)
+    # Assert
+    assert out == {
+        "partition.alpha": "too big",
+        "(root)": "users_per_round=5 exceeds",
+        "rounds": "bad",
+    }
+
+
+def test_validate_spec_returns_field_errors() -> None:
+    """A 422 from /spec/validate is a result, not an exception."""
+
+    # Prepare
+    def handler(req: httpx.Request) -> httpx.Response:
+        assert req.headers["authorization"] == "Bearer tok"
+        body = {"detail": [{"loc": ["body"], "msg": "spec.seed: negative", "field": "spec.seed"}]}
+        return httpx.Response(422, json=body)
+
+    # Execute
+    result = _client(handler).validate_spec({"seed": -1})
+    # Assert
+    assert not result.ok
+    assert result.errors == {"seed": "negative"}
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [(401, ApiAuthError), (403, ApiAuthError), (404, ApiNotFound), (500, ApiError)],
+)
+def test_http_errors_map_to_types(status: int, exc: type[ApiError]) -> None:
+    """Status codes become typed errors with the server's detail in the message."""
+    # Prepare
+    client = _client(lambda _req: httpx.Response(status, json={"detail": "nope"}))
+    # Execute / Assert
+    with pytest.raises(exc, match="nope"):
+        client.get_run("x")
+
+
+def test_unreachable_server() -> None:
+    """A refused connection is ApiUnreachable naming the URL."""
+
+    # Prepare
+    def handler(req: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=req)
+
+    # Execute / Assert
+    with pytest.raises(ApiUnreachable, match="http://lab:8000/api/v1"):
+        _client(handler).list_runs()
+
+
+def test_query_params_drop_empty_values() -> None:
+    """Unset filters are not sent, so the API sees only real ones."""
+    # Prepare
+    seen: dict[str, str] = {}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.update(dict(req.url.params))
+        return httpx.Response(200, json={"data": [], "count": 0})
+
+    # Execute
+    _client(handler).list_runs(status="", algorithm="fedgen", limit=10, owner=None)
+    # Assert
+    assert seen == {"algorithm": "fedgen", "limit": "10"}

@@ -1,0 +1,238 @@
+"""Every page through streamlit.testing's AppTest against the real API on a test database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.lab import Lab
+
+
+def open_page(app_path: str, page: str, state: dict[str, Any] | None = None) -> AppTest:
+    """Run the entrypoint, switch to `page` (seeding session state first) and render it."""
+    at = AppTest.from_file(app_path, default_timeout=30)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    if page != "app_pages/runs.py":
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """All markdown, captions, infos, errors and titles of the page, joined."""
+    parts = (
+        [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.title]
+    )
+    parts += (
+        [e.value for e in at.info] + [e.value for e in at.error] + [e.value for e in at.success]
+    )
+    return "\n".join(str(p) for p in parts)
+
+
+def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any]) -> None:
+    """The Runs page shows all runs with the signed-in user and no exception."""
+    # Execute
+    at = open_page(app_path, "app_pages/runs.py")
+    # Assert
+    assert not at.exception
+    assert "5 runs" in texts(at)
+    assert "Signed in as **alice**" in texts(at)
+    assert len(at.dataframe) >= 1
+
+
+def test_runs_page_cancel_own_queued_run(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """Selecting the queued run and pressing Cancel requests a cancel through the API."""
+    # Prepare
+    at = open_page(app_path, "app_pages/runs.py")
+    # Execute
+    at.multiselect(key="runs_selected").set_value([lab_env["queued_id"]]).run()
+    at.button(key="runs_cancel").click().run()
+    # Assert
+    assert not at.exception
+    with lab.client() as c:
+        run = c.get(f"/runs/{lab_env['queued_id']}").json()
+    assert run["cancel_requested"] or run["status"] == "cancelled"
+
+
+def test_submit_shows_field_errors_from_the_api(app_path: str, lab_env: dict[str, Any]) -> None:
+    """An invalid users_per_round comes back from /spec/validate and shows on the form."""
+    # Prepare
+    at = open_page(app_path, "app_pages/submit.py")
+    at.number_input(key="submit_one_partition.num_users").set_value(3)
+    at.number_input(key="submit_one_users_per_round").set_value(5)
+    # Execute
+    at.button(key="submit_validate").click().run()
+    # Assert
+    assert not at.exception
+    assert "users_per_round=5 exceeds partition.num_users=3" in texts(at)
+
+
+def test_submit_single_run_queues_it(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """A valid form submits a run that the API lists as queued."""
+    # Prepare
+    at = open_page(app_path, "app_pages/submit.py")
+    at.selectbox(key="submit_one_data.name").set_value("synthetic")
+    at.number_input(key="submit_one_rounds").set_value(2)
+    at.text_input(key="submit_tags").set_value("pagetest")
+    # Execute
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    assert "Queued run" in texts(at)
+    with lab.client() as c:
+        runs = c.get("/runs", params={"tag": "pagetest"}).json()["data"]
+    assert len(runs) == 1
+    assert runs[0]["spec"]["rounds"] == 2
+
+
+def test_submit_sweep_lists_and_yaml(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """Sweep mode turns comma lists into a grid and posts it to /sweeps."""
+    # Prepare
+    at = open_page(app_path, "app_pages/submit.py")
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    at.multiselect(key="submit_sw_data.name").set_value(["synthetic"])
+    at.multiselect(key="submit_sw_algorithm.name").set_value(["fedavg", "fedprox"])
+    at.text_input(key="submit_sw_seed").set_value("0, 1")
+    at.text_input(key="submit_sw_rounds").set_value("2")
+    at.text_input(key="submit_sweep_name").set_value("from-form")
+    at.run()
+    # Execute
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    assert "expands to **4** runs" in texts(at)
+    assert "Queued sweep" in texts(at)
+    assert any("grid:" in c.value for c in at.code)
+    with lab.client() as c:
+        names = [s["name"] for s in c.get("/sweeps").json()["data"]]
+    assert "from-form" in names
+
+
+def test_submit_sweep_rejects_bad_list(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A non-number in a list field is flagged next to the field, nothing is sent."""
+    # Prepare
+    at = open_page(app_path, "app_pages/submit.py")
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    at.text_input(key="submit_sw_partition.alpha").set_value("0.1, abc").run()
+    # Execute
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    assert "'abc' is not a valid number" in texts(at)
+
+
+def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A finished FedGen run shows accuracy, users, timing and generator charts."""
+    # Prepare
+    run_id = lab_env["run_ids"][2]  # fedgen, seed 0
+    # Execute
+    at = open_page(app_path, "app_pages/live.py", {"live_run_id": run_id})
+    # Assert
+    assert not at.exception
+    assert at.session_state[f"live_hist_{run_id}"]["rounds"] == list(range(7))
+    charts = {c.proto.id for c in at.get("plotly_chart")}
+    assert len(charts) == 5
+
+
+def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any]) -> None:
+    """With a cached history the page asks only for later rounds and keeps the cache."""
+    # Prepare
+    run_id = lab_env["run_ids"][0]
+    cached = {"rounds": [0, 1, 2], "metrics": {"test_acc": [0.5, 0.6, 0.7]}}
+    # Execute
+    at = open_page(
+        app_path, "app_pages/live.py", {"live_run_id": run_id, f"live_hist_{run_id}": cached}
+    )
+    # Assert
+    assert not at.exception
+    hist = at.session_state[f"live_hist_{run_id}"]
+    assert hist["rounds"] == list(range(7))
+    assert hist["metrics"]["test_acc"][:3] == [0.5, 0.6, 0.7]  # rounds 0-2 were not re-fetched
+
+
+def test_compare_page_groups_seeds(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Compare on the sweep groups 4 runs into 2 algorithm bands and fills time-to-target."""
+    # Execute
+    at = open_page(app_path, "app_pages/compare.py", {"compare_ids": lab_env["run_ids"]})
+    # Assert
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 1
+    ttt = at.dataframe[0].value
+    assert sorted(ttt["group"]) == ["algorithm=fedavg", "algorithm=fedgen"]
+    assert list(ttt["runs"]) == [2, 2]
+
+
+def test_compare_page_wall_clock_and_no_grouping(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Per-run lines with smoothing and a wall-clock x axis render without error."""
+    # Prepare
+    at = open_page(app_path, "app_pages/compare.py", {"compare_ids": lab_env["run_ids"]})
+    # Execute
+    at.radio(key="cmp_x").set_value("wall-clock")
+    at.slider(key="cmp_smooth").set_value(0.5)
+    at.radio(key="cmp_group_mode").set_value("No grouping (one line per run)").run()
+    # Assert
+    assert not at.exception
+    assert len(at.dataframe[0].value) == 4
+
+
+def test_paper_tables_page(app_path: str, lab_env: dict[str, Any]) -> None:
+    """The sweep's Table 1 matrix and the Table 3 timing view render."""
+    # Execute
+    at = open_page(app_path, "app_pages/paper_tables.py")
+    at.selectbox(key="tables_sweep").set_value(lab_env["sweep_id"]).run()
+    # Assert
+    assert not at.exception
+    t3 = at.dataframe[-1].value
+    assert list(t3["row"]) == ["FedAvg", "FedGen B_G=32"]
+    assert t3["ours_ratio"].iloc[1] == pytest.approx(58.0 / 48.0)
+
+
+def test_inspect_page(app_path: str, lab_env: dict[str, Any]) -> None:
+    """The partition heatmap and the PCA of sampled generator latents render."""
+    # Execute
+    at = open_page(app_path, "app_pages/inspect.py", {"live_run_id": lab_env["run_ids"][2]})
+    # Assert
+    assert not at.exception
+    assert not at.error
+    assert at.multiselect(key="inspect_rounds").value == [1, 4, 6]
+    assert len(at.get("plotly_chart")) == 2
+    assert "fp-0.1" in texts(at)
+
+
+def test_inspect_page_before_start(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A queued run has no partition yet: a clear message, not an error."""
+    # Execute
+    at = open_page(app_path, "app_pages/inspect.py", {"live_run_id": lab_env["queued_id"]})
+    # Assert
+    assert not at.exception
+    assert "has not started yet" in texts(at)
+
+
+@pytest.mark.parametrize("page", ["app_pages/runs.py", "app_pages/compare.py", "app_pages/live.py",
+                                  "app_pages/paper_tables.py", "app_pages/inspect.py"])  # fmt: skip
+def test_pages_with_bad_token(
+    app_path: str, lab_env: dict[str, Any], page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrong token gives a clear message on every page, never an exception."""
+    # Prepare
+    monkeypatch.setenv("FEDGEN_TOKEN", "wrong")
+    # Execute
+    at = open_page(app_path, page)
+    # Assert
+    assert not at.exception
+    assert "rejected the token" in texts(at)
+
+
+def test_unreachable_server(app_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server at the URL: the page says so instead of failing."""
+    # Prepare
+    monkeypatch.setenv("FEDGEN_API_URL", "http://127.0.0.1:9")
+    # Execute
+    at = open_page(app_path, "app_pages/runs.py")
+    # Assert
+    assert not at.exception
+    assert "Cannot reach the lab server" in texts(at)
