@@ -1,0 +1,1 @@
+"""FedGen Lab server: storage, REST API and the pieces the worker shares."""

@@ -1,0 +1,140 @@
+"""Sweep summaries (runs grouped by every field but the seed) and the timing table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from api.models import Run
+from api.repository import metrics as metrics_repo
+from api.repository import sweeps as sweeps_repo
+from fedgen.spec import SpecError, parse_spec
+from fedgen.stats import mean_std, pooled_top5
+from fedgen.sweep import group_key
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _nan_none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _group_runs(runs: list[Run]) -> dict[str, list[Run]]:
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        try:
+            key = group_key(parse_spec(run.spec))
+        except SpecError:
+            key = json.dumps({"invalid": str(run.id)})
+        groups.setdefault(key, []).append(run)
+    return groups
+
+
+def _differing(flats: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """Fields whose value varies; algorithm parameters only among groups that have them."""
+    out = []
+    for f in keys:
+        pool = [d for d in flats if f in d] if f.startswith("algorithm.") else flats
+        if len({json.dumps(d.get(f)) for d in pool}) > 1:
+            out.append(f)
+    if "algorithm.name" in out:  # the name first: "algorithm=fedgen, algorithm.gen_batch_size=64"
+        out.remove("algorithm.name")
+        out.insert(0, "algorithm.name")
+    return out
+
+
+def _short(field: str) -> str:
+    return "algorithm" if field == "algorithm.name" else field
+
+
+def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]:
+    """One row per group: label (the differing fields), n, final and top-5 accuracy mean ± std."""
+    runs = sweeps_repo.runs_of_sweep(session, sweep_id)
+    groups = _group_runs(runs)
+    curves = metrics_repo.acc_curves(session, [r.id for r in runs])
+    flat = {k: _flatten(json.loads(k)) for k in groups}
+    keys = sorted({f for d in flat.values() for f in d})
+    differing = _differing(list(flat.values()), keys)
+    rows: list[dict[str, Any]] = []
+    for key, members in groups.items():
+        done = [curves[r.id] for r in members if r.status == "succeeded" and curves[r.id]]
+        final_m, final_s = mean_std([c[-1] for c in done])
+        top_m, top_s = pooled_top5(done)
+        fields = {f: flat[key][f] for f in differing if f in flat[key]}
+        rows.append(
+            {
+                "label": ", ".join(f"{_short(f)}={v}" for f, v in fields.items()) or "all",
+                "fields": fields,
+                "n": len(members),
+                "n_succeeded": len(done),
+                "seeds": sorted(r.spec.get("seed", 0) for r in members),
+                "final_mean": _nan_none(final_m),
+                "final_std": _nan_none(final_s),
+                "top5_mean": _nan_none(top_m),
+                "top5_std": _nan_none(top_s),
+                "run_ids": [str(r.id) for r in members],
+            }
+        )
+    rows.sort(key=lambda r: r["label"])
+    return rows
+
+
+def summary_csv(rows: list[dict[str, Any]]) -> str:
+    """The summary as CSV: one line per group."""
+    field_names = sorted({f for r in rows for f in r["fields"]})
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    cols = ["label", *field_names, "n", "n_succeeded", "final_mean", "final_std", "top5_mean", "top5_std"]
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([r["label"], *(r["fields"].get(f) for f in field_names),
+                    *(r[c] if r[c] is not None else "" for c in cols[1 + len(field_names):])])
+    return buf.getvalue()
+
+
+def _stat(values: list[float], n_runs: int) -> dict[str, Any]:
+    m, s = mean_std(values)
+    return {"n_runs": n_runs, "n_rounds": len(values), "mean_ms": _nan_none(m), "std_ms": _nan_none(s)}
+
+
+def timing_table(
+    session: Session, sweep_id: uuid.UUID | None, algorithm: str | None, metric: str = "time_user_ms"
+) -> dict[str, Any]:
+    """ms per user local update, mean ± std over runs and rounds; FedGen also by gen_batch_size."""
+    runs = sweeps_repo.runs_for_timing(session, sweep_id, algorithm)
+    values = metrics_repo.metric_values(session, [r.id for r in runs], metric)
+    by_alg: dict[str, list[Run]] = {}
+    by_bg: dict[int, list[Run]] = {}
+    for r in runs:
+        if not values[r.id]:
+            continue
+        by_alg.setdefault(r.algorithm, []).append(r)
+        if r.algorithm == "fedgen":
+            by_bg.setdefault(int(r.spec["algorithm"].get("gen_batch_size", 32)), []).append(r)
+
+    def pooled(members: list[Run]) -> list[float]:
+        return [v for r in members for v in values[r.id]]
+
+    return {
+        "metric": metric,
+        "algorithms": [
+            {"algorithm": a, **_stat(pooled(m), len(m))} for a, m in sorted(by_alg.items())
+        ],
+        "fedgen_by_gen_batch_size": [
+            {"gen_batch_size": b, **_stat(pooled(m), len(m))} for b, m in sorted(by_bg.items())
+        ],
+    }

@@ -1,0 +1,74 @@
+"""Settings for the lab server, read from FEDGEN_* environment variables.
+
+Defaults need no server: an SQLite database and a SQLite Celery broker, both
+under FEDGEN_HOME (default ~/.fedgen), which also holds the checkpoint files.
+Plain `postgresql://` URLs get the psycopg v3 driver.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SEVEN_DAYS_S = 7 * 24 * 3600
+
+
+def normalize_database_url(url: str) -> str:
+    """Pick the psycopg v3 driver for plain `postgresql://` / `postgres://` URLs."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+class Settings(BaseSettings):
+    """All configuration of the API, the worker and the `fedgen-lab` CLI."""
+
+    model_config = SettingsConfigDict(env_prefix="FEDGEN_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".fedgen")
+    database_url: str = ""
+    broker_url: str = ""
+    checkpoint_dir: Path | None = None
+    visibility_timeout_s: int = Field(SEVEN_DAYS_S, ge=60)
+    lease_s: float = Field(120.0, gt=0, description="A running run whose lease expired may be re-claimed.")
+    heartbeat_s: float = Field(20.0, gt=0, description="How often a worker renews its lease.")
+    queue_prefix: str = Field("", max_length=50, description="Prefix of the queue names (gpu/cpu).")
+    reaper_s: float = Field(60.0, gt=0, description="How often a worker re-sends runs with expired leases.")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    max_page_size: int = Field(500, ge=1)
+    max_compare_runs: int = Field(500, ge=1)
+    auto_upgrade: bool = Field(True, description="Run `alembic upgrade head` when the API starts.")
+    cors_origins: list[str] = Field(default_factory=lambda: ["*"])
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> Settings:
+        self.home = self.home.expanduser()
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.home / 'lab.db'}"
+        self.database_url = normalize_database_url(self.database_url)
+        if not self.broker_url:
+            self.broker_url = f"sqla+sqlite:///{self.home / 'broker.db'}"
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = self.home / "checkpoints"
+        return self
+
+    @property
+    def checkpoint_root(self) -> Path:
+        """Where checkpoint files live (always set after validation)."""
+        assert self.checkpoint_dir is not None
+        return self.checkpoint_dir.expanduser()
+
+    def ensure_dirs(self) -> None:
+        """Create FEDGEN_HOME and the checkpoint folder."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_root.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (a FastAPI dependency; tests override it)."""
+    return Settings()

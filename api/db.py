@@ -1,0 +1,98 @@
+"""Engine and session factories; no FastAPI here so the worker can share them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+
+try:  # orjson parses the per-round metric JSON ~3x faster (the /compare hot path)
+    import orjson
+
+    def _loads(text: str | bytes) -> Any:
+        return orjson.loads(text)
+
+    def _dumps(obj: Any) -> str:
+        return orjson.dumps(obj).decode()
+
+except ImportError:  # pragma: no cover - optional speed-up
+    import json
+
+    _loads, _dumps = json.loads, json.dumps  # type: ignore[assignment]
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def dumps_bytes(obj: Any) -> bytes:
+    """Fast JSON encoding of a response body (orjson when installed)."""
+    return _dumps(obj).encode()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL lets the API read while a worker writes; busy_timeout waits instead of failing.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _async_commit(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("SET synchronous_commit TO off")
+    cur.close()
+    dbapi_conn.commit()
+
+
+def make_engine(url: str, *, async_commit: bool = False, **kwargs: Any) -> Engine:
+    """An engine for `url`; SQLite gets WAL, busy_timeout and foreign keys.
+
+    async_commit (Postgres only, used by workers): commits return before the WAL flush.
+    A server crash may then lose the last few rounds, which the run replays from its
+    checkpoint and writes idempotently, so nothing is lost for good; it gives ~4x ingest.
+    """
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        if u.database and u.database != ":memory:":
+            Path(u.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        connect_args = {"check_same_thread": False, "timeout": 30}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    kwargs.setdefault("json_deserializer", _loads)
+    kwargs.setdefault("json_serializer", _dumps)
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
+    engine = create_engine(url, **kwargs)
+    if async_commit:
+        event.listen(engine, "connect", _async_commit)
+    return engine
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """A sessionmaker whose objects stay readable after commit."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One transaction: commit on success, roll back on any exception."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def is_postgres(engine: Engine) -> bool:
+    """True when the engine talks to PostgreSQL."""
+    return engine.dialect.name == "postgresql"

@@ -1,0 +1,85 @@
+"""FastAPI dependencies: settings, session (commit/rollback), current user, run loader."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from api.config import Settings
+from api.models import Run, User
+from api.repository import runs as runs_repo
+from api.repository import users as users_repo
+
+_bearer = HTTPBearer(auto_error=False, description="API token from `fedgen-lab users create`")
+
+
+def get_app_settings(request: Request) -> Settings:
+    """The settings the app was built with."""
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A session that commits on success and rolls back on exception (rule 9)."""
+    session: Session = request.app.state.sessionmaker()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def current_user(
+    session: SessionDep,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    """The token's user; 401 without a valid bearer token."""
+    if creds is None or not creds.credentials:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "missing bearer token", {"WWW-Authenticate": "Bearer"}
+        )
+    user = users_repo.user_by_token(session, creds.credentials)
+    if user is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "invalid token", {"WWW-Authenticate": "Bearer"}
+        )
+    return user
+
+
+UserDep = Annotated[User, Depends(current_user)]
+
+
+def parse_uuid(value: str, what: str = "run") -> uuid.UUID:
+    """A UUID from a path segment; 404 when it is not one (it cannot name anything)."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {value!r} not found") from None
+
+
+def load_run(run_id: str, session: SessionDep, _user: UserDep) -> tuple[Run, str]:
+    """The run and its owner's name, or 404."""
+    found = runs_repo.get_run(session, parse_uuid(run_id))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    return found
+
+
+RunDep = Annotated[tuple[Run, str], Depends(load_run)]
+
+
+def require_owner(run: Run, user: User) -> None:
+    """403 unless the user owns the run or is an admin."""
+    if run.owner_id != user.id and not user.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the run's owner or an admin may do this")

@@ -1,0 +1,81 @@
+"""create_app(): the FastAPI application under /api/v1, docs at /docs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from sqlalchemy.orm import Session, sessionmaker
+
+from api import errors
+from api.config import Settings, get_settings
+from api.db import make_engine, make_sessionmaker
+from api.limits import BodyLimit
+from api.routes import checkpoints, events, metrics, misc, runs, sweeps
+from api.service import Enqueue
+
+API_PREFIX = "/api/v1"
+
+
+def _celery_enqueue(run_id: str, device: str) -> None:
+    from worker.celery_app import enqueue_run  # late: the API process needs Celery only to send
+
+    enqueue_run(run_id, device)
+
+
+def _celery_broker_check() -> None:
+    from worker.celery_app import celery_app
+
+    with celery_app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    session_factory: sessionmaker[Session] | None = None,
+    enqueue: Enqueue | None = None,
+    broker_check: Callable[[], None] | None = None,
+    sse_poll_s: float = 0.5,
+) -> FastAPI:
+    """Build the app; the engine is created in the lifespan unless a sessionmaker is given."""
+    s = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = None
+        if session_factory is None:
+            s.ensure_dirs()
+            if s.auto_upgrade:
+                from api.migrate import upgrade
+
+                upgrade(s.database_url)
+            engine = make_engine(s.database_url)
+            app.state.sessionmaker = make_sessionmaker(engine)
+        yield
+        if engine is not None:
+            engine.dispose()
+
+    app = FastAPI(
+        title="FedGen Lab",
+        version="0.1.0",
+        description="Submit federated runs and sweeps, follow them round by round, compare results.",
+        lifespan=lifespan,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url="/docs",
+    )
+    app.state.settings = s
+    app.state.sessionmaker = session_factory
+    app.state.enqueue = enqueue or _celery_enqueue
+    app.state.broker_check = broker_check or _celery_broker_check
+    app.state.settings_sse_poll_s = sse_poll_s
+    errors.install(app)
+    app.add_middleware(CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(BodyLimit, max_bytes=s.max_body_bytes)
+    v1 = APIRouter(prefix=API_PREFIX)
+    for r in (misc.router, runs.router, metrics.router, events.router, checkpoints.router, sweeps.router):
+        v1.include_router(r)
+    app.include_router(v1)
+    return app

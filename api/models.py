@@ -1,0 +1,179 @@
+"""ORM tables: users and tokens, sweeps, runs, per-round and per-user metrics, checkpoints.
+
+Portable types only (Uuid, JSON, timezone-aware DateTime) so the same models
+serve SQLite and PostgreSQL; migrations/ mirrors them (a test checks no diff).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+TERMINAL = ("succeeded", "failed", "cancelled")
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now (UTC)."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware DateTime that also reads back aware from SQLite (which drops the offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:  # noqa: ARG002
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a naming convention, so migrations name constraints stably."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime()}
+
+
+class User(Base):
+    """A lab member; `token_hash` is the sha256 of the bearer token (the token is never stored)."""
+
+    __tablename__ = "users"
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiToken(Base):
+    """A hashed bearer token of a user (a user may hold several)."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Sweep(Base):
+    """A grid over spec fields that expanded into runs."""
+
+    __tablename__ = "sweeps"
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(200))
+    base: Mapped[dict[str, Any]]
+    grid: Mapped[dict[str, Any]]
+    owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Run(Base):
+    """One federated run: its spec, its state machine and its lease."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_status_created", "status", "created_at"),)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    spec: Mapped[dict[str, Any]]
+    spec_hash: Mapped[str] = mapped_column(String(64), index=True)
+    algorithm: Mapped[str] = mapped_column(String(32), index=True)
+    dataset: Mapped[str] = mapped_column(String(32), index=True)
+    tags_csv: Mapped[str] = mapped_column(Text, default=",")  # ",a,b," so LIKE '%,a,%' filters portably
+    rounds: Mapped[int] = mapped_column(Integer)
+    queue: Mapped[str] = mapped_column(String(16), default="cpu")
+    partition_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+    device: Mapped[str | None] = mapped_column(String(100))
+    current_round: Mapped[int] = mapped_column(Integer, default=-1)
+    last_acc: Mapped[float | None] = mapped_column(Float)
+    best_acc: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    info: Mapped[dict[str, Any] | None]
+    summary: Mapped[dict[str, Any] | None]
+    versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class RoundMetrics(Base):
+    """The scalar metrics of one round; unique on (run, round) so a replay is a no-op."""
+
+    __tablename__ = "round_metrics"
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    round: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    test_acc: Mapped[float | None] = mapped_column(Float)
+    metrics: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UserMetrics(Base):
+    """One user's test and training figures in one round."""
+
+    __tablename__ = "user_metrics"
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    round: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    user: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    test_acc: Mapped[float] = mapped_column(Float)
+    test_loss: Mapped[float] = mapped_column(Float)
+    num_test: Mapped[int] = mapped_column(Integer)
+    selected: Mapped[bool] = mapped_column(Boolean)
+    train_ms: Mapped[float | None] = mapped_column(Float)
+    train_loss: Mapped[float | None] = mapped_column(Float)
+
+
+class CheckpointRow(Base):
+    """A checkpoint file in the store (FEDGEN_HOME/checkpoints): path relative to the store root."""
+
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("run_id", "round", "kind", name="uq_checkpoints_run_round_kind"),)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    round: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str] = mapped_column(String(1000))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

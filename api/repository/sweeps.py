@@ -1,0 +1,65 @@
+"""Sweeps: a grid that expanded into runs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api.models import Run, Sweep, User
+
+
+def create_sweep(
+    session: Session, *, name: str, base: dict[str, Any], grid: dict[str, Any], owner_id: uuid.UUID
+) -> Sweep:
+    """Insert a sweep row (flushed, not committed)."""
+    sweep = Sweep(name=name, base=base, grid=grid, owner_id=owner_id)
+    session.add(sweep)
+    session.flush()
+    return sweep
+
+
+def get_sweep(session: Session, sweep_id: uuid.UUID) -> tuple[Sweep, str] | None:
+    """A sweep and its owner's name."""
+    row = session.execute(
+        select(Sweep, User.name).join(User, User.id == Sweep.owner_id).where(Sweep.id == sweep_id)
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def list_sweeps(session: Session, limit: int, offset: int) -> tuple[list[tuple[Sweep, str]], int]:
+    """A page of sweeps, newest first, and the total count."""
+    count = session.scalar(select(func.count()).select_from(Sweep)) or 0
+    stmt = (
+        select(Sweep, User.name)
+        .join(User, User.id == Sweep.owner_id)
+        .order_by(Sweep.created_at.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return [(r[0], r[1]) for r in session.execute(stmt).all()], count
+
+
+def runs_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[Run]:
+    """The runs a sweep expanded into, in creation order."""
+    stmt = select(Run).where(Run.sweep_id == sweep_id).order_by(Run.created_at, Run.id)
+    return list(session.scalars(stmt))
+
+
+def run_ids_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[uuid.UUID]:
+    """Ids of a sweep's runs."""
+    return list(session.scalars(select(Run.id).where(Run.sweep_id == sweep_id).order_by(Run.created_at)))
+
+
+def runs_for_timing(
+    session: Session, sweep_id: uuid.UUID | None, algorithm: str | None
+) -> list[Run]:
+    """Runs that can contribute to the timing table (any status that wrote rounds)."""
+    stmt = select(Run).where(Run.current_round >= 1)
+    if sweep_id:
+        stmt = stmt.where(Run.sweep_id == sweep_id)
+    if algorithm:
+        stmt = stmt.where(Run.algorithm == algorithm)
+    return list(session.scalars(stmt.limit(5000)))

@@ -1,0 +1,54 @@
+"""Checkpoints of a run: list, and download (streamed, with the sha256 in a header)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import StreamingResponse
+
+from api.deps import RunDep, SessionDep, SettingsDep, parse_uuid
+from api.repository import checkpoints as ckpt_repo
+from api.schemas import CheckpointPublic, CheckpointsPublic
+from api.store import CheckpointStore
+
+router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
+
+
+@router.get("")
+def list_checkpoints(found: RunDep, session: SessionDep) -> CheckpointsPublic:
+    """All checkpoints of a run."""
+    rows = ckpt_repo.list_checkpoints(session, found[0].id)
+    return CheckpointsPublic(
+        data=[
+            CheckpointPublic(
+                id=str(c.id), round=c.round, kind=c.kind, size=c.size, sha256=c.sha256, created_at=c.created_at
+            )
+            for c in rows
+        ]
+    )
+
+
+@router.get("/{ckpt_id}/download")
+def download_checkpoint(
+    found: RunDep, ckpt_id: str, session: SessionDep, settings: SettingsDep
+) -> StreamingResponse:
+    """The checkpoint's bytes (torch.save format), header X-Checkpoint-SHA256."""
+    row = ckpt_repo.get_checkpoint(session, found[0].id, parse_uuid(ckpt_id, "checkpoint"))
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"checkpoint {ckpt_id} not found")
+    store = CheckpointStore(settings.checkpoint_root)
+    try:
+        path = store.path(row.path)
+        if not path.is_file():
+            raise FileNotFoundError(row.path)
+    except (OSError, ValueError):
+        raise HTTPException(status.HTTP_410_GONE, "checkpoint file is missing from the store") from None
+    name = f"{found[0].id}-r{row.round}-{row.kind}.pt"
+    return StreamingResponse(
+        store.iter_chunks(row.path),
+        media_type="application/octet-stream",
+        headers={
+            "X-Checkpoint-SHA256": row.sha256,
+            "Content-Length": str(row.size),
+            "Content-Disposition": f'attachment; filename="{name}"',
+        },
+    )

@@ -1,0 +1,70 @@
+"""Health, readiness, the spec schema and validation, the current user, the timing table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, status
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from api import analysis, service
+from api.deps import SessionDep, UserDep, parse_uuid
+from api.schemas import SpecValidate, UserPublic
+from fedgen.spec import ExperimentSpec
+
+router = APIRouter()
+
+
+@router.get("/health", tags=["health"])
+def health() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/ready", tags=["health"])
+def ready(request: Request) -> JSONResponse:
+    """The database and the broker are reachable (503 otherwise)."""
+    checks: dict[str, str] = {}
+    try:
+        with request.app.state.sessionmaker() as s:
+            s.execute(text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:  # any failure means not ready
+        checks["database"] = f"error: {type(exc).__name__}"
+    try:
+        request.app.state.broker_check()
+        checks["broker"] = "ok"
+    except Exception as exc:
+        checks["broker"] = f"error: {type(exc).__name__}: {exc}"[:200]
+    ok = all(v == "ok" for v in checks.values())
+    code = status.HTTP_200_OK if ok else status.HTTP_503_SERVICE_UNAVAILABLE
+    return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=code)
+
+
+@router.post("/spec/validate", tags=["spec"])
+def validate_spec(body: SpecValidate, _user: UserDep) -> dict[str, Any]:
+    """Validate a spec; returns its canonical form (every default written out)."""
+    spec = service.validate_spec(body.spec)
+    return {"ok": True, "spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
+
+
+@router.get("/spec/schema", tags=["spec"])
+def spec_schema(_user: UserDep) -> dict[str, Any]:
+    """The JSON schema of ExperimentSpec (the dashboard builds its form from it)."""
+    return ExperimentSpec.model_json_schema()
+
+
+@router.get("/me", tags=["users"])
+def me(user: UserDep) -> UserPublic:
+    """The token's user."""
+    return UserPublic(id=str(user.id), name=user.name, is_admin=user.is_admin)
+
+
+@router.get("/timing", tags=["metrics"])
+def timing(
+    session: SessionDep, _user: UserDep, sweep_id: str | None = None, algorithm: str | None = None
+) -> dict[str, Any]:
+    """ms per user local update by algorithm, and FedGen by gen_batch_size (Table 3)."""
+    sid = parse_uuid(sweep_id, "sweep") if sweep_id else None
+    return analysis.timing_table(session, sid, algorithm)

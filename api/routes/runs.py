@@ -1,0 +1,99 @@
+"""Runs: submit, list, get, cancel, delete, clone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, Response, status
+
+from api import service
+from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
+from api.errors import FieldErrors
+from api.repository import checkpoints as ckpt_repo
+from api.repository import runs as runs_repo
+from api.schemas import RunClone, RunCreate, RunPublic, RunsPublic
+from api.store import CheckpointStore
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+StatusQ = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def submit_run(body: RunCreate, request: Request, session: SessionDep, user: UserDep) -> RunPublic:
+    """Validate a spec, queue a run for it."""
+    spec = service.validate_spec(body.spec)
+    run = service.submit_run(session, user, spec, request.app.state.enqueue)
+    return service.run_public(run, user.name)
+
+
+@router.get("")
+def list_runs(
+    session: SessionDep,
+    settings: SettingsDep,
+    _user: UserDep,
+    status_: Annotated[StatusQ | None, Query(alias="status")] = None,
+    algorithm: str | None = None,
+    dataset: str | None = None,
+    tag: str | None = None,
+    owner: str | None = None,
+    sweep_id: str | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    limit: Annotated[int, Query(ge=1)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> RunsPublic:
+    """Runs, newest first, filtered and paginated."""
+    if limit > settings.max_page_size:
+        raise FieldErrors([("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")])
+    filters = runs_repo.RunFilters(
+        status=status_,
+        algorithm=algorithm,
+        dataset=dataset,
+        tag=tag,
+        owner=owner,
+        sweep_id=parse_uuid(sweep_id, "sweep") if sweep_id else None,
+        created_after=created_after,
+        created_before=created_before,
+    )
+    rows, count = runs_repo.list_runs(session, filters, limit, offset)
+    return RunsPublic(data=[service.run_public(r, o) for r, o in rows], count=count)
+
+
+@router.get("/{run_id}")
+def get_run(found: RunDep) -> RunPublic:
+    """One run."""
+    return service.run_public(*found)
+
+
+@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
+def cancel_run(found: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
+    """Ask a run to stop (queued: at once; running: between rounds)."""
+    run, owner = found
+    require_owner(run, user)
+    runs_repo.request_cancel(session, run.id)
+    session.flush()
+    session.refresh(run)
+    return service.run_public(run, owner)
+
+
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_run(found: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> Response:
+    """Delete a run, its metrics and its checkpoint files (owner or admin)."""
+    run, _ = found
+    require_owner(run, user)
+    runs_repo.request_cancel(session, run.id)
+    paths = ckpt_repo.paths_of_run(session, run.id)
+    runs_repo.delete_run(session, run.id)
+    session.commit()
+    CheckpointStore(settings.checkpoint_root).delete(paths)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{run_id}/clone", status_code=status.HTTP_202_ACCEPTED)
+def clone_run(
+    found: RunDep, body: RunClone, request: Request, session: SessionDep, user: UserDep
+) -> RunPublic:
+    """A new run from this run's spec with `changes` merged in."""
+    run = service.clone_run(session, user, found[0], body.changes, request.app.state.enqueue)
+    return service.run_public(run, user.name)

@@ -1,0 +1,84 @@
+"""Sweeps: submit a grid, list, get, and the grouped summary (JSON or CSV)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.responses import PlainTextResponse
+from sqlalchemy.orm import Session
+
+from api import analysis, service
+from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
+from api.errors import FieldErrors
+from api.models import Sweep
+from api.repository import sweeps as sweeps_repo
+from api.schemas import SweepCreate, SweepPublic, SweepsPublic
+
+router = APIRouter(prefix="/sweeps", tags=["sweeps"])
+
+
+def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
+    runs = sweeps_repo.runs_of_sweep(session, sweep.id)
+    return SweepPublic(
+        id=str(sweep.id), name=sweep.name, owner=owner, base=sweep.base, grid=sweep.grid,
+        run_ids=[str(r.id) for r in runs], count=len(runs),
+        status_counts=dict(Counter(r.status for r in runs)), created_at=sweep.created_at,
+    )
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def submit_sweep(body: SweepCreate, request: Request, session: SessionDep, user: UserDep) -> SweepPublic:
+    """Expand a grid into runs (all validated first) and queue them."""
+    sweep, _ = service.submit_sweep(
+        session, user, body.name, body.base, body.grid, request.app.state.enqueue
+    )
+    return _public(session, sweep, user.name)
+
+
+@router.get("")
+def list_sweeps(
+    session: SessionDep,
+    settings: SettingsDep,
+    _user: UserDep,
+    limit: Annotated[int, Query(ge=1)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> SweepsPublic:
+    """Sweeps, newest first."""
+    if limit > settings.max_page_size:
+        raise FieldErrors([("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")])
+    rows, count = sweeps_repo.list_sweeps(session, limit, offset)
+    return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
+
+
+def _load(session: Session, sweep_id: str) -> tuple[Sweep, str]:
+    found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} not found")
+    return found
+
+
+@router.get("/{sweep_id}")
+def get_sweep(sweep_id: str, session: SessionDep, _user: UserDep) -> SweepPublic:
+    """One sweep with its run ids and status counts."""
+    return _public(session, *_load(session, sweep_id))
+
+
+@router.get("/{sweep_id}/summary", response_model=None)
+def sweep_summary(
+    sweep_id: str,
+    session: SessionDep,
+    _user: UserDep,
+    format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
+) -> dict[str, Any] | PlainTextResponse:
+    """Runs grouped by every field but the seed: mean ± std of final and top-5 accuracy."""
+    sweep, _ = _load(session, sweep_id)
+    rows = analysis.sweep_summary(session, sweep.id)
+    if format == "csv":
+        return PlainTextResponse(
+            analysis.summary_csv(rows),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="sweep-{sweep.id}.csv"'},
+        )
+    return {"sweep_id": str(sweep.id), "name": sweep.name, "groups": rows}

@@ -1,0 +1,62 @@
+"""Checkpoint file store under FEDGEN_HOME/checkpoints; the DB keeps sha256, size and path.
+
+Files are written atomically (temp file, then os.replace) *before* the round's
+transaction commits, so a committed row always has its file; a crash in between
+leaves at most an orphan file, never a row without bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class CheckpointStore:
+    """Content files addressed by a path relative to `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
+        """Write the bytes atomically and return the relative path to store in the DB."""
+        rel = f"{run_id}/{round_:06d}-{kind}-{sha256[:16]}.pt"
+        dest = self.root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return rel
+
+    def path(self, rel: str) -> Path:
+        """Absolute path of a stored file; refuses paths that leave the root."""
+        p = (self.root / rel).resolve()
+        if self.root.resolve() not in p.parents:
+            raise ValueError(f"checkpoint path {rel!r} escapes the store")
+        return p
+
+    def read(self, rel: str) -> bytes:
+        """The whole file (used to resume a run)."""
+        return self.path(rel).read_bytes()
+
+    def iter_chunks(self, rel: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """Stream a file in chunks (downloads)."""
+        with self.path(rel).open("rb") as fh:
+            while block := fh.read(chunk):
+                yield block
+
+    def delete(self, rels: list[str]) -> None:
+        """Remove files (missing ones are ignored)."""
+        for rel in rels:
+            try:
+                self.path(rel).unlink(missing_ok=True)
+            except ValueError:
+                continue

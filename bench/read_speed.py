@@ -1,0 +1,108 @@
+"""Read speed: p95 latency of GET /compare for 100 runs x 200 rounds over loopback HTTP.
+
+Usage: python bench/read_speed.py [--url postgresql://postgres@127.0.0.1/test] [--runs 100] [--rounds 200]
+Seeds a throwaway schema, serves the real app with uvicorn on 127.0.0.1, times N requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import uvicorn
+from sqlalchemy import insert, text
+
+from api.config import Settings, normalize_database_url
+from api.db import make_engine, make_sessionmaker
+from api.main import create_app
+from api.migrate import upgrade
+from api.models import RoundMetrics
+from api.repository import runs as runs_repo
+from api.repository import users as users_repo
+
+METRICS = ["test_acc", "test_loss", "user_acc_mean", "user_acc_min", "lr", "bytes_down", "bytes_up",
+           "train_loss", "time_user_ms", "time_train_ms", "time_server_ms", "time_eval_ms", "time_total_ms"]
+
+
+def seed(factory, n_runs: int, n_rounds: int) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    with factory() as s:
+        user, token = users_repo.create_user(s, "bench")
+        ids = []
+        for i in range(n_runs):
+            spec = {"algorithm": {"name": "fedgen"}, "data": {"name": "mnist"}, "rounds": n_rounds, "seed": i}
+            run = runs_repo.create_run(s, spec=spec, spec_hash=str(i), owner_id=user.id, queue="cpu")
+            ids.append(run.id)
+        s.flush()
+        rows = [{"run_id": rid, "round": r, "test_acc": r / n_rounds,
+                 "metrics": {m: r / n_rounds + k for k, m in enumerate(METRICS)}}
+                for rid in ids for r in range(n_rounds + 1)]
+        s.execute(insert(RoundMetrics), rows)
+        s.commit()
+    return token, [str(i) for i in ids]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    p.add_argument("--runs", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=200)
+    p.add_argument("--requests", type=int, default=40)
+    p.add_argument("--max-points", type=int, default=0)
+    p.add_argument("--port", type=int, default=8765)
+    a = p.parse_args()
+    url = normalize_database_url(a.url)
+    schema = None
+    if url.startswith("postgresql"):
+        schema = f"bench_{uuid.uuid4().hex[:8]}"
+        admin = make_engine(url)
+        with admin.begin() as c:
+            c.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url = f"{url}?options=-csearch_path%3D{schema}"
+    elif url == "sqlite":
+        url = f"sqlite:///{tempfile.mkdtemp()}/bench.db"
+    try:
+        upgrade(url)
+        engine = make_engine(url)
+        factory = make_sessionmaker(engine)
+        token, ids = seed(factory, a.runs, a.rounds)
+        settings = Settings(home=Path(tempfile.mkdtemp()), database_url=url, broker_url="memory://")
+        app = create_app(settings, session_factory=factory, enqueue=lambda *_: None, broker_check=lambda: None)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=a.port, log_level="warning"))
+        th = threading.Thread(target=server.run, daemon=True)
+        th.start()
+        while not server.started:
+            time.sleep(0.05)
+        q = f"http://127.0.0.1:{a.port}/api/v1/compare?run_ids={','.join(ids)}&max_points={a.max_points}"
+        times = []
+        size = 0
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as c:
+            c.get(q).raise_for_status()  # warm-up
+            for _ in range(a.requests):
+                t0 = time.perf_counter()
+                r = c.get(q)
+                times.append((time.perf_counter() - t0) * 1000)
+                r.raise_for_status()
+                size = len(r.content)
+        times.sort()
+        p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
+        print(f"backend={engine.dialect.name} runs={a.runs} rounds={a.rounds + 1} metrics={len(METRICS)} "
+              f"max_points={a.max_points} response={size / 1e6:.2f} MB requests={a.requests} "
+              f"p50={statistics.median(times):.0f} ms p95={p95:.0f} ms")
+        server.should_exit = True
+        th.join(10)
+        engine.dispose()
+    finally:
+        if schema:
+            with admin.begin() as c:
+                c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Metrics reads: history with since_round, downsampling bounds, compare, users, info, SSE, checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.config import Settings
+from api.downsample import downsample
+from api.models import User
+from tests.factories import FakeRunner, create_run, seed_rounds
+from worker.execution import execute_run
+
+API = "/api/v1"
+
+
+def _alice(session: Session) -> User:
+    return session.query(User).filter_by(name="alice").one()
+
+
+def test_downsample_bounds_last_min_max() -> None:
+    """Buckets never exceed max_points; each reports its last round/value and min/max."""
+    rounds = list(range(101))
+    cols = {"a": [float(r % 7) for r in rounds], "b": [None] * 101}
+    r, last, lo, hi, ds = downsample(rounds, cols, 10)
+    assert ds
+    assert len(r) == 10
+    assert r[-1] == 100
+    assert r == sorted(r)
+    assert last["a"][-1] == 100 % 7
+    assert lo["a"][0] == 0.0
+    assert hi["a"][0] == 6.0
+    assert last["b"] == [None] * 10
+    assert downsample(rounds[:5], {"a": [1.0] * 5}, 10)[4] is False
+
+
+def test_history_since_round_and_max_points(client: TestClient, auth: dict, session: Session) -> None:
+    """since_round returns only newer rounds; max_points caps every series."""
+    # Prepare
+    run = create_run(session, _alice(session), rounds=50)
+    seed_rounds(session, run, [i / 100 for i in range(51)], extra=lambda r: {"lr": 0.01})
+    # Execute
+    full = client.get(f"{API}/runs/{run.id}/metrics", headers=auth).json()
+    newer = client.get(f"{API}/runs/{run.id}/metrics?since_round=47", headers=auth).json()
+    ds = client.get(f"{API}/runs/{run.id}/metrics?max_points=7", headers=auth).json()
+    # Assert
+    assert full["rounds"] == list(range(51))
+    assert not full["downsampled"]
+    assert full["min"] is None
+    assert newer["rounds"] == [48, 49, 50]
+    assert newer["metrics"]["test_acc"] == [0.48, 0.49, 0.5]
+    assert ds["downsampled"]
+    assert all(len(v) <= 7 for v in ds["metrics"].values())
+    assert ds["rounds"][-1] == 50
+    assert ds["metrics"]["test_acc"][-1] == 0.5
+    assert ds["max"]["test_acc"][-1] == 0.5
+    assert ds["min"]["test_acc"][0] == 0.0
+
+
+def test_compare_many_runs(client: TestClient, auth: dict, session: Session) -> None:
+    """One request returns every run's columns in the order asked."""
+    alice = _alice(session)
+    runs = [create_run(session, alice, seed=i, rounds=9) for i in range(3)]
+    for i, run in enumerate(runs):
+        seed_rounds(session, run, [0.1 * i + r / 100 for r in range(10)])
+    ids = ",".join(str(r.id) for r in reversed(runs))
+    body = client.get(f"{API}/compare?run_ids={ids}&max_points=5", headers=auth).json()
+    assert [r["id"] for r in body["runs"]] == [str(r.id) for r in reversed(runs)]
+    assert all(len(r["rounds"]) == 5 and r["downsampled"] for r in body["runs"])
+    assert body["runs"][0]["seed"] == 2
+    assert body["runs"][0]["algorithm"] == "fedavg"
+
+
+def test_users_info_checkpoints_and_sse(client: TestClient, auth: dict, session: Session,
+                                        factory: sessionmaker, settings: Settings) -> None:
+    """After a (fake) run: per-user rows, RunInfo, checkpoint download with sha256, SSE in order."""
+    # Prepare
+    run = create_run(session, _alice(session), rounds=3)
+    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).status_code == 404
+    execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    # Execute / Assert
+    users = client.get(f"{API}/runs/{run.id}/users?round_from=1&round_to=2", headers=auth).json()["data"]
+    assert [(u["round"], u["user"]) for u in users] == [(r, u) for r in (1, 2) for u in range(3)]
+    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["label_histogram"] == [[5, 5]] * 3
+    ckpts = client.get(f"{API}/runs/{run.id}/checkpoints", headers=auth).json()["data"]
+    assert [c["round"] for c in ckpts] == [0, 1, 2, 3]
+    dl = client.get(f"{API}/runs/{run.id}/checkpoints/{ckpts[-1]['id']}/download", headers=auth)
+    assert dl.status_code == 200
+    assert json.loads(dl.content) == {"round": 3}
+    assert dl.headers["x-checkpoint-sha256"] == ckpts[-1]["sha256"]
+    with client.stream("GET", f"{API}/runs/{run.id}/events", headers=auth) as resp:
+        text = "".join(resp.iter_text())
+    rounds = [json.loads(line[5:])["round"] for line in text.splitlines()
+              if line.startswith("data:") and '"metrics"' in line]
+    assert rounds == [0, 1, 2, 3]
+    assert '"succeeded"' in text
+
+
+def test_sse_follows_a_live_run(client: TestClient, auth: dict, session: Session,
+                                factory: sessionmaker, settings: Settings) -> None:
+    """Rounds that land while the stream is open arrive in order, then the terminal status ends it."""
+    import threading
+    import time
+
+    run = create_run(session, _alice(session), rounds=4)
+    runner = FakeRunner(on_round=lambda r: time.sleep(0.05))
+    t = threading.Thread(target=execute_run, args=(str(run.id), factory),
+                         kwargs={"runner": runner, "settings": settings})
+    with client.stream("GET", f"{API}/runs/{run.id}/events", headers=auth) as resp:
+        t.start()
+        text = "".join(resp.iter_text())
+    t.join()
+    rounds = [json.loads(line[5:])["round"] for line in text.splitlines()
+              if line.startswith("data:") and '"metrics"' in line]
+    assert rounds == [0, 1, 2, 3, 4]
+    assert text.rstrip().endswith('"round": 4}')

@@ -1,0 +1,134 @@
+"""Shared DB/API fixtures: a migrated SQLite file per test, a Postgres schema per session.
+
+Tests marked `postgres` fail (not skip) when CI=true and the server is unreachable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.config import Settings
+from api.db import make_engine, make_sessionmaker
+from api.main import create_app
+from api.migrate import upgrade
+from api.models import Base
+from tests.factories import create_user
+
+PG_BASE = os.environ.get("FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once with `alembic upgrade head`; tests copy it."""
+    path = tmp_path_factory.mktemp("tpl") / "template.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A uniquely named schema in the `test` database, migrated, dropped at the end."""
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(PG_BASE, pool_size=1)
+    try:
+        with admin.begin() as c:
+            c.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:
+        admin.dispose()
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL unreachable at {PG_BASE} with CI=true: {exc}")
+        pytest.skip(f"PostgreSQL unreachable: {type(exc).__name__}")
+    url = f"{PG_BASE}?options=-csearch_path%3D{schema}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.begin() as c:
+            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def _truncate(engine: Engine) -> None:
+    names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+    with engine.begin() as c:
+        c.execute(text(f"TRUNCATE {names} CASCADE"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
+    """A migrated, empty database: a copied SQLite file, or the session's Postgres schema."""
+    if request.param == "sqlite":
+        path = tmp_path / "lab.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    url = request.getfixturevalue("pg_url")
+    yield url
+    engine = make_engine(url, pool_size=1)
+    _truncate(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """The engine of the test database."""
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessionmaker bound to the test database."""
+    return make_sessionmaker(engine)
+
+
+@pytest.fixture
+def session(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session for preparing and checking rows."""
+    with factory() as s:
+        yield s
+
+
+@pytest.fixture
+def settings(tmp_path: Path, db_url: str) -> Settings:
+    """Settings with FEDGEN_HOME in tmp_path and short leases."""
+    return Settings(home=tmp_path / "home", database_url=db_url, lease_s=30, heartbeat_s=0.2,
+                    broker_url="memory://")
+
+
+@pytest.fixture
+def enqueued() -> list[tuple[str, str]]:
+    """What the API sent to the queue: (run_id, device)."""
+    return []
+
+
+@pytest.fixture
+def client(settings: Settings, factory: sessionmaker[Session], enqueued: list[tuple[str, str]]) -> Iterator[TestClient]:
+    """A TestClient on a real database; enqueue records instead of sending."""
+    app = create_app(settings, session_factory=factory,
+                     enqueue=lambda rid, dev: enqueued.append((rid, dev)),
+                     broker_check=lambda: None, sse_poll_s=0.02)
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.fixture
+def tokens(session: Session) -> dict[str, str]:
+    """Tokens of alice, bob and an admin."""
+    return {name: create_user(session, name, name == "admin")[1] for name in ("alice", "bob", "admin")}
+
+
+@pytest.fixture
+def auth(tokens: dict[str, str]) -> dict[str, str]:
+    """alice's Authorization header."""
+    return {"Authorization": f"Bearer {tokens['alice']}"}

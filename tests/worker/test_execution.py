@@ -1,0 +1,163 @@
+"""execute_run with a fake runner: success, lease, redelivery, resume, cancel, failure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.config import Settings
+from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
+from tests.factories import FakeRunner, Killed, create_run, create_user, fake_acc
+from worker.execution import RunNotFound, execute_run
+
+
+def _run(session: Session, rid) -> Run:
+    session.expire_all()
+    return session.get(Run, rid)
+
+
+def _count(session: Session, model, rid) -> int:
+    return session.scalar(select(func.count()).select_from(model).where(model.run_id == rid))
+
+
+def test_success_writes_every_round_once(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """A run goes queued -> succeeded with metrics, users, checkpoints and info."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=4)
+    # Execute
+    out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings, worker_name="w1")
+    # Assert
+    assert out == "succeeded"
+    row = _run(session, run.id)
+    assert (row.status, row.current_round, row.attempt, row.worker) == ("succeeded", 4, 1, "w1")
+    assert row.last_acc == fake_acc(0, 4)
+    assert row.best_acc == fake_acc(0, 4)
+    assert row.info["label_histogram"]
+    assert row.partition_fingerprint
+    assert row.summary["status"] == "completed"
+    assert _count(session, RoundMetrics, run.id) == 5
+    assert _count(session, UserMetrics, run.id) == 15
+    assert _count(session, CheckpointRow, run.id) == 5
+    assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "skipped"
+
+
+def test_live_lease_makes_redelivery_a_noop(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """A second delivery while another worker holds a fresh lease does nothing."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user)
+    session.execute(update(Run).where(Run.id == run.id).values(
+        status="running", lease_token="other", lease_expires_at=utcnow() + timedelta(minutes=5)))
+    session.commit()
+    runner = FakeRunner()
+    # Execute
+    out = execute_run(str(run.id), factory, runner=runner, settings=settings)
+    # Assert
+    assert out == "skipped"
+    assert runner.calls == []
+    assert _run(session, run.id).lease_token == "other"
+
+
+def test_dead_worker_resumes_from_checkpoint(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """Killed mid-run, lease expires, a new delivery resumes: each round exactly once, same result."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=6, checkpoint_every=2)
+    ref = create_run(session, user, rounds=6, checkpoint_every=2)
+    execute_run(str(ref.id), factory, runner=FakeRunner(), settings=settings)
+    with pytest.raises(Killed):
+        execute_run(str(run.id), factory, runner=FakeRunner(kill_at=4), settings=settings)
+    assert _run(session, run.id).current_round == 3
+    runner = FakeRunner()
+    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "skipped"
+    session.execute(update(Run).where(Run.id == run.id).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    session.commit()
+    # Execute
+    out = execute_run(str(run.id), factory, runner=runner, settings=settings, worker_name="w2")
+    # Assert
+    assert out == "succeeded"
+    assert runner.calls == [3]
+    row = _run(session, run.id)
+    assert (row.attempt, row.worker, row.current_round) == (2, "w2", 6)
+    rounds = session.scalars(select(RoundMetrics.round).where(RoundMetrics.run_id == run.id)
+                             .order_by(RoundMetrics.round)).all()
+    assert rounds == list(range(7))
+    ref_accs = session.scalars(select(RoundMetrics.test_acc).where(RoundMetrics.run_id == ref.id)
+                               .order_by(RoundMetrics.round)).all()
+    accs = session.scalars(select(RoundMetrics.test_acc).where(RoundMetrics.run_id == run.id)
+                           .order_by(RoundMetrics.round)).all()
+    assert accs == ref_accs
+    assert row.last_acc == _run(session, ref.id).last_acc
+
+
+def test_cancel_stops_between_rounds(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """cancel_requested set during round 1 stops the run before round 2; status cancelled."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=10)
+
+    def cancel_at(r: int) -> None:
+        if r == 1:
+            with factory() as s:
+                s.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
+                s.commit()
+
+    # Execute
+    out = execute_run(str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings)
+    # Assert
+    row = _run(session, run.id)
+    assert out == "cancelled"
+    assert row.status == "cancelled"
+    assert row.current_round == 1
+    assert row.finished_at is not None
+
+
+def test_failure_marks_failed_with_text(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """An exception in the simulation marks the run failed with its message."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=5)
+    # Execute
+    out = execute_run(str(run.id), factory, runner=FakeRunner(fail_at=2), settings=settings)
+    # Assert
+    row = _run(session, run.id)
+    assert out == "failed"
+    assert row.status == "failed"
+    assert "RuntimeError: simulated failure in round 2" in row.error
+    assert row.current_round == 1
+
+
+def test_cancelled_before_claim_and_missing_run(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """A queued run cancelled before delivery is never run; an unknown id raises RunNotFound."""
+    user, _ = create_user(session)
+    run = create_run(session, user)
+    session.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
+    session.commit()
+    runner = FakeRunner()
+    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "cancelled"
+    assert runner.calls == []
+    assert _run(session, run.id).status == "cancelled"
+    with pytest.raises(RunNotFound):
+        execute_run("00000000-0000-0000-0000-000000000000", factory, runner=runner, settings=settings)
+
+
+def test_lost_lease_stops_writing(factory: sessionmaker, session: Session, settings: Settings) -> None:
+    """If another worker takes the lease, the first stops without touching the end state."""
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=5)
+
+    def steal(r: int) -> None:
+        if r == 1:
+            with factory() as s:
+                s.execute(update(Run).where(Run.id == run.id).values(lease_token="thief"))
+                s.commit()
+
+    out = execute_run(str(run.id), factory, runner=FakeRunner(on_round=steal), settings=settings)
+    row = _run(session, run.id)
+    assert out == "lost"
+    assert row.status == "running"
+    assert row.current_round == 1

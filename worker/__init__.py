@@ -1,0 +1,1 @@
+"""FedGen Lab worker: the Celery app, its one task, and the run execution it calls."""

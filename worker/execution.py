@@ -1,0 +1,205 @@
+"""execute_run: claim a run, run it round by round through DbSink, record the end state.
+
+The Celery task calls only this. Safe against redelivery: a run held by a live
+lease is left alone; a run whose worker died is re-claimed once its lease
+expires and resumes from its last 'full' checkpoint, replayed rounds being
+skipped by (run, round). Cancel is cooperative, checked between rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.config import Settings, get_settings
+from api.db import session_scope
+from api.models import TERMINAL
+from api.repository import checkpoints as ckpt_repo
+from api.repository import runs as runs_repo
+from api.repository.metrics import LeaseLost
+from api.store import CheckpointStore
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from worker.sink import DbSink
+
+log = logging.getLogger(__name__)
+Runner = Callable[..., Any]
+
+
+class WorkerError(Exception):
+    """Base of errors execute_run raises instead of marking the run."""
+
+
+class RunNotFound(WorkerError):
+    """The run id names no run (deleted, or a bad message)."""
+
+
+def default_worker_name() -> str:
+    """host:pid, the name recorded on a run when Celery gives none."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def device_label(spec_device: str) -> str:
+    """The spec's device plus the physical GPU list this process sees."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if spec_device.startswith("cuda") and visible is not None:
+        return f"{spec_device} (CUDA_VISIBLE_DEVICES={visible})"
+    return spec_device
+
+
+def _default_runner() -> Runner:
+    from fedgen.runner import run  # imported late: torch loads only in the worker
+
+    return run
+
+
+def _error_text(exc: BaseException) -> str:
+    tb = "".join(traceback.format_exception(exc)[-6:])
+    return f"{type(exc).__name__}: {exc}\n\n{tb}"[:8000]
+
+
+class _Lease:
+    """Renews the lease from a thread, so a long round never looks like a dead worker."""
+
+    def __init__(self, run_id: uuid.UUID, token: str, factory: sessionmaker[Session], s: Settings) -> None:
+        self.run_id, self.token, self.factory, self.settings = run_id, token, factory, s
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.settings.heartbeat_s):
+            try:
+                with session_scope(self.factory) as s:
+                    ok = runs_repo.heartbeat(s, self.run_id, self.token, self.settings.lease_s)
+            except OperationalError:
+                log.warning("heartbeat of run %s failed; retrying", self.run_id)
+                continue
+            if not ok:
+                self.lost.set()
+                return
+
+    def __enter__(self) -> _Lease:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _load_resume(factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID) -> bytes | None:
+    with factory() as s:
+        row = ckpt_repo.latest_full(s, run_id)
+    if row is None:
+        return None
+    try:
+        data = store.read(row.path)
+    except (OSError, ValueError):
+        log.warning("checkpoint %s of run %s is missing; starting over", row.path, run_id)
+        return None
+    return data
+
+
+def execute_run(
+    run_id: str,
+    factory: sessionmaker[Session],
+    *,
+    runner: Runner | None = None,
+    settings: Settings | None = None,
+    worker_name: str | None = None,
+    store: CheckpointStore | None = None,
+) -> str:
+    """Run `run_id` to an end state; returns 'succeeded', 'failed', 'cancelled', 'skipped' or 'lost'."""
+    s = settings or get_settings()
+    store = store or CheckpointStore(s.checkpoint_root)
+    try:
+        rid = uuid.UUID(str(run_id))
+    except ValueError:
+        raise RunNotFound(f"not a run id: {run_id!r}") from None
+    with factory() as sess:
+        found = runs_repo.get_run(sess, rid)
+    if found is None:
+        raise RunNotFound(f"run {run_id} does not exist")
+    run = found[0]
+    if run.status in TERMINAL:
+        return "skipped"
+    token = uuid.uuid4().hex
+    device = device_label(str(run.spec.get("device", "cpu")))
+    with session_scope(factory) as sess:
+        claimed = runs_repo.claim(
+            sess, rid, worker=worker_name or default_worker_name(), token=token,
+            device=device, lease_s=s.lease_s,
+        )
+        if not claimed:
+            return "cancelled" if runs_repo.cancel_orphan(sess, rid) else "skipped"
+    try:
+        spec: ExperimentSpec = parse_spec(run.spec)
+    except SpecError as exc:
+        _finish(factory, rid, token, "failed", error=str(exc))
+        return "failed"
+    return _run_claimed(rid, token, spec, factory, store, s, runner or _default_runner())
+
+
+def _run_claimed(
+    rid: uuid.UUID,
+    token: str,
+    spec: ExperimentSpec,
+    factory: sessionmaker[Session],
+    store: CheckpointStore,
+    s: Settings,
+    runner: Runner,
+) -> str:
+    sink = DbSink(rid, token, factory, store, s.lease_s)
+    with _Lease(rid, token, factory, s) as lease:
+
+        def should_stop() -> bool:
+            if lease.lost.is_set():
+                return True
+            with factory() as sess:
+                return runs_repo.is_cancel_requested(sess, rid)
+
+        try:
+            resume = _load_resume(factory, store, rid)
+            summary = runner(spec, sink, resume_from=resume, should_stop=should_stop)
+        except LeaseLost:
+            log.warning("run %s: lease lost; another worker owns it now", rid)
+            return "lost"
+        except Exception as exc:  # the simulation failed: record it, do not retry
+            if isinstance(exc, OperationalError):
+                raise  # infrastructure: let Celery retry; the run resumes from its checkpoint
+            log.exception("run %s failed", rid)
+            _finish(factory, rid, token, "failed", error=_error_text(exc))
+            return "failed"
+    if lease.lost.is_set():
+        return "lost"
+    summary = summary or sink.summary
+    summary_dict = summary.to_dict() if summary is not None and hasattr(summary, "to_dict") else None
+    stopped = summary is not None and getattr(summary, "status", "completed") == "stopped"
+    if stopped:
+        _finish(factory, rid, token, "cancelled", summary=summary_dict)
+        return "cancelled"
+    _finish(factory, rid, token, "succeeded", summary=summary_dict)
+    return "succeeded"
+
+
+def _finish(
+    factory: sessionmaker[Session],
+    rid: uuid.UUID,
+    token: str,
+    status: str,
+    *,
+    error: str | None = None,
+    summary: dict[str, Any] | None = None,
+) -> None:
+    with session_scope(factory) as sess:
+        if not runs_repo.finish(sess, rid, token, status=status, error=error, summary=summary):
+            log.warning("run %s: could not record %s (lease lost)", rid, status)

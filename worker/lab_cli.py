@@ -1,0 +1,142 @@
+"""`fedgen-lab`: api, worker, up, db upgrade, users create, requeue."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from api.config import get_settings
+
+
+def _cmd_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def default_queues() -> str:
+    """`gpu` when this process is given GPUs through CUDA_VISIBLE_DEVICES, else `cpu`."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return "gpu" if visible not in ("", "-1") else "cpu"
+
+
+def _prefixed(queues: str, prefix: str) -> str:
+    return ",".join(prefix + q.strip() for q in queues.split(",") if q.strip())
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from worker.celery_app import celery_app, enqueue_run, worker_sessionmaker
+    from worker.reaper import start_reaper
+
+    s = get_settings()
+    s.ensure_dirs()
+    queues = _prefixed(args.queues or default_queues(), s.queue_prefix)
+    start_reaper(worker_sessionmaker(), enqueue_run, s.reaper_s)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "-")
+    name = args.name or f"{queues.split(',')[0]}{visible}-{os.getpid()}@%h"
+    # solo/threads: no fork after CUDA init; one run at a time per GPU.
+    argv = ["worker", "-P", args.pool, "-c", str(args.concurrency), "-Q", queues, "-n", name,
+            "--loglevel", args.loglevel, "--without-gossip", "--without-mingle"]
+    celery_app.worker_main(argv)
+    return 0
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from api.migrate import upgrade
+    from worker.supervisor import run_up
+
+    s = get_settings()
+    s.ensure_dirs()
+    upgrade(s.database_url)
+    return run_up(args.host, args.port, args.dashboard_port, not args.no_dashboard)
+
+
+def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
+    from api.migrate import upgrade
+
+    s = get_settings()
+    s.ensure_dirs()
+    upgrade(s.database_url)
+    print(f"database at head: {s.database_url.split('@')[-1]}")
+    return 0
+
+
+def _session_factory():  # type: ignore[no-untyped-def]
+    from api.db import make_engine, make_sessionmaker
+    from api.migrate import upgrade
+
+    s = get_settings()
+    s.ensure_dirs()
+    if s.auto_upgrade:
+        upgrade(s.database_url)
+    return make_sessionmaker(make_engine(s.database_url))
+
+
+def _cmd_users_create(args: argparse.Namespace) -> int:
+    from api.db import session_scope
+    from api.repository import users as users_repo
+
+    with session_scope(_session_factory()) as session:
+        user, token = users_repo.create_user(session, args.name, args.admin)
+        role = "admin" if user.is_admin else "user"
+    print(f"created {role} {args.name!r}; the token is shown once, only its hash is stored:")
+    print(token)
+    return 0
+
+
+def _cmd_requeue(_args: argparse.Namespace) -> int:
+    from sqlalchemy import select
+
+    from api.models import Run
+    from worker.celery_app import enqueue_run
+
+    with _session_factory()() as session:
+        rows = session.execute(select(Run.id, Run.spec).where(Run.status == "queued")).all()
+    for rid, spec in rows:
+        enqueue_run(str(rid), str(spec.get("device", "cpu")))
+    print(f"re-sent {len(rows)} queued run(s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of `fedgen-lab`."""
+    p = argparse.ArgumentParser(prog="fedgen-lab", description="FedGen Lab server: API, workers, database.")
+    sub = p.add_subparsers(dest="command", required=True)
+    api = sub.add_parser("api", help="serve the REST API")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    api.set_defaults(fn=_cmd_api)
+    w = sub.add_parser("worker", help="start a Celery worker (solo pool; queue gpu/cpu)")
+    w.add_argument("--queues", default=None, help="comma list; default gpu if CUDA_VISIBLE_DEVICES is set, else cpu")
+    w.add_argument("--name", default=None)
+    w.add_argument("--pool", choices=["solo", "threads"], default="solo")
+    w.add_argument("--concurrency", type=int, default=1)
+    w.add_argument("--loglevel", default="INFO")
+    w.set_defaults(fn=_cmd_worker)
+    up = sub.add_parser("up", help="API + worker (+ dashboard) together; Ctrl-C stops all")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8000)
+    up.add_argument("--dashboard-port", type=int, default=8501)
+    up.add_argument("--no-dashboard", action="store_true")
+    up.set_defaults(fn=_cmd_up)
+    db = sub.add_parser("db", help="database commands").add_subparsers(dest="db_command", required=True)
+    db.add_parser("upgrade", help="alembic upgrade head").set_defaults(fn=_cmd_db_upgrade)
+    users = sub.add_parser("users", help="user commands").add_subparsers(dest="users_command", required=True)
+    uc = users.add_parser("create", help="create a user; prints the token as the last line")
+    uc.add_argument("name")
+    uc.add_argument("--admin", action="store_true")
+    uc.set_defaults(fn=_cmd_users_create)
+    sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(fn=_cmd_requeue)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `fedgen-lab` console script."""
+    args = build_parser().parse_args(argv)
+    return int(args.fn(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
