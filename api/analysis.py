@@ -98,21 +98,43 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
     field_names = sorted({f for r in rows for f in r["fields"]})
     buf = io.StringIO()
     w = csv.writer(buf)
-    cols = ["label", *field_names, "n", "n_succeeded", "final_mean", "final_std", "top5_mean", "top5_std"]
+    cols = [
+        "label",
+        *field_names,
+        "n",
+        "n_succeeded",
+        "final_mean",
+        "final_std",
+        "top5_mean",
+        "top5_std",
+    ]
     w.writerow(cols)
     for r in rows:
-        w.writerow([r["label"], *(r["fields"].get(f) for f in field_names),
-                    *(r[c] if r[c] is not None else "" for c in cols[1 + len(field_names):])])
+        w.writerow(
+            [
+                r["label"],
+                *(r["fields"].get(f) for f in field_names),
+                *(r[c] if r[c] is not None else "" for c in cols[1 + len(field_names) :]),
+            ]
+        )
     return buf.getvalue()
 
 
 def _stat(values: list[float], n_runs: int) -> dict[str, Any]:
     m, s = mean_std(values)
-    return {"n_runs": n_runs, "n_rounds": len(values), "mean_ms": _nan_none(m), "std_ms": _nan_none(s)}
+    return {
+        "n_runs": n_runs,
+        "n_rounds": len(values),
+        "mean_ms": _nan_none(m),
+        "std_ms": _nan_none(s),
+    }
 
 
 def timing_table(
-    session: Session, sweep_id: uuid.UUID | None, algorithm: str | None, metric: str = "time_user_ms"
+    session: Session,
+    sweep_id: uuid.UUID | None,
+    algorithm: str | None,
+    metric: str = "time_user_ms",
 ) -> dict[str, Any]:
     """ms per user local update, mean ± std over runs and rounds; FedGen also by gen_batch_size."""
     runs = sweeps_repo.runs_for_timing(session, sweep_id, algorithm)

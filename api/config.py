@@ -34,10 +34,14 @@ class Settings(BaseSettings):
     broker_url: str = ""
     checkpoint_dir: Path | None = None
     visibility_timeout_s: int = Field(SEVEN_DAYS_S, ge=60)
-    lease_s: float = Field(120.0, gt=0, description="A running run whose lease expired may be re-claimed.")
+    lease_s: float = Field(
+        120.0, gt=0, description="A running run whose lease expired may be re-claimed."
+    )
     heartbeat_s: float = Field(20.0, gt=0, description="How often a worker renews its lease.")
     queue_prefix: str = Field("", max_length=50, description="Prefix of the queue names (gpu/cpu).")
-    reaper_s: float = Field(60.0, gt=0, description="How often a worker re-sends runs with expired leases.")
+    reaper_s: float = Field(
+        60.0, gt=0, description="How often a worker re-sends runs with expired leases."
+    )
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)
     max_compare_runs: int = Field(500, ge=1)

@@ -26,6 +26,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 
+def loads_json(text: str | bytes) -> Any:
+    """Fast JSON decoding (orjson when installed)."""
+    return _loads(text)
+
+
+def dumps_str(obj: Any) -> str:
+    """Fast JSON encoding to str, the same encoder the Postgres engines use for JSON columns."""
+    return _dumps(obj)
+
+
 def dumps_bytes(obj: Any) -> bytes:
     """Fast JSON encoding of a response body (orjson when installed)."""
     return _dumps(obj).encode()

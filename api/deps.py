@@ -82,4 +82,6 @@ RunDep = Annotated[tuple[Run, str], Depends(load_run)]
 def require_owner(run: Run, user: User) -> None:
     """403 unless the user owns the run or is an admin."""
     if run.owner_id != user.id and not user.is_admin:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the run's owner or an admin may do this")
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "only the run's owner or an admin may do this"
+        )

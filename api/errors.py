@@ -16,7 +16,9 @@ class FieldErrors(Exception):
     """A 422 with (dotted field, message) pairs, e.g. from fedgen.spec.SpecError."""
 
     def __init__(self, errors: list[tuple[str, str]], prefix: str = "") -> None:
-        self.errors = [(prefix + f if f != "(root)" else (prefix.rstrip(".") or f), m) for f, m in errors]
+        self.errors = [
+            (prefix + f if f != "(root)" else (prefix.rstrip(".") or f), m) for f, m in errors
+        ]
         super().__init__("; ".join(f"{f}: {m}" for f, m in self.errors))
 
 
@@ -30,7 +32,9 @@ def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
     out: list[dict[str, Any]] = []
     for err in exc.errors():
         loc = [str(p) for p in err.get("loc", ())]
-        field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path") else loc) or "(body)"
+        field = (
+            ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path") else loc) or "(body)"
+        )
         msg = str(err.get("msg", "invalid"))
         if err.get("type") == "extra_forbidden":
             msg = "unknown field"

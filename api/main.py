@@ -72,10 +72,26 @@ def create_app(
     app.state.broker_check = broker_check or _celery_broker_check
     app.state.settings_sse_poll_s = sse_poll_s
     errors.install(app)
-    app.add_middleware(CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(
+        CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
+    )
     app.add_middleware(BodyLimit, max_bytes=s.max_body_bytes)
     v1 = APIRouter(prefix=API_PREFIX)
-    for r in (misc.router, runs.router, metrics.router, events.router, checkpoints.router, sweeps.router):
+    for r in (
+        misc.router,
+        runs.router,
+        metrics.router,
+        events.router,
+        checkpoints.router,
+        sweeps.router,
+    ):
         v1.include_router(r)
     app.include_router(v1)
+    # Probes also at the root, where load balancers and compose healthchecks look for them.
+    app.add_api_route(
+        "/health", misc.health, methods=["GET"], tags=["health"], include_in_schema=False
+    )
+    app.add_api_route(
+        "/ready", misc.ready, methods=["GET"], tags=["health"], include_in_schema=False
+    )
     return app

@@ -79,7 +79,9 @@ class ApiToken(Base):
 
     __tablename__ = "api_tokens"
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
-    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -106,7 +108,9 @@ class Run(Base):
     spec_hash: Mapped[str] = mapped_column(String(64), index=True)
     algorithm: Mapped[str] = mapped_column(String(32), index=True)
     dataset: Mapped[str] = mapped_column(String(32), index=True)
-    tags_csv: Mapped[str] = mapped_column(Text, default=",")  # ",a,b," so LIKE '%,a,%' filters portably
+    tags_csv: Mapped[str] = mapped_column(
+        Text, default=","
+    )  # ",a,b," so LIKE '%,a,%' filters portably
     rounds: Mapped[int] = mapped_column(Integer)
     queue: Mapped[str] = mapped_column(String(16), default="cpu")
     partition_fingerprint: Mapped[str | None] = mapped_column(String(64))
@@ -168,7 +172,9 @@ class CheckpointRow(Base):
     """A checkpoint file in the store (FEDGEN_HOME/checkpoints): path relative to the store root."""
 
     __tablename__ = "checkpoints"
-    __table_args__ = (UniqueConstraint("run_id", "round", "kind", name="uq_checkpoints_run_round_kind"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "round", "kind", name="uq_checkpoints_run_round_kind"),
+    )
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     round: Mapped[int] = mapped_column(Integer)

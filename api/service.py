@@ -54,7 +54,11 @@ def _enqueue_all(enqueue: Enqueue, runs: list[Run]) -> None:
 
 
 def submit_run(
-    session: Session, user: User, spec: ExperimentSpec, enqueue: Enqueue, sweep_id: uuid.UUID | None = None
+    session: Session,
+    user: User,
+    spec: ExperimentSpec,
+    enqueue: Enqueue,
+    sweep_id: uuid.UUID | None = None,
 ) -> Run:
     """Insert a queued run, commit, then enqueue its task."""
     run = runs_repo.create_run(
@@ -88,14 +92,21 @@ def merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def clone_run(session: Session, user: User, run: Run, changes: dict[str, Any], enqueue: Enqueue) -> Run:
+def clone_run(
+    session: Session, user: User, run: Run, changes: dict[str, Any], enqueue: Enqueue
+) -> Run:
     """A new run from an existing run's spec with `changes` merged in."""
     spec = validate_spec(merge(run.spec, changes), prefix="changes.")
     return submit_run(session, user, spec, enqueue)
 
 
 def submit_sweep(
-    session: Session, user: User, name: str, base: dict[str, Any], grid: dict[str, Any], enqueue: Enqueue
+    session: Session,
+    user: User,
+    name: str,
+    base: dict[str, Any],
+    grid: dict[str, Any],
+    enqueue: Enqueue,
 ) -> tuple[Sweep, list[Run]]:
     """Expand the grid (all specs validated first), insert sweep and runs, commit, enqueue."""
     try:

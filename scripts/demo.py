@@ -40,7 +40,9 @@ def free_port(preferred: int) -> int:
 
 
 def lab(*args: str, env: dict[str, str]) -> str:
-    out = subprocess.run([str(BIN / "fedgen-lab"), *args], env=env, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [str(BIN / "fedgen-lab"), *args], env=env, check=True, capture_output=True, text=True
+    )
     return out.stdout
 
 
@@ -64,7 +66,12 @@ def follow(api: str, headers: dict[str, str], run_ids: list[str], labels: dict[s
     status: dict[str, str] = {}
     while True:
         for rid in run_ids:
-            r = httpx.get(f"{api}/runs/{rid}/metrics", params={"since_round": seen[rid]}, headers=headers, timeout=10)
+            r = httpx.get(
+                f"{api}/runs/{rid}/metrics",
+                params={"since_round": seen[rid]},
+                headers=headers,
+                timeout=10,
+            )
             r.raise_for_status()
             body: dict[str, Any] = r.json()
             status[rid] = body["status"]
@@ -85,9 +92,16 @@ def main() -> int:
     dash_port = free_port(int(env.get("FEDGEN_DEMO_DASHBOARD_PORT", "8501")))
     base = f"http://127.0.0.1:{port}"
     api = f"{base}/api/v1"
-    print(f"FedGen Lab demo (FEDGEN_HOME={env['FEDGEN_HOME']}, SQLite database and broker)", flush=True)
+    print(
+        f"FedGen Lab demo (FEDGEN_HOME={env['FEDGEN_HOME']}, SQLite database and broker)",
+        flush=True,
+    )
     lab("db", "upgrade", env=env)
-    token = lab("users", "create", f"demo-{int(time.time())}", "--admin", env=env).strip().splitlines()[-1]
+    token = (
+        lab("users", "create", f"demo-{int(time.time())}", "--admin", env=env)
+        .strip()
+        .splitlines()[-1]
+    )
     env.update({"FEDGEN_TOKEN": token, "FEDGEN_API_URL": base})
     up = subprocess.Popen(
         [str(BIN / "fedgen-lab"), "up", "--port", str(port), "--dashboard-port", str(dash_port)],
@@ -122,7 +136,9 @@ def main() -> int:
             flush=True,
         )
         follow(api, headers, run_ids, labels)
-        summary = httpx.get(f"{api}/sweeps/{r.json()['id']}/summary", params={"format": "csv"}, headers=headers)
+        summary = httpx.get(
+            f"{api}/sweeps/{r.json()['id']}/summary", params={"format": "csv"}, headers=headers
+        )
         print("\nsweep summary (mean ± std over seeds):\n" + summary.text, flush=True)
         print(f"dashboard: {compare}", flush=True)
         if env.get("FEDGEN_DEMO_EXIT") == "1":

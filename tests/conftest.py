@@ -23,7 +23,9 @@ from api.migrate import upgrade
 from api.models import Base
 from tests.factories import create_user
 
-PG_BASE = os.environ.get("FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+PG_BASE = os.environ.get(
+    "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
 
 
 @pytest.fixture(scope="session")
@@ -102,8 +104,13 @@ def session(factory: sessionmaker[Session]) -> Iterator[Session]:
 @pytest.fixture
 def settings(tmp_path: Path, db_url: str) -> Settings:
     """Settings with FEDGEN_HOME in tmp_path and short leases."""
-    return Settings(home=tmp_path / "home", database_url=db_url, lease_s=30, heartbeat_s=0.2,
-                    broker_url="memory://")
+    return Settings(
+        home=tmp_path / "home",
+        database_url=db_url,
+        lease_s=30,
+        heartbeat_s=0.2,
+        broker_url="memory://",
+    )
 
 
 @pytest.fixture
@@ -113,11 +120,17 @@ def enqueued() -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def client(settings: Settings, factory: sessionmaker[Session], enqueued: list[tuple[str, str]]) -> Iterator[TestClient]:
+def client(
+    settings: Settings, factory: sessionmaker[Session], enqueued: list[tuple[str, str]]
+) -> Iterator[TestClient]:
     """A TestClient on a real database; enqueue records instead of sending."""
-    app = create_app(settings, session_factory=factory,
-                     enqueue=lambda rid, dev: enqueued.append((rid, dev)),
-                     broker_check=lambda: None, sse_poll_s=0.02)
+    app = create_app(
+        settings,
+        session_factory=factory,
+        enqueue=lambda rid, dev: enqueued.append((rid, dev)),
+        broker_check=lambda: None,
+        sse_poll_s=0.02,
+    )
     with TestClient(app) as c:
         yield c
 
@@ -125,7 +138,9 @@ def client(settings: Settings, factory: sessionmaker[Session], enqueued: list[tu
 @pytest.fixture
 def tokens(session: Session) -> dict[str, str]:
     """Tokens of alice, bob and an admin."""
-    return {name: create_user(session, name, name == "admin")[1] for name in ("alice", "bob", "admin")}
+    return {
+        name: create_user(session, name, name == "admin")[1] for name in ("alice", "bob", "admin")
+    }
 
 
 @pytest.fixture

@@ -69,7 +69,9 @@ def _error_text(exc: BaseException) -> str:
 class _Lease:
     """Renews the lease from a thread, so a long round never looks like a dead worker."""
 
-    def __init__(self, run_id: uuid.UUID, token: str, factory: sessionmaker[Session], s: Settings) -> None:
+    def __init__(
+        self, run_id: uuid.UUID, token: str, factory: sessionmaker[Session], s: Settings
+    ) -> None:
         self.run_id, self.token, self.factory, self.settings = run_id, token, factory, s
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -96,7 +98,9 @@ class _Lease:
         self._thread.join(timeout=5)
 
 
-def _load_resume(factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID) -> bytes | None:
+def _load_resume(
+    factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID
+) -> bytes | None:
     with factory() as s:
         row = ckpt_repo.latest_full(s, run_id)
     if row is None:
@@ -136,8 +140,12 @@ def execute_run(
     device = device_label(str(run.spec.get("device", "cpu")))
     with session_scope(factory) as sess:
         claimed = runs_repo.claim(
-            sess, rid, worker=worker_name or default_worker_name(), token=token,
-            device=device, lease_s=s.lease_s,
+            sess,
+            rid,
+            worker=worker_name or default_worker_name(),
+            token=token,
+            device=device,
+            lease_s=s.lease_s,
         )
         if not claimed:
             return "cancelled" if runs_repo.cancel_orphan(sess, rid) else "skipped"
@@ -179,10 +187,14 @@ def _run_claimed(
             log.exception("run %s failed", rid)
             _finish(factory, rid, token, "failed", error=_error_text(exc))
             return "failed"
+        finally:
+            sink.close()
     if lease.lost.is_set():
         return "lost"
     summary = summary or sink.summary
-    summary_dict = summary.to_dict() if summary is not None and hasattr(summary, "to_dict") else None
+    summary_dict = (
+        summary.to_dict() if summary is not None and hasattr(summary, "to_dict") else None
+    )
     stopped = summary is not None and getattr(summary, "status", "completed") == "stopped"
     if stopped:
         _finish(factory, rid, token, "cancelled", summary=summary_dict)

@@ -12,7 +12,13 @@ from api.config import get_settings
 def _cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
-    uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        "api.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+    )
     return 0
 
 
@@ -37,8 +43,21 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "-")
     name = args.name or f"{queues.split(',')[0]}{visible}-{os.getpid()}@%h"
     # solo/threads: no fork after CUDA init; one run at a time per GPU.
-    argv = ["worker", "-P", args.pool, "-c", str(args.concurrency), "-Q", queues, "-n", name,
-            "--loglevel", args.loglevel, "--without-gossip", "--without-mingle"]
+    argv = [
+        "worker",
+        "-P",
+        args.pool,
+        "-c",
+        str(args.concurrency),
+        "-Q",
+        queues,
+        "-n",
+        name,
+        "--loglevel",
+        args.loglevel,
+        "--without-gossip",
+        "--without-mingle",
+    ]
     celery_app.worker_main(argv)
     return 0
 
@@ -102,14 +121,21 @@ def _cmd_requeue(_args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of `fedgen-lab`."""
-    p = argparse.ArgumentParser(prog="fedgen-lab", description="FedGen Lab server: API, workers, database.")
+    p = argparse.ArgumentParser(
+        prog="fedgen-lab", description="FedGen Lab server: API, workers, database."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     api = sub.add_parser("api", help="serve the REST API")
     api.add_argument("--host", default="127.0.0.1")
     api.add_argument("--port", type=int, default=8000)
+    api.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     api.set_defaults(fn=_cmd_api)
     w = sub.add_parser("worker", help="start a Celery worker (solo pool; queue gpu/cpu)")
-    w.add_argument("--queues", default=None, help="comma list; default gpu if CUDA_VISIBLE_DEVICES is set, else cpu")
+    w.add_argument(
+        "--queues",
+        default=None,
+        help="comma list; default gpu if CUDA_VISIBLE_DEVICES is set, else cpu",
+    )
     w.add_argument("--name", default=None)
     w.add_argument("--pool", choices=["solo", "threads"], default="solo")
     w.add_argument("--concurrency", type=int, default=1)
@@ -121,14 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--dashboard-port", type=int, default=8501)
     up.add_argument("--no-dashboard", action="store_true")
     up.set_defaults(fn=_cmd_up)
-    db = sub.add_parser("db", help="database commands").add_subparsers(dest="db_command", required=True)
+    db = sub.add_parser("db", help="database commands").add_subparsers(
+        dest="db_command", required=True
+    )
     db.add_parser("upgrade", help="alembic upgrade head").set_defaults(fn=_cmd_db_upgrade)
-    users = sub.add_parser("users", help="user commands").add_subparsers(dest="users_command", required=True)
+    users = sub.add_parser("users", help="user commands").add_subparsers(
+        dest="users_command", required=True
+    )
     uc = users.add_parser("create", help="create a user; prints the token as the last line")
     uc.add_argument("name")
     uc.add_argument("--admin", action="store_true")
     uc.set_defaults(fn=_cmd_users_create)
-    sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(fn=_cmd_requeue)
+    sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(
+        fn=_cmd_requeue
+    )
     return p
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_S = 10.0
+# Found through the package, so `fedgen-lab up` works from any folder.
+DASHBOARD_APP = Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py"
 
 
 def _say(msg: str) -> None:
@@ -59,18 +61,54 @@ def stop_all(children: list[Child], grace_s: float = GRACE_S) -> None:
             c.proc.wait(timeout=5)
 
 
-def commands(host: str, port: int, dashboard_port: int, dashboard: bool) -> list[tuple[str, list[str]]]:
+def commands(
+    host: str, port: int, dashboard_port: int, dashboard: bool
+) -> list[tuple[str, list[str]]]:
     """The child command lines."""
     py = sys.executable
     out = [
-        ("api", [py, "-m", "worker.lab_cli", "api", "--host", host, "--port", str(port)]),
-        ("worker", [py, "-m", "worker.lab_cli", "worker", "--queues", "cpu,gpu"]),
+        (
+            "api",
+            [
+                py,
+                "-m",
+                "worker.lab_cli",
+                "api",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+        ),
+        (
+            "worker",
+            [py, "-m", "worker.lab_cli", "worker", "--queues", "cpu,gpu", "--loglevel", "WARNING"],
+        ),
     ]
-    app = Path("dashboard/streamlit_app.py")
+    app = DASHBOARD_APP
     if dashboard and app.exists():
-        out.append(("dashboard", [py, "-m", "streamlit", "run", str(app), "--server.port",
-                                  str(dashboard_port), "--server.address", host,
-                                  "--server.headless", "true"]))
+        out.append(
+            (
+                "dashboard",
+                [
+                    py,
+                    "-m",
+                    "streamlit",
+                    "run",
+                    str(app),
+                    "--server.port",
+                    str(dashboard_port),
+                    "--server.address",
+                    host,
+                    "--server.headless",
+                    "true",
+                    "--browser.gatherUsageStats",
+                    "false",
+                ],
+            )
+        )
     return out
 
 

@@ -104,9 +104,17 @@ def list_runs(
     if f.created_before:
         conds.append(Run.created_at < f.created_before)
     where = and_(True, *conds)
-    count_stmt = select(func.count()).select_from(Run).join(User, User.id == Run.owner_id).where(where)
+    count_stmt = (
+        select(func.count()).select_from(Run).join(User, User.id == Run.owner_id).where(where)
+    )
     count = session.scalar(count_stmt) or 0
-    stmt = _with_owner().where(where).order_by(Run.created_at.desc(), Run.id).limit(limit).offset(offset)
+    stmt = (
+        _with_owner()
+        .where(where)
+        .order_by(Run.created_at.desc(), Run.id)
+        .limit(limit)
+        .offset(offset)
+    )
     return [(r[0], r[1]) for r in session.execute(stmt).all()], count
 
 

@@ -26,8 +26,10 @@ def create_user(session: Session, name: str, is_admin: bool = False) -> tuple[Us
 
 def user_by_token(session: Session, token: str) -> User | None:
     """The user holding `token`, or None."""
-    stmt = select(User).join(ApiToken, ApiToken.user_id == User.id).where(
-        ApiToken.token_hash == hash_token(token)
+    stmt = (
+        select(User)
+        .join(ApiToken, ApiToken.user_id == User.id)
+        .where(ApiToken.token_hash == hash_token(token))
     )
     return session.scalar(stmt)
 

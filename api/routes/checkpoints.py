@@ -20,7 +20,12 @@ def list_checkpoints(found: RunDep, session: SessionDep) -> CheckpointsPublic:
     return CheckpointsPublic(
         data=[
             CheckpointPublic(
-                id=str(c.id), round=c.round, kind=c.kind, size=c.size, sha256=c.sha256, created_at=c.created_at
+                id=str(c.id),
+                round=c.round,
+                kind=c.kind,
+                size=c.size,
+                sha256=c.sha256,
+                created_at=c.created_at,
             )
             for c in rows
         ]
@@ -41,7 +46,9 @@ def download_checkpoint(
         if not path.is_file():
             raise FileNotFoundError(row.path)
     except (OSError, ValueError):
-        raise HTTPException(status.HTTP_410_GONE, "checkpoint file is missing from the store") from None
+        raise HTTPException(
+            status.HTTP_410_GONE, "checkpoint file is missing from the store"
+        ) from None
     name = f"{found[0].id}-r{row.round}-{row.kind}.pt"
     return StreamingResponse(
         store.iter_chunks(row.path),

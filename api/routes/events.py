@@ -20,7 +20,9 @@ from api.repository import runs as runs_repo
 router = APIRouter(tags=["events"])
 
 
-def _poll(request: Request, run_id: uuid.UUID, after: int) -> tuple[str | None, list[tuple[int, dict[str, Any]]]]:
+def _poll(
+    request: Request, run_id: uuid.UUID, after: int
+) -> tuple[str | None, list[tuple[int, dict[str, Any]]]]:
     with request.app.state.sessionmaker() as s:
         st = runs_repo.status_of(s, run_id)
         rows = metrics_repo.round_history(s, [run_id], after)[run_id]
@@ -50,7 +52,11 @@ async def run_events(
                 return
             for rnd, met in rows:
                 after = rnd
-                yield {"event": "round", "id": str(rnd), "data": json.dumps({"round": rnd, "metrics": met})}
+                yield {
+                    "event": "round",
+                    "id": str(rnd),
+                    "data": json.dumps({"round": rnd, "metrics": met}),
+                }
             if st != last_status:
                 last_status = st
                 yield {"event": "status", "data": json.dumps({"status": st, "round": after})}

@@ -31,7 +31,13 @@ def run_metrics(
     rounds, cols = to_columns(rows)
     r, last, lo, hi, ds = downsample(rounds, cols, max_points)
     return MetricsPublic(
-        run_id=str(run.id), status=run.status, rounds=r, metrics=last, min=lo, max=hi, downsampled=ds  # type: ignore[arg-type]
+        run_id=str(run.id),
+        status=run.status,
+        rounds=r,
+        metrics=last,
+        min=lo,
+        max=hi,
+        downsampled=ds,  # type: ignore[arg-type]
     )
 
 
@@ -46,7 +52,9 @@ def compare(
     """Many runs' identity and columnar metrics in one request."""
     ids = [parse_uuid(x.strip()) for x in run_ids.split(",") if x.strip()]
     if len(ids) > settings.max_compare_runs:
-        raise FieldErrors([("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")])
+        raise FieldErrors(
+            [("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")]
+        )
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
     history = metrics_repo.round_history(session, [r.id for r, _ in found])
     out: list[dict[str, Any]] = []
@@ -56,13 +64,25 @@ def compare(
         spec: dict[str, Any] = run.spec
         out.append(
             {
-                "id": str(run.id), "status": run.status, "owner": owner, "algorithm": run.algorithm,
-                "dataset": run.dataset, "spec_hash": run.spec_hash,
+                "id": str(run.id),
+                "status": run.status,
+                "owner": owner,
+                "algorithm": run.algorithm,
+                "dataset": run.dataset,
+                "spec_hash": run.spec_hash,
                 "sweep_id": str(run.sweep_id) if run.sweep_id else None,
-                "seed": int(spec.get("seed", 0)), "alpha": spec.get("partition", {}).get("alpha"),
-                "tags": list(spec.get("tags", [])), "current_round": run.current_round,
-                "rounds_total": run.rounds, "last_acc": run.last_acc, "best_acc": run.best_acc,
-                "rounds": r, "metrics": last, "min": lo, "max": hi, "downsampled": ds,
+                "seed": int(spec.get("seed", 0)),
+                "alpha": spec.get("partition", {}).get("alpha"),
+                "tags": list(spec.get("tags", [])),
+                "current_round": run.current_round,
+                "rounds_total": run.rounds,
+                "last_acc": run.last_acc,
+                "best_acc": run.best_acc,
+                "rounds": r,
+                "metrics": last,
+                "min": lo,
+                "max": hi,
+                "downsampled": ds,
             }
         )
     # Serialized directly: re-validating 100 x 200 x 15 floats through pydantic costs more than the query.
@@ -85,8 +105,14 @@ def run_users(
     return UsersPublic(
         data=[
             UserRow(
-                round=u.round, user=u.user, test_acc=u.test_acc, test_loss=u.test_loss,
-                num_test=u.num_test, selected=u.selected, train_ms=u.train_ms, train_loss=u.train_loss,
+                round=u.round,
+                user=u.user,
+                test_acc=u.test_acc,
+                test_loss=u.test_loss,
+                num_test=u.num_test,
+                selected=u.selected,
+                train_ms=u.train_ms,
+                train_loss=u.train_loss,
             )
             for u in rows
         ]
@@ -100,5 +126,3 @@ def run_info(found: RunDep) -> dict[str, Any]:
     if not run.info:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} has not started yet")
     return run.info
-
-

@@ -45,7 +45,9 @@ def list_runs(
 ) -> RunsPublic:
     """Runs, newest first, filtered and paginated."""
     if limit > settings.max_page_size:
-        raise FieldErrors([("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")])
+        raise FieldErrors(
+            [("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")]
+        )
     filters = runs_repo.RunFilters(
         status=status_,
         algorithm=algorithm,
@@ -78,7 +80,9 @@ def cancel_run(found: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
 
 
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_run(found: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> Response:
+def delete_run(
+    found: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep
+) -> Response:
     """Delete a run, its metrics and its checkpoint files (owner or admin)."""
     run, _ = found
     require_owner(run, user)

@@ -22,14 +22,22 @@ router = APIRouter(prefix="/sweeps", tags=["sweeps"])
 def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
     runs = sweeps_repo.runs_of_sweep(session, sweep.id)
     return SweepPublic(
-        id=str(sweep.id), name=sweep.name, owner=owner, base=sweep.base, grid=sweep.grid,
-        run_ids=[str(r.id) for r in runs], count=len(runs),
-        status_counts=dict(Counter(r.status for r in runs)), created_at=sweep.created_at,
+        id=str(sweep.id),
+        name=sweep.name,
+        owner=owner,
+        base=sweep.base,
+        grid=sweep.grid,
+        run_ids=[str(r.id) for r in runs],
+        count=len(runs),
+        status_counts=dict(Counter(r.status for r in runs)),
+        created_at=sweep.created_at,
     )
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit_sweep(body: SweepCreate, request: Request, session: SessionDep, user: UserDep) -> SweepPublic:
+def submit_sweep(
+    body: SweepCreate, request: Request, session: SessionDep, user: UserDep
+) -> SweepPublic:
     """Expand a grid into runs (all validated first) and queue them."""
     sweep, _ = service.submit_sweep(
         session, user, body.name, body.base, body.grid, request.app.state.enqueue
@@ -47,7 +55,9 @@ def list_sweeps(
 ) -> SweepsPublic:
     """Sweeps, newest first."""
     if limit > settings.max_page_size:
-        raise FieldErrors([("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")])
+        raise FieldErrors(
+            [("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")]
+        )
     rows, count = sweeps_repo.list_sweeps(session, limit, offset)
     return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
 

@@ -25,8 +25,14 @@ API = "/api/v1"
         ({}, "spec"),
     ],
 )
-def test_invalid_specs_are_422_with_field(client: TestClient, auth: dict[str, str], session: Session,
-                                          enqueued: list, body: dict, field: str) -> None:
+def test_invalid_specs_are_422_with_field(
+    client: TestClient,
+    auth: dict[str, str],
+    session: Session,
+    enqueued: list,
+    body: dict,
+    field: str,
+) -> None:
     """Each invalid body is a 422 naming the field; nothing is stored or enqueued."""
     # Execute
     r = client.post(f"{API}/runs", json=body, headers=auth)
@@ -47,24 +53,42 @@ def test_limit_messages_name_value_and_limit(client: TestClient, auth: dict[str,
     assert "10000" in msg
 
 
-def test_malformed_json_and_huge_body(client: TestClient, auth: dict[str, str], session: Session) -> None:
+def test_malformed_json_and_huge_body(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
     """Malformed JSON is 422, a body over 1 MiB is 413, wrong content type 4xx."""
     h = {**auth, "Content-Type": "application/json"}
     assert client.post(f"{API}/runs", content=b"{not json", headers=h).status_code == 422
     assert client.post(f"{API}/runs", content=b"", headers=h).status_code == 422
     assert client.post(f"{API}/runs", content=b"x" * (2 << 20), headers=h).status_code == 413
-    assert 400 <= client.post(f"{API}/runs", content=b"spec=1", headers={**auth, "Content-Type": "text/plain"}).status_code < 500
+    assert (
+        400
+        <= client.post(
+            f"{API}/runs", content=b"spec=1", headers={**auth, "Content-Type": "text/plain"}
+        ).status_code
+        < 500
+    )
     assert client.get(f"{API}/runs/not-a-uuid", headers=auth).status_code == 404
     assert client.get(f"{API}/compare?run_ids=zzz", headers=auth).status_code == 404
     assert session.scalar(select(func.count()).select_from(Run)) == 0
 
 
-def test_sweep_with_one_bad_combination_writes_nothing(client: TestClient, auth: dict[str, str], session: Session) -> None:
+def test_sweep_with_one_bad_combination_writes_nothing(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
     """A grid with an invalid value is rejected as a whole."""
-    r = client.post(f"{API}/sweeps", json={"name": "s", "base": make_spec(), "grid": {"rounds": [2, -1]}}, headers=auth)
+    r = client.post(
+        f"{API}/sweeps",
+        json={"name": "s", "base": make_spec(), "grid": {"rounds": [2, -1]}},
+        headers=auth,
+    )
     assert r.status_code == 422
     assert "rounds" in r.json()["detail"][0]["field"]
-    r = client.post(f"{API}/sweeps", json={"name": "s", "base": make_spec(), "grid": {"seed": list(range(2000))}}, headers=auth)
+    r = client.post(
+        f"{API}/sweeps",
+        json={"name": "s", "base": make_spec(), "grid": {"seed": list(range(2000))}},
+        headers=auth,
+    )
     assert r.status_code == 422
     assert session.scalar(select(func.count()).select_from(Sweep)) == 0
 
@@ -75,5 +99,8 @@ def test_spec_validate_and_schema(client: TestClient, auth: dict[str, str]) -> N
     assert r.status_code == 200
     assert r.json()["ok"]
     assert r.json()["spec"]["batch_size"] == 32
-    assert client.post(f"{API}/spec/validate", json={"spec": {"rounds": 0}}, headers=auth).status_code == 422
+    assert (
+        client.post(f"{API}/spec/validate", json={"spec": {"rounds": 0}}, headers=auth).status_code
+        == 422
+    )
     assert "properties" in client.get(f"{API}/spec/schema", headers=auth).json()

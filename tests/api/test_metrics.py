@@ -36,7 +36,9 @@ def test_downsample_bounds_last_min_max() -> None:
     assert downsample(rounds[:5], {"a": [1.0] * 5}, 10)[4] is False
 
 
-def test_history_since_round_and_max_points(client: TestClient, auth: dict, session: Session) -> None:
+def test_history_since_round_and_max_points(
+    client: TestClient, auth: dict, session: Session
+) -> None:
     """since_round returns only newer rounds; max_points caps every series."""
     # Prepare
     run = create_run(session, _alice(session), rounds=50)
@@ -73,17 +75,23 @@ def test_compare_many_runs(client: TestClient, auth: dict, session: Session) -> 
     assert body["runs"][0]["algorithm"] == "fedavg"
 
 
-def test_users_info_checkpoints_and_sse(client: TestClient, auth: dict, session: Session,
-                                        factory: sessionmaker, settings: Settings) -> None:
+def test_users_info_checkpoints_and_sse(
+    client: TestClient, auth: dict, session: Session, factory: sessionmaker, settings: Settings
+) -> None:
     """After a (fake) run: per-user rows, RunInfo, checkpoint download with sha256, SSE in order."""
     # Prepare
     run = create_run(session, _alice(session), rounds=3)
     assert client.get(f"{API}/runs/{run.id}/info", headers=auth).status_code == 404
     execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
     # Execute / Assert
-    users = client.get(f"{API}/runs/{run.id}/users?round_from=1&round_to=2", headers=auth).json()["data"]
+    users = client.get(f"{API}/runs/{run.id}/users?round_from=1&round_to=2", headers=auth).json()[
+        "data"
+    ]
     assert [(u["round"], u["user"]) for u in users] == [(r, u) for r in (1, 2) for u in range(3)]
-    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["label_histogram"] == [[5, 5]] * 3
+    assert (
+        client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["label_histogram"]
+        == [[5, 5]] * 3
+    )
     ckpts = client.get(f"{API}/runs/{run.id}/checkpoints", headers=auth).json()["data"]
     assert [c["round"] for c in ckpts] == [0, 1, 2, 3]
     dl = client.get(f"{API}/runs/{run.id}/checkpoints/{ckpts[-1]['id']}/download", headers=auth)
@@ -92,27 +100,37 @@ def test_users_info_checkpoints_and_sse(client: TestClient, auth: dict, session:
     assert dl.headers["x-checkpoint-sha256"] == ckpts[-1]["sha256"]
     with client.stream("GET", f"{API}/runs/{run.id}/events", headers=auth) as resp:
         text = "".join(resp.iter_text())
-    rounds = [json.loads(line[5:])["round"] for line in text.splitlines()
-              if line.startswith("data:") and '"metrics"' in line]
+    rounds = [
+        json.loads(line[5:])["round"]
+        for line in text.splitlines()
+        if line.startswith("data:") and '"metrics"' in line
+    ]
     assert rounds == [0, 1, 2, 3]
     assert '"succeeded"' in text
 
 
-def test_sse_follows_a_live_run(client: TestClient, auth: dict, session: Session,
-                                factory: sessionmaker, settings: Settings) -> None:
+def test_sse_follows_a_live_run(
+    client: TestClient, auth: dict, session: Session, factory: sessionmaker, settings: Settings
+) -> None:
     """Rounds that land while the stream is open arrive in order, then the terminal status ends it."""
     import threading
     import time
 
     run = create_run(session, _alice(session), rounds=4)
     runner = FakeRunner(on_round=lambda r: time.sleep(0.05))
-    t = threading.Thread(target=execute_run, args=(str(run.id), factory),
-                         kwargs={"runner": runner, "settings": settings})
+    t = threading.Thread(
+        target=execute_run,
+        args=(str(run.id), factory),
+        kwargs={"runner": runner, "settings": settings},
+    )
     with client.stream("GET", f"{API}/runs/{run.id}/events", headers=auth) as resp:
         t.start()
         text = "".join(resp.iter_text())
     t.join()
-    rounds = [json.loads(line[5:])["round"] for line in text.splitlines()
-              if line.startswith("data:") and '"metrics"' in line]
+    rounds = [
+        json.loads(line[5:])["round"]
+        for line in text.splitlines()
+        if line.startswith("data:") and '"metrics"' in line
+    ]
     assert rounds == [0, 1, 2, 3, 4]
     assert text.rstrip().endswith('"round": 4}')

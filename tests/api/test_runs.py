@@ -16,7 +16,9 @@ def _h(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_submit_returns_202_and_enqueues(client: TestClient, auth: dict[str, str], enqueued: list) -> None:
+def test_submit_returns_202_and_enqueues(
+    client: TestClient, auth: dict[str, str], enqueued: list
+) -> None:
     """A valid spec is stored queued and its task sent after the commit."""
     # Execute
     r = client.post(f"{API}/runs", json={"spec": make_spec(seed=3)}, headers=auth)
@@ -29,7 +31,10 @@ def test_submit_returns_202_and_enqueues(client: TestClient, auth: dict[str, str
     assert body["rounds"] == 2
     assert body["spec"]["seed"] == 3
     assert enqueued == [(body["id"], "cpu")]
-    assert client.get(f"{API}/runs/{body['id']}", headers=auth).json()["spec_hash"] == body["spec_hash"]
+    assert (
+        client.get(f"{API}/runs/{body['id']}", headers=auth).json()["spec_hash"]
+        == body["spec_hash"]
+    )
 
 
 def test_auth_401_without_or_with_bad_token(client: TestClient, tokens: dict[str, str]) -> None:
@@ -38,13 +43,19 @@ def test_auth_401_without_or_with_bad_token(client: TestClient, tokens: dict[str
     assert client.get(f"{API}/runs", headers=_h("nope")).status_code == 401
     assert client.get(f"{API}/health").status_code == 200
     assert client.get(f"{API}/ready").json()["database"] == "ok"
+    assert client.get("/health").status_code == 200
+    assert client.get("/ready").json()["database"] == "ok"
     assert client.get(f"{API}/me", headers=_h(tokens["bob"])).json()["name"] == "bob"
 
 
-def test_cancel_and_delete_403_for_others(client: TestClient, tokens: dict[str, str], session: Session) -> None:
+def test_cancel_and_delete_403_for_others(
+    client: TestClient, tokens: dict[str, str], session: Session
+) -> None:
     """Only the owner or an admin may cancel or delete; everyone may read."""
     # Prepare
-    rid = client.post(f"{API}/runs", json={"spec": make_spec()}, headers=_h(tokens["alice"])).json()["id"]
+    rid = client.post(
+        f"{API}/runs", json={"spec": make_spec()}, headers=_h(tokens["alice"])
+    ).json()["id"]
     # Execute / Assert
     assert client.get(f"{API}/runs/{rid}", headers=_h(tokens["bob"])).status_code == 200
     assert client.post(f"{API}/runs/{rid}/cancel", headers=_h(tokens["bob"])).status_code == 403
@@ -63,8 +74,11 @@ def test_list_filters_and_pagination(client: TestClient, tokens: dict[str, str])
     # Prepare
     for i in range(5):
         alg = "fedgen" if i % 2 else "fedavg"
-        client.post(f"{API}/runs", json={"spec": make_spec(seed=i, algorithm={"name": alg}, tags=[f"t{i % 2}"])},
-                    headers=_h(tokens["alice"]))
+        client.post(
+            f"{API}/runs",
+            json={"spec": make_spec(seed=i, algorithm={"name": alg}, tags=[f"t{i % 2}"])},
+            headers=_h(tokens["alice"]),
+        )
     client.post(f"{API}/runs", json={"spec": make_spec()}, headers=_h(tokens["bob"]))
     h = _h(tokens["alice"])
     # Execute / Assert
@@ -73,7 +87,12 @@ def test_list_filters_and_pagination(client: TestClient, tokens: dict[str, str])
     assert client.get(f"{API}/runs?tag=t0", headers=h).json()["count"] == 3
     assert client.get(f"{API}/runs?owner=bob", headers=h).json()["count"] == 1
     assert client.get(f"{API}/runs?status=running", headers=h).json()["count"] == 0
-    assert client.get(f"{API}/runs?dataset=synthetic&created_after=2000-01-01T00:00:00Z", headers=h).json()["count"] == 6
+    assert (
+        client.get(
+            f"{API}/runs?dataset=synthetic&created_after=2000-01-01T00:00:00Z", headers=h
+        ).json()["count"]
+        == 6
+    )
     page1 = client.get(f"{API}/runs?limit=4", headers=h).json()
     page2 = client.get(f"{API}/runs?limit=4&offset=4", headers=h).json()
     assert len(page1["data"]) == 4
@@ -88,7 +107,11 @@ def test_clone_with_changes(client: TestClient, auth: dict[str, str], enqueued: 
     # Prepare
     rid = client.post(f"{API}/runs", json={"spec": make_spec()}, headers=auth).json()["id"]
     # Execute
-    r = client.post(f"{API}/runs/{rid}/clone", json={"changes": {"partition": {"alpha": 1.0}, "seed": 7}}, headers=auth)
+    r = client.post(
+        f"{API}/runs/{rid}/clone",
+        json={"changes": {"partition": {"alpha": 1.0}, "seed": 7}},
+        headers=auth,
+    )
     bad = client.post(f"{API}/runs/{rid}/clone", json={"changes": {"rounds": 0}}, headers=auth)
     # Assert
     assert r.status_code == 202

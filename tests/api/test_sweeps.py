@@ -18,25 +18,46 @@ API = "/api/v1"
 
 def test_submit_sweep_expands_and_enqueues(client: TestClient, auth: dict, enqueued: list) -> None:
     """algorithms x alphas x seeds become runs in one request."""
-    body = {"name": "fg-vs-avg", "base": make_spec(),
-            "grid": {"algorithm": ["fedavg", "fedgen"], "partition.alpha": [0.1, 1.0], "seed": [0, 1, 2]}}
+    body = {
+        "name": "fg-vs-avg",
+        "base": make_spec(),
+        "grid": {
+            "algorithm": ["fedavg", "fedgen"],
+            "partition.alpha": [0.1, 1.0],
+            "seed": [0, 1, 2],
+        },
+    }
     r = client.post(f"{API}/sweeps", json=body, headers=auth)
     assert r.status_code == 202, r.text
     sweep = r.json()
     assert sweep["count"] == 12
     assert len(enqueued) == 12
     assert sweep["status_counts"] == {"queued": 12}
-    assert client.get(f"{API}/runs?sweep_id={sweep['id']}&algorithm=fedgen", headers=auth).json()["count"] == 6
+    assert (
+        client.get(f"{API}/runs?sweep_id={sweep['id']}&algorithm=fedgen", headers=auth).json()[
+            "count"
+        ]
+        == 6
+    )
     assert client.get(f"{API}/sweeps", headers=auth).json()["count"] == 1
-    assert client.get(f"{API}/sweeps/{sweep['id']}", headers=auth).json()["run_ids"] == sweep["run_ids"]
+    assert (
+        client.get(f"{API}/sweeps/{sweep['id']}", headers=auth).json()["run_ids"]
+        == sweep["run_ids"]
+    )
 
 
-def test_summary_groups_by_everything_but_seed(client: TestClient, auth: dict, session: Session) -> None:
+def test_summary_groups_by_everything_but_seed(
+    client: TestClient, auth: dict, session: Session
+) -> None:
     """Per group: n, final mean ± std, pooled top-5 mean ± std, equal to fedgen.stats on the rows."""
     # Prepare
     alice = session.query(User).filter_by(name="alice").one()
-    sweep_id, runs = create_sweep_runs(session, alice, {"algorithm": ["fedavg", "fedgen"], "seed": [0, 1, 2]},
-                                       base=make_spec(rounds=8))
+    sweep_id, runs = create_sweep_runs(
+        session,
+        alice,
+        {"algorithm": ["fedavg", "fedgen"], "seed": [0, 1, 2]},
+        base=make_spec(rounds=8),
+    )
     curves = {}
     for i, run in enumerate(runs):
         curve = [((r * 7 + i * 3) % 10) / 10 for r in range(9)]
@@ -62,11 +83,24 @@ def test_timing_table(client: TestClient, auth: dict, session: Session) -> None:
     """ms per user update pooled over runs and rounds; FedGen split by gen_batch_size."""
     alice = session.query(User).filter_by(name="alice").one()
     sweep_id, runs = create_sweep_runs(
-        session, alice,
-        {"algorithm": ["fedavg", {"name": "fedgen", "gen_batch_size": 32}, {"name": "fedgen", "gen_batch_size": 64}]},
-        base=make_spec(rounds=3))
+        session,
+        alice,
+        {
+            "algorithm": [
+                "fedavg",
+                {"name": "fedgen", "gen_batch_size": 32},
+                {"name": "fedgen", "gen_batch_size": 64},
+            ]
+        },
+        base=make_spec(rounds=3),
+    )
     for k, run in enumerate(runs):
-        seed_rounds(session, run, [0.1, 0.2, 0.3, 0.4], extra=lambda r, k=k: {"time_user_ms": 10.0 * (k + 1) + r})
+        seed_rounds(
+            session,
+            run,
+            [0.1, 0.2, 0.3, 0.4],
+            extra=lambda r, k=k: {"time_user_ms": 10.0 * (k + 1) + r},
+        )
     body = client.get(f"{API}/timing?sweep_id={sweep_id}", headers=auth).json()
     algs = {a["algorithm"]: a for a in body["algorithms"]}
     assert algs["fedavg"]["mean_ms"] == pytest.approx(12.0)

@@ -23,13 +23,17 @@ def _count(session: Session, model, rid) -> int:
     return session.scalar(select(func.count()).select_from(model).where(model.run_id == rid))
 
 
-def test_success_writes_every_round_once(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_success_writes_every_round_once(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """A run goes queued -> succeeded with metrics, users, checkpoints and info."""
     # Prepare
     user, _ = create_user(session)
     run = create_run(session, user, rounds=4)
     # Execute
-    out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings, worker_name="w1")
+    out = execute_run(
+        str(run.id), factory, runner=FakeRunner(), settings=settings, worker_name="w1"
+    )
     # Assert
     assert out == "succeeded"
     row = _run(session, run.id)
@@ -45,13 +49,20 @@ def test_success_writes_every_round_once(factory: sessionmaker, session: Session
     assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "skipped"
 
 
-def test_live_lease_makes_redelivery_a_noop(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_live_lease_makes_redelivery_a_noop(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """A second delivery while another worker holds a fresh lease does nothing."""
     # Prepare
     user, _ = create_user(session)
     run = create_run(session, user)
-    session.execute(update(Run).where(Run.id == run.id).values(
-        status="running", lease_token="other", lease_expires_at=utcnow() + timedelta(minutes=5)))
+    session.execute(
+        update(Run)
+        .where(Run.id == run.id)
+        .values(
+            status="running", lease_token="other", lease_expires_at=utcnow() + timedelta(minutes=5)
+        )
+    )
     session.commit()
     runner = FakeRunner()
     # Execute
@@ -62,7 +73,9 @@ def test_live_lease_makes_redelivery_a_noop(factory: sessionmaker, session: Sess
     assert _run(session, run.id).lease_token == "other"
 
 
-def test_dead_worker_resumes_from_checkpoint(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_dead_worker_resumes_from_checkpoint(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """Killed mid-run, lease expires, a new delivery resumes: each round exactly once, same result."""
     # Prepare
     user, _ = create_user(session)
@@ -74,7 +87,9 @@ def test_dead_worker_resumes_from_checkpoint(factory: sessionmaker, session: Ses
     assert _run(session, run.id).current_round == 3
     runner = FakeRunner()
     assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "skipped"
-    session.execute(update(Run).where(Run.id == run.id).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    session.execute(
+        update(Run).where(Run.id == run.id).values(lease_expires_at=utcnow() - timedelta(seconds=1))
+    )
     session.commit()
     # Execute
     out = execute_run(str(run.id), factory, runner=runner, settings=settings, worker_name="w2")
@@ -83,18 +98,27 @@ def test_dead_worker_resumes_from_checkpoint(factory: sessionmaker, session: Ses
     assert runner.calls == [3]
     row = _run(session, run.id)
     assert (row.attempt, row.worker, row.current_round) == (2, "w2", 6)
-    rounds = session.scalars(select(RoundMetrics.round).where(RoundMetrics.run_id == run.id)
-                             .order_by(RoundMetrics.round)).all()
+    rounds = session.scalars(
+        select(RoundMetrics.round).where(RoundMetrics.run_id == run.id).order_by(RoundMetrics.round)
+    ).all()
     assert rounds == list(range(7))
-    ref_accs = session.scalars(select(RoundMetrics.test_acc).where(RoundMetrics.run_id == ref.id)
-                               .order_by(RoundMetrics.round)).all()
-    accs = session.scalars(select(RoundMetrics.test_acc).where(RoundMetrics.run_id == run.id)
-                           .order_by(RoundMetrics.round)).all()
+    ref_accs = session.scalars(
+        select(RoundMetrics.test_acc)
+        .where(RoundMetrics.run_id == ref.id)
+        .order_by(RoundMetrics.round)
+    ).all()
+    accs = session.scalars(
+        select(RoundMetrics.test_acc)
+        .where(RoundMetrics.run_id == run.id)
+        .order_by(RoundMetrics.round)
+    ).all()
     assert accs == ref_accs
     assert row.last_acc == _run(session, ref.id).last_acc
 
 
-def test_cancel_stops_between_rounds(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_cancel_stops_between_rounds(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """cancel_requested set during round 1 stops the run before round 2; status cancelled."""
     # Prepare
     user, _ = create_user(session)
@@ -107,7 +131,9 @@ def test_cancel_stops_between_rounds(factory: sessionmaker, session: Session, se
                 s.commit()
 
     # Execute
-    out = execute_run(str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings)
+    out = execute_run(
+        str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings
+    )
     # Assert
     row = _run(session, run.id)
     assert out == "cancelled"
@@ -116,7 +142,9 @@ def test_cancel_stops_between_rounds(factory: sessionmaker, session: Session, se
     assert row.finished_at is not None
 
 
-def test_failure_marks_failed_with_text(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_failure_marks_failed_with_text(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """An exception in the simulation marks the run failed with its message."""
     # Prepare
     user, _ = create_user(session)
@@ -131,7 +159,9 @@ def test_failure_marks_failed_with_text(factory: sessionmaker, session: Session,
     assert row.current_round == 1
 
 
-def test_cancelled_before_claim_and_missing_run(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_cancelled_before_claim_and_missing_run(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """A queued run cancelled before delivery is never run; an unknown id raises RunNotFound."""
     user, _ = create_user(session)
     run = create_run(session, user)
@@ -142,10 +172,14 @@ def test_cancelled_before_claim_and_missing_run(factory: sessionmaker, session: 
     assert runner.calls == []
     assert _run(session, run.id).status == "cancelled"
     with pytest.raises(RunNotFound):
-        execute_run("00000000-0000-0000-0000-000000000000", factory, runner=runner, settings=settings)
+        execute_run(
+            "00000000-0000-0000-0000-000000000000", factory, runner=runner, settings=settings
+        )
 
 
-def test_lost_lease_stops_writing(factory: sessionmaker, session: Session, settings: Settings) -> None:
+def test_lost_lease_stops_writing(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
     """If another worker takes the lease, the first stops without touching the end state."""
     user, _ = create_user(session)
     run = create_run(session, user, rounds=5)

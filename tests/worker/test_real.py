@@ -35,12 +35,16 @@ def test_real_runner_smoke(factory: sessionmaker, session: Session, settings: Se
     """3 users, 2 rounds, synthetic data, CPU: succeeds with metrics, users and a checkpoint."""
     user, _ = create_user(session)
     run = create_run(session, user)
-    assert execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == "succeeded"
+    )
     row = _run(session, run.id)
     assert row.current_round == 2
     assert row.partition_fingerprint
     assert len(row.info["label_histogram"]) == 3
-    n_ck = session.scalar(select(func.count()).select_from(CheckpointRow).where(CheckpointRow.run_id == run.id))
+    n_ck = session.scalar(
+        select(func.count()).select_from(CheckpointRow).where(CheckpointRow.run_id == run.id)
+    )
     assert n_ck >= 1
 
 
@@ -69,16 +73,40 @@ def broker(db_url: str, tmp_path: Path) -> str:
 def lab(db_url: str, broker: str, tmp_path: Path) -> Iterator[dict]:
     """Env for worker processes with a unique queue prefix, and helpers to start/stop them."""
     prefix = f"t{uuid.uuid4().hex[:8]}-"
-    env = dict(os.environ, FEDGEN_DATABASE_URL=db_url, FEDGEN_BROKER_URL=broker, FEDGEN_HOME=str(tmp_path / "home"),
-               FEDGEN_QUEUE_PREFIX=prefix, FEDGEN_LEASE_S="3", FEDGEN_HEARTBEAT_S="0.5", FEDGEN_REAPER_S="1",
-               PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        FEDGEN_DATABASE_URL=db_url,
+        FEDGEN_BROKER_URL=broker,
+        FEDGEN_HOME=str(tmp_path / "home"),
+        FEDGEN_QUEUE_PREFIX=prefix,
+        FEDGEN_LEASE_S="3",
+        FEDGEN_HEARTBEAT_S="0.5",
+        FEDGEN_REAPER_S="1",
+        PYTHONPATH=str(ROOT),
+        OMP_NUM_THREADS="1",
+    )
     procs: list[subprocess.Popen] = []
-    settings = Settings(database_url=db_url, broker_url=broker, home=tmp_path / "home", queue_prefix=prefix)
+    settings = Settings(
+        database_url=db_url, broker_url=broker, home=tmp_path / "home", queue_prefix=prefix
+    )
     app = make_celery(settings)
 
     def start() -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-m", "worker.lab_cli", "worker", "--queues", "cpu",
-                              "--loglevel", "WARNING"], env=env, cwd=ROOT, start_new_session=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.lab_cli",
+                "worker",
+                "--queues",
+                "cpu",
+                "--loglevel",
+                "WARNING",
+            ],
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
         procs.append(p)
         return p
 
@@ -111,10 +139,17 @@ def test_celery_worker_runs_to_success(lab: dict, factory: sessionmaker, session
     row = _run(session, run.id)
     assert row.status == "succeeded", row.error
     assert row.worker
-    assert session.scalar(select(func.count()).select_from(RoundMetrics).where(RoundMetrics.run_id == run.id)) == 3
+    assert (
+        session.scalar(
+            select(func.count()).select_from(RoundMetrics).where(RoundMetrics.run_id == run.id)
+        )
+        == 3
+    )
 
 
-def test_kill9_then_new_worker_finishes_exactly_once(lab: dict, factory: sessionmaker, session: Session) -> None:
+def test_kill9_then_new_worker_finishes_exactly_once(
+    lab: dict, factory: sessionmaker, session: Session
+) -> None:
     """kill -9 mid-run; a new worker resumes: every round once, final metrics equal an uninterrupted run."""
     user, _ = create_user(session)
     long = {"rounds": 8, "local_steps": 10, "checkpoint_every": 2}
@@ -127,16 +162,28 @@ def test_kill9_then_new_worker_finishes_exactly_once(lab: dict, factory: session
     os.killpg(w1.pid, signal.SIGKILL)
     w1.wait(10)
     lab["start"]()  # its reaper re-sends the run once the lease expires
-    _wait(lambda: _run(session, run.id).status == "succeeded", 90,
-          lambda: {k: getattr(_run(session, run.id), k) for k in ("status", "current_round", "attempt", "error")})
-    rounds = session.scalars(select(RoundMetrics.round).where(RoundMetrics.run_id == run.id)
-                             .order_by(RoundMetrics.round)).all()
+    _wait(
+        lambda: _run(session, run.id).status == "succeeded",
+        90,
+        lambda: {
+            k: getattr(_run(session, run.id), k)
+            for k in ("status", "current_round", "attempt", "error")
+        },
+    )
+    rounds = session.scalars(
+        select(RoundMetrics.round).where(RoundMetrics.run_id == run.id).order_by(RoundMetrics.round)
+    ).all()
     assert rounds == list(range(9))
     assert _run(session, run.id).attempt == 2
 
     def accs(rid: uuid.UUID) -> list[float]:
-        return list(session.scalars(select(RoundMetrics.test_acc).where(RoundMetrics.run_id == rid)
-                                    .order_by(RoundMetrics.round)))
+        return list(
+            session.scalars(
+                select(RoundMetrics.test_acc)
+                .where(RoundMetrics.run_id == rid)
+                .order_by(RoundMetrics.round)
+            )
+        )
 
     assert accs(run.id) == pytest.approx(accs(ref.id), abs=1e-6)
 

@@ -1,0 +1,68 @@
+"""FedEnsemble: FedAvg training, evaluated as the ensemble of all users' models.
+
+Baseline of Zhu, Hong, Zhou 2021 (arxiv.org/abs/2105.10056, Table 1); reference §5.5.
+As in the official code, every user receives the global model each round, so at
+evaluation time (after aggregation) the selected users hold their freshly trained
+models and every other user holds the global model it received at the start of
+the round (before any round: the initial model). The prediction is the argmax of
+the users' summed logits, run once over the test set and read per user by index.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.func import functional_call
+
+from fedgen.algorithms.base import ClientUpload
+from fedgen.algorithms.fedavg import FedAvg, Tensors
+from fedgen.evaluation import Evaluation, evaluate_shared
+
+
+class FedEnsemble(FedAvg):
+    """FedAvg whose evaluated predictor is the sum of all users' logits."""
+
+    members: dict[int, Tensors]
+    round_start: Tensors | None = None
+
+    def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:
+        # The model every unselected user holds: the global model as broadcast this round.
+        self.round_start = self.global_state()
+        self.members = {u.user: self.user_tensors_trained(u) for u in uploads}
+        return super().server_update(uploads, server_round)
+
+    def user_tensors_trained(self, upload: ClientUpload) -> Tensors:
+        """Full state of a selected user's model right after its local training."""
+        state = dict(self.global_model.state_dict())
+        state.update(upload.params)
+        state.update(upload.buffers)
+        state.update(self.user_local[upload.user])
+        return state
+
+    def _member_states(self) -> list[tuple[Tensors, int]]:
+        """(state, multiplicity) of every user's current model; identical ones are merged."""
+        members = getattr(self, "members", {})
+        base = self.round_start if self.round_start is not None else self.global_state()
+        out: list[tuple[Tensors, int]] = [(s, 1) for s in members.values()]
+        rest = [u.index for u in self.data.users if u.index not in members]
+        if not rest:
+            return out
+        if not self.local_keys:
+            return [*out, (base, len(rest))]
+        for k in rest:
+            state = dict(base)
+            state.update(self.user_local[k])
+            out.append((state, 1))
+        return out
+
+    def evaluate(self) -> Evaluation:
+        states = self._member_states()
+        self.work.eval()
+
+        def logits(x: torch.Tensor) -> torch.Tensor:
+            total = torch.zeros((), device=x.device)
+            for state, mult in states:
+                out: torch.Tensor = functional_call(self.work, state, (x,))
+                total = total + (out * mult if mult != 1 else out)
+            return total
+
+        return evaluate_shared(logits, self.data, self.fid.test_protocol, self.spec.eval_batch_size)

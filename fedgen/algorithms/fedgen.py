@@ -1,0 +1,299 @@
+"""FedGen: data-free knowledge distillation through a server-side latent generator.
+
+Paper: Zhu, Hong, Zhou 2021, "Data-Free Knowledge Distillation for Heterogeneous
+Federated Learning", arxiv.org/abs/2105.10056 (Alg. 1, Eq. 4-5). Behaviour that
+differs between the paper and the official code is selected by `fidelity`
+(reference §5.2, §6; docs/fidelity.md).
+
+Client: real-data CE, plus alpha_t * CE of the predictor on generated latents
+(labels per `client_label_sampling`), plus (official) beta_t * KL(softmax(h(G(y_real)))
+|| p(.|x_real)). All generated latents of a user's round come from one batched
+generator call under no_grad, so clients never backpropagate into the generator.
+Server: `generator_steps` steps on the teacher loss over the uploaded predictors,
+stacked into (K, C, d) so that all K logits are one batched matmul, plus the
+diversity loss; then the usual aggregation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812
+
+from fedgen.aggregate import state_nbytes
+from fedgen.algorithms import fedgen_losses as L  # noqa: N812
+from fedgen.algorithms.base import ClientUpload, RunContext
+from fedgen.algorithms.fedavg import FedAvg
+from fedgen.client import LossFn, local_sgd
+from fedgen.events import Checkpoint
+from fedgen.federated import UserData
+from fedgen.models.cnn import SplitModel
+from fedgen.models.generator import (
+    build_generator,
+    generator_checkpoint,
+    generator_config,
+    sample_noise,
+)
+from fedgen.spec import FedGenParams
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A user-round's precomputed inputs to the local objective (reference §5.2).
+
+    Per regularised step, the predictor sees [z_real ; z_teach ; z_kl] in one call
+    and the loss is -sum(W * log_softmax) with W = [onehot(y)/B + beta*target/B ;
+    alpha*onehot(y_teach)/B_G ; 0], i.e. CE + alpha*CE_teach + beta*KL up to the
+    KL's constant entropy term (added back, detached, so the reported loss is exact).
+    """
+
+    steps: int  # generator terms only in local steps < steps
+    alpha: float  # teacher-term weight (0: no teacher term)
+    beta: float  # latent-KL weight (0: no KL term)
+    z: torch.Tensor  # (steps, n_teach + n_kl, d): teacher latents, then G(y_real) latents
+    w_real: torch.Tensor  # (steps, B, C): onehot(y) / B
+    w_teach: torch.Tensor  # (steps, n_teach, C): alpha * onehot(y_teach) / n_teach
+    n_teach: int
+
+
+class FedGen(FedAvg):
+    """FedAvg plus the generator's client regulariser and server-side generator training."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx)
+        p = ctx.spec.algorithm
+        assert isinstance(p, FedGenParams)
+        self.params = p
+        fid = self.fid
+        self.gcfg = generator_config(
+            p.preset,
+            ctx.spec.data.name,
+            self.data.num_classes,
+            self.global_model.latent_dim,
+            noise_dim=p.noise_dim,
+            hidden_dim=p.hidden_dim,
+            embedding=p.embedding,
+            batchnorm=fid.generator_batchnorm,
+            noise=fid.noise,
+        )
+        self.generator = build_generator(self.gcfg, ctx.seed + 1).to(ctx.device)
+        gparams = list(self.generator.parameters())
+        opt_cls = torch.optim.Adam if fid.generator_optimizer == "adam" else torch.optim.SGD
+        self.gen_opt: torch.optim.Optimizer = opt_cls(
+            gparams, lr=fid.generator_lr, weight_decay=fid.generator_weight_decay, fused=True
+        )
+        self.rng = torch.Generator(device=ctx.device)
+        self.rng.manual_seed(ctx.seed * 1_000_003 + 11)
+        self.smoothing = 1.0 if fid.label_counts == "sampled_batches" else 0.0
+        self.user_counts = torch.zeros(
+            len(self.data.users), self.data.num_classes, device=ctx.device
+        )
+        self.available = self.data.available_labels
+
+    # -- client side ---------------------------------------------------------
+    def prior(self) -> torch.Tensor:
+        """p_hat(y): the latest counts reported by all users so far (uniform over available labels before)."""
+        total = self.user_counts.sum(0)
+        if float(total.sum()) > 0:
+            return total
+        prior = torch.zeros(self.data.num_classes, device=self.ctx.device)
+        prior[self.available] = 1.0
+        return prior
+
+    def broadcast_nbytes(self, user: UserData) -> int:
+        extra = state_nbytes(self.generator.state_dict())
+        if "prior" in (self.fid.client_label_sampling, self.fid.server_label_sampling):
+            extra += self.data.num_classes * 4
+        return super().broadcast_nbytes(user) + extra
+
+    def plan(self, batches: torch.Tensor, server_round: int) -> Plan | None:
+        """Precompute every generated latent the user needs this round (one generator call)."""
+        fid, t = self.fid, server_round - 1
+        if t == 0 and not fid.regularize_round0:
+            return None
+        steps = batches.shape[0]
+        n_reg = steps if fid.regularization_steps == 0 else min(fid.regularization_steps, steps)
+        ratio = (
+            self.params.gen_batch_size / self.spec.batch_size if fid.profile == "official" else 1.0
+        )
+        alpha = ratio * L.client_weight(
+            fid.client_teacher_weight, fid.client_weight_decay, fid.client_weight_floor, t
+        )
+        beta = L.client_weight(
+            fid.client_kl_weight, fid.client_weight_decay, fid.client_weight_floor, t
+        )
+        beta = beta if fid.client_kl else 0.0
+        if (alpha == 0.0 and beta == 0.0) or n_reg == 0:
+            return None
+        parts: list[torch.Tensor] = []
+        y_teach = None
+        if alpha > 0.0:
+            y_teach = L.sample_labels(
+                n_reg * self.params.gen_batch_size,
+                fid.client_label_sampling,
+                self.rng,
+                support=self.available,
+                prior=self.prior() if fid.client_label_sampling == "prior" else None,
+            )
+            parts.append(y_teach)
+        if beta > 0.0:
+            parts.append(self.data.train_y.index_select(0, batches[:n_reg].reshape(-1)))
+        labels = torch.cat(parts) if len(parts) > 1 else parts[0]
+        noise = sample_noise(labels.shape[0], self.gcfg, self.rng)
+        self.generator.eval()
+        with torch.no_grad():
+            z = self.generator(labels, noise)
+        n_t = 0 if y_teach is None else y_teach.shape[0] // n_reg
+        c, b = self.data.num_classes, batches.shape[1]
+        y_real = self.data.train_y.index_select(0, batches[:n_reg].reshape(-1)).view(n_reg, b)
+        w_real = F.one_hot(y_real, c).float() / b
+        w_teach = (
+            F.one_hot(y_teach.view(n_reg, n_t), c).float() * (alpha / n_t)
+            if y_teach is not None
+            else w_real.new_zeros(n_reg, 0, c)
+        )
+        d, cut = z.shape[1], n_reg * n_t
+        per_step = torch.cat([z[:cut].view(n_reg, n_t, d), z[cut:].view(n_reg, -1, d)], 1)
+        return Plan(n_reg, alpha, beta, per_step, w_real, w_teach, n_t)
+
+    def plan_loss(self, plan: Plan | None) -> LossFn:
+        """The local objective over precomputed latents: one predictor call per step (see `Plan`)."""
+
+        def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:
+            assert isinstance(model, SplitModel)
+            if plan is None or step >= plan.steps:
+                return F.cross_entropy(model(x), y)
+            b, nt = x.shape[0], plan.n_teach
+            logp = torch.log_softmax(model.classify(torch.cat([model.extract(x), plan.z[step]])), 1)
+            parts = [plan.w_real[step]]
+            const = None
+            if plan.beta > 0.0:
+                logq = logp[b + nt :].detach()
+                target = logq.exp()
+                parts[0] = parts[0] + target * (plan.beta / b)
+                const = (target * logq).sum() * (plan.beta / b)  # the KL's entropy term
+            parts.append(plan.w_teach[step])
+            weights = torch.cat(parts)
+            loss = -(weights * logp[: weights.shape[0]]).sum()
+            return loss if const is None else loss + const
+
+        return loss_fn
+
+    def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
+        model = self.load_user_model(user)
+        batches = self.batches(user)
+        plan = self.plan(batches, server_round)
+        loss = local_sgd(
+            model, self.data.train_x, self.data.train_y, batches, lr, self.plan_loss(plan)
+        )
+        upload = self.make_upload(user, model, loss)
+        if self.fid.label_counts == "sampled_batches":
+            y = self.data.train_y.index_select(0, batches.reshape(-1))
+            upload.label_counts = torch.bincount(y, minlength=self.data.num_classes).float() + 1.0
+        else:
+            upload.label_counts = user.label_counts.clone()
+        return upload
+
+    # -- server side ---------------------------------------------------------
+    def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:
+        for u in uploads:
+            assert u.label_counts is not None
+            self.user_counts[u.user] = u.label_counts - self.smoothing
+        metrics = self.train_generator(uploads, server_round)
+        self.aggregate(uploads)
+        return metrics
+
+    def _server_labels(self, counts: torch.Tensor, n: int) -> torch.Tensor:
+        if self.fid.server_label_sampling == "prior":
+            return L.sample_labels(n, "prior", self.rng, prior=self.prior())
+        support = L.present_labels(counts, self.smoothing)
+        if support.numel() == 0:
+            support = self.available
+        return L.sample_labels(n, "uniform", self.rng, support=support)
+
+    def train_generator(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:
+        """`generator_steps` steps of teacher + diversity loss over the uploaded predictors."""
+        fid, steps, bs = self.fid, self.fid.generator_steps, self.params.server_batch_size
+        if steps == 0:
+            return {}
+        t0 = time.perf_counter()
+        weight = torch.stack([u.params["predictor.weight"] for u in uploads])  # (K, C, d)
+        bias = torch.stack([u.params["predictor.bias"] for u in uploads])  # (K, C)
+        counts = torch.stack([u.label_counts for u in uploads if u.label_counts is not None])
+        shares = L.label_weights(counts)
+        labels = self._server_labels(counts, steps * bs).view(steps, bs)
+        noise = sample_noise(steps * bs, self.gcfg, self.rng).view(steps, bs, -1)
+        for group in self.gen_opt.param_groups:
+            group["lr"] = fid.generator_lr * fid.generator_lr_decay ** (server_round - 1)
+        use_div = fid.diversity_loss != "none" and fid.diversity_weight > 0.0
+        self.generator.train()
+        t_losses, d_losses, correct = [], [], []
+        for s in range(steps):
+            y = labels[s]
+            z = self.generator(y, noise[s])
+            logits = L.ensemble_logits(z, weight, bias)
+            if fid.teacher_loss == "mean_logits":
+                loss = L.teacher_mean_logits(logits, y)
+            else:
+                loss = L.teacher_label_weighted(logits, y, shares, fid.teacher_broadcast_quirk)
+            t_losses.append(loss.detach())
+            if use_div:
+                div = L.diversity(fid.diversity_loss, noise[s], z)
+                d_losses.append(div.detach())
+                loss = loss + fid.diversity_weight * div
+            self.gen_opt.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            self.gen_opt.step()
+            with torch.no_grad():
+                ens = (
+                    logits.mean(0)
+                    if fid.teacher_loss == "mean_logits"
+                    else L.weighted_ensemble_logits(logits, y, shares)
+                )
+                correct.append((ens.argmax(1) == y).float().mean())
+        zero = torch.zeros((), device=self.ctx.device)
+        stats = torch.stack(
+            [
+                torch.stack(t_losses).mean(),
+                torch.stack(d_losses).mean() if d_losses else zero,
+                torch.stack(correct).mean(),
+            ]
+        ).tolist()
+        if self.ctx.device.type == "cuda":
+            torch.cuda.synchronize(self.ctx.device)
+        return {
+            "gen_teacher_loss": stats[0],
+            "gen_diversity_loss": stats[1],
+            "gen_ensemble_acc": stats[2],
+            "gen_train_ms": (time.perf_counter() - t0) * 1e3,
+        }
+
+    # -- checkpoints ---------------------------------------------------------
+    def checkpoints(self, server_round: int) -> list[Checkpoint]:
+        return [
+            Checkpoint(
+                "generator", server_round, generator_checkpoint(self.generator, server_round)
+            )
+        ]
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["fedgen"] = {
+            "generator": {k: v.detach().clone() for k, v in self.generator.state_dict().items()},
+            "optimizer": self.gen_opt.state_dict(),
+            "rng": self.rng.get_state(),
+            "user_counts": self.user_counts.clone(),
+        }
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        g = state["fedgen"]
+        self.generator.load_state_dict(g["generator"])
+        self.gen_opt.load_state_dict(g["optimizer"])
+        self.rng.set_state(g["rng"].cpu())
+        self.user_counts = g["user_counts"].to(self.ctx.device)

@@ -1,0 +1,250 @@
+"""The one-statement Postgres round write, the held-connection DbSink, and the numpy downsampler."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.downsample import _downsample_python, downsample, to_columns
+from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics
+from api.repository import metrics as metrics_repo
+from api.store import CheckpointStore
+from fedgen.events import Checkpoint, RoundEvent, UserRoundMetrics
+from tests import factories as f
+from worker.sink import DbSink
+
+USERS = [
+    {
+        "user": u,
+        "test_acc": 0.5 + u / 100,
+        "test_loss": 1.0 - u / 100,
+        "num_test": 10 + u,
+        "selected": u % 2 == 0,
+        "train_ms": None if u == 3 else 12.5 * u,
+        "train_loss": None if u == 4 else 0.3,
+    }
+    for u in range(20)
+]
+CKPTS = [
+    {"kind": "full", "size": 123, "sha256": "a" * 64, "path": "x/full"},
+    {"kind": "model", "size": 45, "sha256": "b" * 64, "path": "x/model"},
+]
+
+
+def _leased_run(session: Session, token: str = "tok") -> uuid.UUID:
+    user, _ = f.create_user(session, f"u{uuid.uuid4().hex[:6]}")
+    run = f.create_run(session, user)
+    session.execute(update(Run).where(Run.id == run.id).values(lease_token=token, status="running"))
+    session.commit()
+    return run.id
+
+
+def _snapshot(session: Session, rid: uuid.UUID) -> dict:
+    session.expire_all()
+    rms = session.execute(
+        select(RoundMetrics.round, RoundMetrics.test_acc, RoundMetrics.metrics)
+        .where(RoundMetrics.run_id == rid)
+        .order_by(RoundMetrics.round)
+    ).all()
+    ums = session.execute(
+        select(
+            UserMetrics.round,
+            UserMetrics.user,
+            UserMetrics.test_acc,
+            UserMetrics.test_loss,
+            UserMetrics.num_test,
+            UserMetrics.selected,
+            UserMetrics.train_ms,
+            UserMetrics.train_loss,
+        )
+        .where(UserMetrics.run_id == rid)
+        .order_by(UserMetrics.round, UserMetrics.user)
+    ).all()
+    cks = session.execute(
+        select(
+            CheckpointRow.round,
+            CheckpointRow.kind,
+            CheckpointRow.size,
+            CheckpointRow.sha256,
+            CheckpointRow.path,
+        )
+        .where(CheckpointRow.run_id == rid)
+        .order_by(CheckpointRow.round, CheckpointRow.kind)
+    ).all()
+    run = session.execute(
+        select(Run.current_round, Run.last_acc, Run.best_acc).where(Run.id == rid)
+    ).one()
+    return {
+        "rounds": [tuple(r) for r in rms],
+        "users": [tuple(r) for r in ums],
+        "ckpts": [tuple(r) for r in cks],
+        "run": tuple(run),
+    }
+
+
+def _write(
+    session: Session,
+    rid: uuid.UUID,
+    r: int,
+    acc: float | None,
+    *,
+    token: str = "tok",
+    portable: bool = False,
+) -> bool:
+    metrics = {"test_acc": acc, "loss": 1.5, "bad": float("nan"), "lr": 0.01}
+    ck = CKPTS if r % 2 == 0 else []
+    if portable:
+        from api.models import utcnow
+
+        clean = {k: v for k, v in metrics.items() if metrics_repo._finite(v) is not None}
+        out = metrics_repo._write_round_portable(
+            session, rid, token, r, clean.get("test_acc"), clean, USERS, ck, utcnow(), 60
+        )
+    else:
+        out = metrics_repo.write_round(
+            session, rid, token, round_=r, metrics=metrics, users=USERS, checkpoints=ck, lease_s=60
+        )
+    session.commit()
+    return out
+
+
+ACCS = [0.3, 0.5, None, 0.4, 0.6]
+
+
+def test_write_round_matches_portable_path(session: Session) -> None:
+    """write_round (one unnest statement on Postgres) stores exactly what the portable path stores."""
+    a, b = _leased_run(session), _leased_run(session)
+    for r, acc in enumerate(ACCS):
+        assert _write(session, a, r, acc) is True
+        assert _write(session, b, r, acc, portable=True) is True
+    sa, sb = _snapshot(session, a), _snapshot(session, b)
+    assert sa == sb
+    assert len(sa["users"]) == 20 * len(ACCS)
+    assert len(sa["ckpts"]) == 6
+    assert sa["rounds"][0][2] == {"test_acc": 0.3, "loss": 1.5, "lr": 0.01}  # NaN dropped
+    assert sa["run"] == (4, 0.6, 0.6)
+
+
+def test_replay_is_idempotent_and_renews_lease(session: Session) -> None:
+    rid = _leased_run(session)
+    for r, acc in enumerate(ACCS[:3]):
+        _write(session, rid, r, acc)
+    before = _snapshot(session, rid)
+    hb0 = session.execute(select(Run.heartbeat_at).where(Run.id == rid)).scalar_one()
+    assert _write(session, rid, 1, 0.99) is False  # replay with a different value writes nothing
+    assert _write(session, rid, 0, 0.99) is False
+    assert _snapshot(session, rid) == before
+    session.expire_all()
+    assert session.execute(select(Run.heartbeat_at).where(Run.id == rid)).scalar_one() >= hb0
+
+
+def test_lease_mismatch_writes_nothing(session: Session) -> None:
+    rid = _leased_run(session)
+    _write(session, rid, 0, 0.3)
+    before = _snapshot(session, rid)
+    with pytest.raises(metrics_repo.LeaseLost):
+        metrics_repo.write_round(
+            session,
+            rid,
+            "other",
+            round_=1,
+            metrics={"test_acc": 0.9},
+            users=USERS,
+            checkpoints=CKPTS,
+            lease_s=60,
+        )
+    session.rollback()
+    assert _snapshot(session, rid) == before
+
+
+def _event(r: int) -> RoundEvent:
+    users = [UserRoundMetrics(u, 0.5, 1.0, 100, u % 2 == 0, 12.5, 0.3) for u in range(20)]
+    cks = [Checkpoint("full", r, b"abc")] if r % 2 == 0 else []
+    return RoundEvent(r, {"test_acc": 0.1 * r, "test_loss": 1.0}, users, cks)
+
+
+def test_sink_held_connection_exactly_once(
+    factory: sessionmaker[Session], session: Session, tmp_path: Path
+) -> None:
+    """DbSink (held AUTOCOMMIT connection on Postgres) writes each round once, replays are skipped."""
+    rid = _leased_run(session)
+    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    for r in range(4):
+        sink.on_round(_event(r))
+    sink.on_round(_event(2))  # replay
+    assert (sink.rounds_written, sink.rounds_skipped) == (4, 1)
+    snap = _snapshot(session, rid)
+    assert [r[0] for r in snap["rounds"]] == [0, 1, 2, 3]
+    assert len(snap["users"]) == 80
+    assert [c[:2] for c in snap["ckpts"]] == [(0, "full"), (2, "full")]
+    assert snap["run"][0] == 3
+    # another worker takes the lease: the next round raises and writes nothing
+    session.execute(update(Run).where(Run.id == rid).values(lease_token="thief"))
+    session.commit()
+    with pytest.raises(metrics_repo.LeaseLost):
+        sink.on_round(_event(4))
+    assert _snapshot(session, rid) == snap
+    sink.close()
+    sink.close()  # idempotent
+
+
+def test_sink_reconnects_after_dropped_connection(
+    factory: sessionmaker[Session], session: Session, tmp_path: Path
+) -> None:
+    rid = _leased_run(session)
+    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    sink.on_round(_event(1))
+    if sink._conn is not None:  # Postgres: kill the held connection; the next round reconnects once
+        sink._conn.connection.driver_connection.close()  # type: ignore[union-attr]
+    sink.on_round(_event(3))
+    sink.close()
+    assert [r[0] for r in _snapshot(session, rid)["rounds"]] == [1, 3]
+
+
+def test_round_history_order_and_since(session: Session) -> None:
+    rid = _leased_run(session)
+    for r in (2, 0, 1, 3):
+        _write(session, rid, r, 0.1 * r)
+    other = _leased_run(session)
+    hist = metrics_repo.round_history(session, [rid, other], since_round=0)
+    assert [r for r, _ in hist[rid]] == [1, 2, 3]
+    assert hist[other] == []
+    assert hist[rid][0][1] == {"test_acc": 0.1, "loss": 1.5, "lr": 0.01}
+
+
+def _reference(rounds, cols, max_points):  # type: ignore[no-untyped-def]
+    n = len(rounds)
+    if max_points <= 0 or n <= max_points:
+        return rounds, cols, None, None, False
+    bounds = [(i * n) // max_points for i in range(max_points + 1)]
+    out = {}, {}, {}
+    for k, v in cols.items():
+        out[0][k], out[1][k], out[2][k] = _downsample_python(v, bounds, max_points)
+    return [rounds[bounds[i + 1] - 1] for i in range(max_points)], *out, True
+
+
+def test_numpy_downsample_equals_reference_loop() -> None:
+    rng = random.Random(1)
+    for _ in range(500):
+        n, mp = rng.randint(0, 50), rng.randint(0, 60)
+        rows = [(r, {k: rng.uniform(-3, 3) for k in "abc" if rng.random() < 0.6}) for r in range(n)]
+        rounds, cols = to_columns(rows)
+        assert downsample(rounds, cols, mp) == _reference(rounds, cols, mp)
+
+
+def test_downsample_holes_empty_and_non_numeric() -> None:
+    rounds = list(range(6))
+    cols = {"a": [1.0, None, None, None, 3.0, 2.0], "b": [None] * 6}
+    r, last, lo, hi, ds = downsample(rounds, cols, 3)
+    assert (r, ds) == ([1, 3, 5], True)
+    assert last == {"a": [1.0, None, 2.0], "b": [None] * 3}
+    assert lo == {"a": [1.0, None, 2.0], "b": [None] * 3}
+    assert hi == {"a": [1.0, None, 3.0], "b": [None] * 3}
+    assert downsample(rounds, {}, 2) == ([2, 5], {}, {}, {}, True)
+    mixed = {"s": ["x", "y", None, "z"], "f": [1.0, 2.0, 3.0, 4.0]}
+    assert downsample([0, 1, 2, 3], mixed, 2) == _reference([0, 1, 2, 3], mixed, 2)
