@@ -52,15 +52,19 @@ def per_sample(
     return torch.cat(correct), torch.cat(loss)
 
 
-def evaluate_shared(
-    logits_fn: Logits, data: FederatedData, protocol: str, batch: int
-) -> Evaluation:
-    """One model for everybody: one pass over the test set."""
-    correct, loss = per_sample(logits_fn, data.test_x, data.test_y, batch)
-    uc = torch.stack([correct.index_select(0, u.test_idx).sum() for u in data.users])
-    ul = torch.stack([loss.index_select(0, u.test_idx).sum() for u in data.users])
+def evaluate_shared(logits_fn: Logits, data: FederatedData, protocol: str, batch: int) -> Evaluation:
+    """One model for everybody: one pass over the samples the protocol needs."""
+    if protocol == "global":
+        correct, loss = per_sample(logits_fn, data.test_x, data.test_y, batch)
+        positions = [u.test_idx for u in data.users]
+    else:
+        union, positions = data.pooled_test
+        correct, loss = per_sample(
+            logits_fn, data.test_x.index_select(0, union), data.test_y.index_select(0, union), batch
+        )
+    uc = torch.stack([correct.index_select(0, p).sum() for p in positions]).cpu()
+    ul = torch.stack([loss.index_select(0, p).sum() for p in positions]).cpu()
     n = torch.tensor([u.num_test for u in data.users], dtype=torch.float32)
-    uc, ul = uc.cpu(), ul.cpu()
     if protocol == "global":
         return Evaluation(uc, ul, n, float(correct.mean()), float(loss.mean()))
     total = float(n.sum().clamp(min=1))

@@ -7,6 +7,7 @@ tensors into it, so a batch is one `index_select`, never a collation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -55,6 +56,16 @@ class FederatedData:
         """Labels present in the union of all users' training data (sorted)."""
         total = torch.stack([u.label_counts for u in self.users]).sum(0)
         return torch.nonzero(total > 0).flatten()
+
+    @cached_property
+    def pooled_test(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The union of the users' test indices (sorted) and each user's positions in it.
+
+        The per-user protocol only ever looks at these samples, so evaluation runs
+        on them alone instead of the whole test set.
+        """
+        union = torch.unique(torch.cat([u.test_idx for u in self.users]))
+        return union, [torch.searchsorted(union, u.test_idx) for u in self.users]
 
     @classmethod
     def build(cls, ds: DatasetTensors, part: Partition, device: torch.device) -> FederatedData:
