@@ -2,6 +2,9 @@
 FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 FEDGEN_HOME=/data/fedgen
 WORKDIR /app
+# Fashion-MNIST from Debian's package, found by fedgen in /usr/share/datasets/fashion-mnist.
+RUN apt-get update && apt-get install -y --no-install-recommends dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY fedgen ./fedgen
 COPY api ./api

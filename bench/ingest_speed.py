@@ -24,9 +24,23 @@ from api.store import CheckpointStore
 from fedgen.events import RoundEvent, UserRoundMetrics
 from worker.sink import DbSink
 
-METRICS = ["test_acc", "test_loss", "user_acc_mean", "user_acc_min", "lr", "bytes_down", "bytes_up",
-           "train_loss", "time_user_ms", "time_train_ms", "time_server_ms", "time_eval_ms", "time_total_ms",
-           "gen_teacher_loss", "gen_diversity_loss"]
+METRICS = [
+    "test_acc",
+    "test_loss",
+    "user_acc_mean",
+    "user_acc_min",
+    "lr",
+    "bytes_down",
+    "bytes_up",
+    "train_loss",
+    "time_user_ms",
+    "time_train_ms",
+    "time_server_ms",
+    "time_eval_ms",
+    "time_total_ms",
+    "gen_teacher_loss",
+    "gen_diversity_loss",
+]
 
 
 def main() -> None:
@@ -34,7 +48,9 @@ def main() -> None:
     p.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--users", type=int, default=20)
-    p.add_argument("--sync-commit", action="store_true", help="wait for the WAL flush on each commit")
+    p.add_argument(
+        "--sync-commit", action="store_true", help="wait for the WAL flush on each commit"
+    )
     a = p.parse_args()
     url = normalize_database_url(a.url)
     schema = None
@@ -52,24 +68,35 @@ def main() -> None:
         factory = make_sessionmaker(engine)
         with factory() as s:
             user, _ = users_repo.create_user(s, "bench")
-            spec = {"algorithm": {"name": "fedgen"}, "data": {"name": "synthetic"}, "rounds": a.rounds}
+            spec = {
+                "algorithm": {"name": "fedgen"},
+                "data": {"name": "synthetic"},
+                "rounds": a.rounds,
+            }
             run = runs_repo.create_run(s, spec=spec, spec_hash="x", owner_id=user.id, queue="cpu")
-            s.execute(update(Run).where(Run.id == run.id).values(lease_token="bench", status="running"))
+            s.execute(
+                update(Run).where(Run.id == run.id).values(lease_token="bench", status="running")
+            )
             s.commit()
             rid = run.id
         sink = DbSink(rid, "bench", factory, CheckpointStore(Path(tempfile.mkdtemp())), lease_s=60)
         events = [
-            RoundEvent(r, dict.fromkeys(METRICS, 0.5 + r * 0.0001),
-                       [UserRoundMetrics(u, 0.5, 1.0, 100, u % 2 == 0, 12.5, 0.3) for u in range(a.users)])
+            RoundEvent(
+                r,
+                dict.fromkeys(METRICS, 0.5 + r * 0.0001),
+                [UserRoundMetrics(u, 0.5, 1.0, 100, u % 2 == 0, 12.5, 0.3) for u in range(a.users)],
+            )
             for r in range(a.rounds)
         ]
         t0 = time.perf_counter()
         for ev in events:
             sink.on_round(ev)
         dt = time.perf_counter() - t0
-        print(f"backend={engine.dialect.name} rounds={a.rounds} users/round={a.users} "
-              f"seconds={dt:.2f} rounds_per_s={a.rounds / dt:.0f} (one transaction per round, "
-              f"synchronous_commit={'on' if a.sync_commit else 'off'})")
+        print(
+            f"backend={engine.dialect.name} rounds={a.rounds} users/round={a.users} "
+            f"seconds={dt:.2f} rounds_per_s={a.rounds / dt:.0f} (one transaction per round, "
+            f"synchronous_commit={'on' if a.sync_commit else 'off'})"
+        )
         engine.dispose()
     finally:
         if schema:

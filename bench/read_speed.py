@@ -26,8 +26,21 @@ from api.models import RoundMetrics
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
 
-METRICS = ["test_acc", "test_loss", "user_acc_mean", "user_acc_min", "lr", "bytes_down", "bytes_up",
-           "train_loss", "time_user_ms", "time_train_ms", "time_server_ms", "time_eval_ms", "time_total_ms"]
+METRICS = [
+    "test_acc",
+    "test_loss",
+    "user_acc_mean",
+    "user_acc_min",
+    "lr",
+    "bytes_down",
+    "bytes_up",
+    "train_loss",
+    "time_user_ms",
+    "time_train_ms",
+    "time_server_ms",
+    "time_eval_ms",
+    "time_total_ms",
+]
 
 
 def seed(factory, n_runs: int, n_rounds: int) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
@@ -35,13 +48,27 @@ def seed(factory, n_runs: int, n_rounds: int) -> tuple[str, list[str]]:  # type:
         user, token = users_repo.create_user(s, "bench")
         ids = []
         for i in range(n_runs):
-            spec = {"algorithm": {"name": "fedgen"}, "data": {"name": "mnist"}, "rounds": n_rounds, "seed": i}
-            run = runs_repo.create_run(s, spec=spec, spec_hash=str(i), owner_id=user.id, queue="cpu")
+            spec = {
+                "algorithm": {"name": "fedgen"},
+                "data": {"name": "mnist"},
+                "rounds": n_rounds,
+                "seed": i,
+            }
+            run = runs_repo.create_run(
+                s, spec=spec, spec_hash=str(i), owner_id=user.id, queue="cpu"
+            )
             ids.append(run.id)
         s.flush()
-        rows = [{"run_id": rid, "round": r, "test_acc": r / n_rounds,
-                 "metrics": {m: r / n_rounds + k for k, m in enumerate(METRICS)}}
-                for rid in ids for r in range(n_rounds + 1)]
+        rows = [
+            {
+                "run_id": rid,
+                "round": r,
+                "test_acc": r / n_rounds,
+                "metrics": {m: r / n_rounds + k for k, m in enumerate(METRICS)},
+            }
+            for rid in ids
+            for r in range(n_rounds + 1)
+        ]
         s.execute(insert(RoundMetrics), rows)
         s.commit()
     return token, [str(i) for i in ids]
@@ -72,8 +99,12 @@ def main() -> None:
         factory = make_sessionmaker(engine)
         token, ids = seed(factory, a.runs, a.rounds)
         settings = Settings(home=Path(tempfile.mkdtemp()), database_url=url, broker_url="memory://")
-        app = create_app(settings, session_factory=factory, enqueue=lambda *_: None, broker_check=lambda: None)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=a.port, log_level="warning"))
+        app = create_app(
+            settings, session_factory=factory, enqueue=lambda *_: None, broker_check=lambda: None
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=a.port, log_level="warning")
+        )
         th = threading.Thread(target=server.run, daemon=True)
         th.start()
         while not server.started:
@@ -91,9 +122,11 @@ def main() -> None:
                 size = len(r.content)
         times.sort()
         p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
-        print(f"backend={engine.dialect.name} runs={a.runs} rounds={a.rounds + 1} metrics={len(METRICS)} "
-              f"max_points={a.max_points} response={size / 1e6:.2f} MB requests={a.requests} "
-              f"p50={statistics.median(times):.0f} ms p95={p95:.0f} ms")
+        print(
+            f"backend={engine.dialect.name} runs={a.runs} rounds={a.rounds + 1} metrics={len(METRICS)} "
+            f"max_points={a.max_points} response={size / 1e6:.2f} MB requests={a.requests} "
+            f"p50={statistics.median(times):.0f} ms p95={p95:.0f} ms"
+        )
         server.should_exit = True
         th.join(10)
         engine.dispose()

@@ -58,8 +58,11 @@ GradHook = Callable[[list[torch.Tensor]], None]
 
 
 def cross_entropy_loss(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int
-) -> torch.Tensor:  # noqa: ARG001
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    step: int,  # noqa: ARG001
+) -> torch.Tensor:
     """The plain supervised objective."""
     return nn.functional.cross_entropy(model(x), y)
 

@@ -52,7 +52,9 @@ def per_sample(
     return torch.cat(correct), torch.cat(loss)
 
 
-def evaluate_shared(logits_fn: Logits, data: FederatedData, protocol: str, batch: int) -> Evaluation:
+def evaluate_shared(
+    logits_fn: Logits, data: FederatedData, protocol: str, batch: int
+) -> Evaluation:
     """One model for everybody: one pass over the samples the protocol needs."""
     if protocol == "global":
         correct, loss = per_sample(logits_fn, data.test_x, data.test_y, batch)

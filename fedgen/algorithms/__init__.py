@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
 from fedgen.algorithms.fedavg import FedAvg
 from fedgen.algorithms.feddf import FedDF
@@ -10,7 +12,7 @@ from fedgen.algorithms.fedensemble import FedEnsemble
 from fedgen.algorithms.fedgen import FedGen
 from fedgen.algorithms.fedprox import FedProx
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
+ALGORITHMS: dict[str, Callable[[RunContext], Algorithm]] = {
     "fedavg": FedAvg,
     "fedprox": FedProx,
     "fedensemble": FedEnsemble,

@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.stack import CHROMIUM, ROOT, browser_page, lab_stack
+from tests.needs import needs
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium"),
+    pytest.mark.usefixtures("chromium_present"),
 ]
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture
+def chromium_present() -> None:
+    needs(os.path.exists(CHROMIUM), f"Debian's chromium at {CHROMIUM}")
 
 
 def _fill_number(page: object, label: str, value: int) -> None:

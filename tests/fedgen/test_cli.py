@@ -54,9 +54,10 @@ def test_resume_continues_without_duplicating_rounds(tmp_path) -> None:
     assert main(["resume", str(out)]) == 0
     again = (out / "metrics.jsonl").read_text().splitlines()
     assert _rounds(out) == [0, 1, 2, 3, 4]
-    strip = lambda line: {
-        k: v for k, v in json.loads(line)["metrics"].items() if not k.startswith("time_")
-    }  # noqa: E731
+
+    def strip(line: str) -> dict[str, float]:
+        return {k: v for k, v in json.loads(line)["metrics"].items() if not k.startswith("time_")}
+
     assert [strip(x) for x in again] == [strip(x) for x in whole]
 
 

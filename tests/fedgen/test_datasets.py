@@ -13,6 +13,7 @@ import torch
 from fedgen.data import DatasetError, build_partition, load_dataset
 from fedgen.data import datasets as dsmod
 from fedgen.spec import DataSpec, PartitionSpec
+from tests.needs import needs
 
 MNIST_FILES = (
     "train-images-idx3-ubyte",
@@ -227,10 +228,8 @@ def test_synthetic_deterministic_and_learnable() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not dsmod.DEBIAN_FASHION_MNIST.is_dir(), reason="dataset-fashion-mnist not installed"
-)
 def test_real_fashion_mnist_paper_split(tmp_path: Path) -> None:
+    needs(dsmod.DEBIAN_FASHION_MNIST.is_dir(), "Debian's dataset-fashion-mnist")
     ds = load_dataset(DataSpec(name="fashion-mnist", root=str(tmp_path)))
     assert ds.train_x.shape == (60000, 1, 28, 28)
     assert ds.test_x.shape == (10000, 1, 28, 28)

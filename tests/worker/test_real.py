@@ -15,14 +15,16 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+import fedgen.runner as runner_mod
 from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run
 from tests.factories import create_run, create_user
+from tests.needs import needs
 from worker.celery_app import TASK_NAME, make_celery
 from worker.execution import execute_run
 
 ROOT = Path(__file__).resolve().parents[2]
-runner_mod = pytest.importorskip("fedgen.runner", reason="fedgen.runner not written yet")
+
 pytestmark = pytest.mark.slow
 
 
@@ -61,10 +63,7 @@ def _redis_ok() -> bool:
 def broker(db_url: str, tmp_path: Path) -> str:
     """Postgres runs pair with Redis (CI: must be reachable), SQLite with the embedded SQLite broker."""
     if not db_url.startswith("sqlite"):
-        if not _redis_ok():
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail("Redis unreachable at 127.0.0.1:6379 with CI=true")
-            pytest.skip("Redis unreachable")
+        needs(_redis_ok(), "Redis at 127.0.0.1:6379")
         return "redis://127.0.0.1:6379/0"
     return f"sqla+sqlite:///{tmp_path / 'broker.db'}"
 
