@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from api.config import Settings
+from api.db import session_scope
 from api.models import Run, User
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
@@ -25,15 +26,8 @@ def get_app_settings(request: Request) -> Settings:
 
 def get_session(request: Request) -> Iterator[Session]:
     """A session that commits on success and rolls back on exception (rule 9)."""
-    session: Session = request.app.state.sessionmaker()
-    try:
+    with session_scope(request.app.state.sessionmaker) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]

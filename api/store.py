@@ -7,10 +7,10 @@ leaves at most an orphan file, never a row without bytes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from fedgen.checkpoint import write_atomic
 
 
 class CheckpointStore:
@@ -22,18 +22,7 @@ class CheckpointStore:
     def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
         """Write the bytes atomically and return the relative path to store in the DB."""
         rel = f"{run_id}/{round_:06d}-{kind}-{sha256[:16]}.pt"
-        dest = self.root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.root / rel, data)
         return rel
 
     def path(self, rel: str) -> Path:

@@ -21,26 +21,14 @@ from api.models import Run
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
 from api.store import CheckpointStore
-from fedgen.events import RoundEvent, UserRoundMetrics
+from fedgen.events import COMMON_METRICS, RoundEvent, UserRoundMetrics
 from worker.sink import DbSink
 
-METRICS = [
-    "test_acc",
-    "test_loss",
-    "user_acc_mean",
-    "user_acc_min",
-    "lr",
-    "bytes_down",
-    "bytes_up",
-    "train_loss",
-    "time_user_ms",
-    "time_train_ms",
-    "time_server_ms",
-    "time_eval_ms",
-    "time_total_ms",
-    "gen_teacher_loss",
-    "gen_diversity_loss",
-]
+METRICS = (
+    [k for k in COMMON_METRICS if k != "train_loss"]
+    + ["train_loss"]
+    + ["gen_teacher_loss", "gen_diversity_loss"]
+)
 
 
 def main() -> None:

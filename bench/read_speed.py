@@ -25,22 +25,9 @@ from api.migrate import upgrade
 from api.models import RoundMetrics
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
+from fedgen.events import COMMON_METRICS
 
-METRICS = [
-    "test_acc",
-    "test_loss",
-    "user_acc_mean",
-    "user_acc_min",
-    "lr",
-    "bytes_down",
-    "bytes_up",
-    "train_loss",
-    "time_user_ms",
-    "time_train_ms",
-    "time_server_ms",
-    "time_eval_ms",
-    "time_total_ms",
-]
+METRICS = list(COMMON_METRICS)
 
 
 def seed(factory, n_runs: int, n_rounds: int) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
