@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,8 @@ def main() -> int:
             f"  token      {token}\n\nsubmitted sweep {sweep['name']!r}: {len(run_ids)} runs\n",
             flush=True,
         )
+        if os.environ.get("DISPLAY") or sys.platform == "darwin":
+            webbrowser.open(compare)  # a desktop session: show the sweep as it runs
         follow(api, headers, run_ids, labels)
         summary = httpx.get(
             f"{api}/sweeps/{r.json()['id']}/summary", params={"format": "csv"}, headers=headers
