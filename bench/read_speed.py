@@ -7,22 +7,21 @@ Seeds a throwaway schema, serves the real app with uvicorn on 127.0.0.1, times N
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 import uuid
-from pathlib import Path
 
 import httpx
-import uvicorn
-from sqlalchemy import insert, text
+from sqlalchemy import insert, text, update
 
-from api.config import Settings, normalize_database_url
+from api.config import normalize_database_url
 from api.db import make_engine, make_sessionmaker
-from api.main import create_app
 from api.migrate import upgrade
-from api.models import RoundMetrics
+from api.models import RoundMetrics, Run
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
 from fedgen.events import COMMON_METRICS
@@ -57,6 +56,10 @@ def seed(factory, n_runs: int, n_rounds: int) -> tuple[str, list[str]]:  # type:
             for r in range(n_rounds + 1)
         ]
         s.execute(insert(RoundMetrics), rows)
+        # As the worker leaves finished runs: last round written, succeeded.
+        s.execute(
+            update(Run).where(Run.id.in_(ids)).values(current_round=n_rounds, status="succeeded")
+        )
         s.commit()
     return token, [str(i) for i in ids]
 
@@ -85,22 +88,41 @@ def main() -> None:
         engine = make_engine(url)
         factory = make_sessionmaker(engine)
         token, ids = seed(factory, a.runs, a.rounds)
-        settings = Settings(home=Path(tempfile.mkdtemp()), database_url=url, broker_url="memory://")
-        app = create_app(
-            settings, session_factory=factory, enqueue=lambda *_: None, broker_check=lambda: None
+        # The API runs in its own process, as in production: client and server share no GIL.
+        env = dict(
+            os.environ,
+            FEDGEN_HOME=tempfile.mkdtemp(),
+            FEDGEN_DATABASE_URL=url,
+            FEDGEN_BROKER_URL="memory://",
+            FEDGEN_AUTO_UPGRADE="0",
         )
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=a.port, log_level="warning")
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.lab_cli",
+                "api",
+                "--port",
+                str(a.port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
         )
-        th = threading.Thread(target=server.run, daemon=True)
-        th.start()
-        while not server.started:
-            time.sleep(0.05)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{a.port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
         q = f"http://127.0.0.1:{a.port}/api/v1/compare?run_ids={','.join(ids)}&max_points={a.max_points}"
         times = []
         size = 0
         with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as c:
-            c.get(q).raise_for_status()  # warm-up
+            t0 = time.perf_counter()
+            c.get(q).raise_for_status()  # the first request reads the DB; later ones hit the cache
+            cold = (time.perf_counter() - t0) * 1000
             for _ in range(a.requests):
                 t0 = time.perf_counter()
                 r = c.get(q)
@@ -112,10 +134,10 @@ def main() -> None:
         print(
             f"backend={engine.dialect.name} runs={a.runs} rounds={a.rounds + 1} metrics={len(METRICS)} "
             f"max_points={a.max_points} response={size / 1e6:.2f} MB requests={a.requests} "
-            f"p50={statistics.median(times):.0f} ms p95={p95:.0f} ms"
+            f"first={cold:.0f} ms p50={statistics.median(times):.0f} ms p95={p95:.0f} ms"
         )
-        server.should_exit = True
-        th.join(10)
+        server.terminate()
+        server.wait(10)
         engine.dispose()
     finally:
         if schema:

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from api import history_cache
 from api.db import dumps_bytes
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
 from api.downsample import downsample, to_columns
@@ -27,8 +28,12 @@ def run_metrics(
 ) -> MetricsPublic:
     """Per-round metrics after `since_round`, at most `max_points` buckets per series."""
     run, _ = found
-    rows = metrics_repo.round_history(session, [run.id], since_round)[run.id]
-    rounds, cols = to_columns(rows)
+    if since_round < 0:
+        rounds, cols = history_cache.histories(session, [(run.id, run.current_round)])[run.id]
+    else:
+        rounds, cols = to_columns(
+            metrics_repo.round_history(session, [run.id], since_round)[run.id]
+        )
     r, last, lo, hi, ds = downsample(rounds, cols, max_points)
     return MetricsPublic(
         run_id=str(run.id),
@@ -56,10 +61,10 @@ def compare(
             [("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")]
         )
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
-    history = metrics_repo.round_history(session, [r.id for r, _ in found])
+    history = history_cache.histories(session, [(r.id, r.current_round) for r, _ in found])
     out: list[dict[str, Any]] = []
     for run, owner in found:
-        rounds, cols = to_columns(history[run.id])
+        rounds, cols = history[run.id]
         r, last, lo, hi, ds = downsample(rounds, cols, max_points)
         spec: dict[str, Any] = run.spec
         out.append(

@@ -134,3 +134,38 @@ def test_sse_follows_a_live_run(
     ]
     assert rounds == [0, 1, 2, 3, 4]
     assert text.rstrip().endswith('"round": 4}')
+
+
+def test_cached_history_follows_new_rounds(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """A cached full history is keyed by the run's last round: a new round is always seen."""
+    # Prepare
+    from api.repository import metrics as metrics_repo
+    from api.repository import runs as runs_repo
+
+    run = create_run(session, _alice(session), rounds=9)
+    seed_rounds(session, run, [r / 10 for r in range(5)], status="running")
+    first = client.get(f"{API}/runs/{run.id}/metrics", headers=auth).json()
+    again = client.get(f"{API}/compare?run_ids={run.id}", headers=auth).json()["runs"][0]
+    # Execute: round 5 lands
+    runs_repo.claim(session, run.id, worker="w", token="t2", device="cpu", lease_s=60)
+    session.query(type(run)).filter_by(id=run.id).update({"lease_token": "t2", "status": "running"})
+    metrics_repo.write_round(
+        session,
+        run.id,
+        "t2",
+        round_=5,
+        metrics={"test_acc": 0.5},
+        users=[],
+        checkpoints=[],
+        lease_s=60,
+    )
+    session.commit()
+    after = client.get(f"{API}/runs/{run.id}/metrics", headers=auth).json()
+    compared = client.get(f"{API}/compare?run_ids={run.id}", headers=auth).json()["runs"][0]
+    # Assert
+    assert first["rounds"] == again["rounds"] == [0, 1, 2, 3, 4]
+    assert first["metrics"]["test_acc"] == again["metrics"]["test_acc"]
+    assert after["rounds"] == compared["rounds"] == [0, 1, 2, 3, 4, 5]
+    assert after["metrics"]["test_acc"][-1] == compared["metrics"]["test_acc"][-1] == 0.5
