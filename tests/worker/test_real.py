@@ -151,7 +151,8 @@ def test_kill9_then_new_worker_finishes_exactly_once(
 ) -> None:
     """kill -9 mid-run; a new worker resumes: every round once, final metrics equal an uninterrupted run."""
     user, _ = create_user(session)
-    long = {"rounds": 8, "local_steps": 10, "checkpoint_every": 2}
+    # Long enough (about 2 s) that the kill always lands mid-run.
+    long = {"rounds": 30, "local_steps": 40, "checkpoint_every": 2}
     ref = create_run(session, user, **long)
     run = create_run(session, user, **long)
     execute_run(str(ref.id), factory, runner=runner_mod.run, settings=lab["settings"])
@@ -160,6 +161,7 @@ def test_kill9_then_new_worker_finishes_exactly_once(
     _wait(lambda: _run(session, run.id).current_round >= 2, 90)
     os.killpg(w1.pid, signal.SIGKILL)
     w1.wait(10)
+    assert _run(session, run.id).status == "running", "the run finished before the kill"
     lab["start"]()  # its reaper re-sends the run once the lease expires
     _wait(
         lambda: _run(session, run.id).status == "succeeded",
@@ -172,7 +174,7 @@ def test_kill9_then_new_worker_finishes_exactly_once(
     rounds = session.scalars(
         select(RoundMetrics.round).where(RoundMetrics.run_id == run.id).order_by(RoundMetrics.round)
     ).all()
-    assert rounds == list(range(9))
+    assert rounds == list(range(31))
     assert _run(session, run.id).attempt == 2
 
     def accs(rid: uuid.UUID) -> list[float]:
