@@ -9,18 +9,16 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from sqlalchemy import text, update
+from sqlalchemy import update
 
-from api.config import normalize_database_url
 from api.db import make_engine, make_sessionmaker
-from api.migrate import upgrade
 from api.models import Run
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
 from api.store import CheckpointStore
+from bench.scratch_db import scratch_database
 from fedgen.events import COMMON_METRICS, RoundEvent, UserRoundMetrics
 from worker.sink import DbSink
 
@@ -40,18 +38,7 @@ def main() -> None:
         "--sync-commit", action="store_true", help="wait for the WAL flush on each commit"
     )
     a = p.parse_args()
-    url = normalize_database_url(a.url)
-    schema = None
-    if url.startswith("postgresql"):
-        schema = f"bench_{uuid.uuid4().hex[:8]}"
-        admin = make_engine(url)
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-        url = f"{url}?options=-csearch_path%3D{schema}"
-    elif url == "sqlite":
-        url = f"sqlite:///{tempfile.mkdtemp()}/bench.db"
-    try:
-        upgrade(url)
+    with scratch_database(a.url) as url:
         engine = make_engine(url, async_commit=not a.sync_commit and url.startswith("postgresql"))
         factory = make_sessionmaker(engine)
         with factory() as s:
@@ -86,11 +73,6 @@ def main() -> None:
             f"synchronous_commit={'on' if a.sync_commit else 'off'})"
         )
         engine.dispose()
-    finally:
-        if schema:
-            with admin.begin() as c:
-                c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
 
 
 if __name__ == "__main__":

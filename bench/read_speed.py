@@ -13,17 +13,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 import httpx
-from sqlalchemy import insert, text, update
+from sqlalchemy import insert, update
 
-from api.config import normalize_database_url
 from api.db import make_engine, make_sessionmaker
-from api.migrate import upgrade
 from api.models import RoundMetrics, Run
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
+from bench.scratch_db import scratch_database
 from fedgen.events import COMMON_METRICS
 
 METRICS = list(COMMON_METRICS)
@@ -73,18 +71,7 @@ def main() -> None:
     p.add_argument("--max-points", type=int, default=0)
     p.add_argument("--port", type=int, default=8765)
     a = p.parse_args()
-    url = normalize_database_url(a.url)
-    schema = None
-    if url.startswith("postgresql"):
-        schema = f"bench_{uuid.uuid4().hex[:8]}"
-        admin = make_engine(url)
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-        url = f"{url}?options=-csearch_path%3D{schema}"
-    elif url == "sqlite":
-        url = f"sqlite:///{tempfile.mkdtemp()}/bench.db"
-    try:
-        upgrade(url)
+    with scratch_database(a.url) as url:
         engine = make_engine(url)
         factory = make_sessionmaker(engine)
         token, ids = seed(factory, a.runs, a.rounds)
@@ -139,11 +126,6 @@ def main() -> None:
         server.terminate()
         server.wait(10)
         engine.dispose()
-    finally:
-        if schema:
-            with admin.begin() as c:
-                c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
 
 
 if __name__ == "__main__":
