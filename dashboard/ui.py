@@ -70,3 +70,30 @@ def run_label(run: dict[str, Any]) -> str:
     alpha = (spec.get("partition") or {}).get("alpha", run.get("alpha"))
     seed = spec.get("seed", run.get("seed"))
     return f"{str(run.get('id'))[:8]} · {alg} · {data} α={alpha} seed={seed} · {run.get('status')}"
+
+
+def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The shared run picker: the `?run=` link or the last watched run first; stops on no runs.
+
+    Returns the chosen run id and every listed run by id (a linked run that is not on the
+    first page of the list is fetched and added).
+    """
+    from dashboard import loaders
+
+    runs = call(loaders.runs, url, token)
+    if not runs:
+        st.info("No runs yet. Submit one on the **Submit** page.")
+        st.stop()
+    by_id = {str(r["id"]): r for r in runs}
+    wanted = st.query_params.get("run") or st.session_state.get("live_run_id")
+    if wanted and wanted not in by_id:
+        extra = try_call(client().get_run, wanted)
+        if extra:
+            by_id = {wanted: extra, **by_id}
+    ids = list(by_id)
+    run_id: str = st.selectbox(
+        "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key=key,
+        format_func=lambda i: run_label(by_id[i]),
+    )  # fmt: skip
+    st.session_state["live_run_id"] = run_id
+    return run_id, by_id

@@ -14,17 +14,7 @@ from dashboard.latents import LOADER_MISSING, generator_api, latent_points
 st.title("Inspect")
 url, token = ui.connection()
 
-runs = ui.call(loaders.runs, url, token)
-if not runs:
-    st.info("No runs yet. Submit one on the **Submit** page.")
-    st.stop()
-by_id = {str(r["id"]): r for r in runs}
-ids = list(by_id)
-wanted = st.query_params.get("run") or st.session_state.get("live_run_id")
-run_id = st.selectbox(
-    "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key="inspect_run",
-    format_func=lambda i: ui.run_label(by_id[i]),
-)  # fmt: skip
+run_id, by_id = ui.pick_run(url, token, key="inspect_run")
 
 st.header("Partition")
 try:

@@ -21,22 +21,7 @@ from dashboard.frames import (
 st.title("Live run")
 url, token = ui.connection()
 
-runs = ui.call(loaders.runs, url, token)
-if not runs:
-    st.info("No runs yet. Submit one on the **Submit** page.")
-    st.stop()
-by_id = {str(r["id"]): r for r in runs}
-wanted = st.query_params.get("run") or st.session_state.get("live_run_id")
-if wanted and wanted not in by_id:
-    extra = ui.try_call(ui.client().get_run, wanted)
-    if extra:
-        by_id = {wanted: extra, **by_id}
-ids = list(by_id)
-run_id = st.selectbox(
-    "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key="live_run",
-    format_func=lambda i: ui.run_label(by_id[i]),
-)  # fmt: skip
-st.session_state["live_run_id"] = run_id
+run_id, by_id = ui.pick_run(url, token, key="live_run")
 HIST = f"live_hist_{run_id}"
 USERS = f"live_users_{run_id}"
 
