@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
-from fedgen.spec import SpecError, parse_spec
-from fedgen.stats import mean_std, pooled_top5
+from fedgen.fidelity import resolve
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.sweep import group_key
 
 
@@ -71,7 +72,12 @@ def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]
     differing = _differing(list(flat.values()), keys)
     rows: list[dict[str, Any]] = []
     for key, members in groups.items():
-        done = [curves[r.id] for r in members if r.status == "succeeded" and curves[r.id]]
+        # The accuracies each run's fidelity profile reports (official: not the post-final model).
+        done = [
+            reported_curve(curves[r.id], resolve(ExperimentSpec.model_validate(r.spec)).eval_timing)
+            for r in members
+            if r.status == "succeeded" and curves[r.id]
+        ]
         final_m, final_s = mean_std([c[-1] for c in done])
         top_m, top_s = pooled_top5(done)
         fields = {f: flat[key][f] for f in differing if f in flat[key]}

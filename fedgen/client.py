@@ -49,7 +49,7 @@ class BatchStream:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
-        self.perm = state["perm"].numpy().copy()
+        self.perm = state["perm"].cpu().numpy().copy()
         self.cursor = int(state["cursor"])
 
 

@@ -86,13 +86,8 @@ def evaluate_per_user(
     (personalised models have no single model to run on the whole test set).
     """
     ucs, uls = [], []
-    for u in data.users:
-        c, l_ = per_sample(
-            logits_for_user(u.index),
-            data.test_x.index_select(0, u.test_idx),
-            data.test_y.index_select(0, u.test_idx),
-            batch,
-        )
+    for u, (x, y) in zip(data.users, data.user_test, strict=True):
+        c, l_ = per_sample(logits_for_user(u.index), x, y, batch)
         ucs.append(c.sum())
         uls.append(l_.sum())
     uc, ul = torch.stack(ucs).cpu(), torch.stack(uls).cpu()

@@ -67,6 +67,14 @@ class FederatedData:
         union = torch.unique(torch.cat([u.test_idx for u in self.users]))
         return union, [torch.searchsorted(union, u.test_idx) for u in self.users]
 
+    @cached_property
+    def user_test(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each user's test images and labels, gathered once (per-user evaluation reads them every round)."""
+        return [
+            (self.test_x.index_select(0, u.test_idx), self.test_y.index_select(0, u.test_idx))
+            for u in self.users
+        ]
+
     @classmethod
     def build(cls, ds: DatasetTensors, part: Partition, device: torch.device) -> FederatedData:
         train_y_np = ds.train_y.numpy()

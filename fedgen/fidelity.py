@@ -46,6 +46,8 @@ class Fidelity:
     regularize_round0: bool
     regularization_steps: int
     label_counts: Literal["sampled_batches", "train_set"]
+    lr_schedule: Literal["per_round", "per_user"]
+    client_teacher_batch_ratio: bool
 
 
 # The paper leaves the generator's optimiser unspecified ("alpha"); a single
@@ -78,6 +80,8 @@ PAPER: dict[str, Any] = {
     "regularize_round0": True,
     "regularization_steps": 0,
     "label_counts": "train_set",  # c_k: the user's label counter
+    "lr_schedule": "per_round",
+    "client_teacher_batch_ratio": False,  # Eq. 5: unit weight
 }
 
 OFFICIAL: dict[str, Any] = {
@@ -108,6 +112,8 @@ OFFICIAL: dict[str, Any] = {
     "regularize_round0": False,
     "regularization_steps": 20,  # early_stop = 20
     "label_counts": "sampled_batches",  # counts of the T sampled batches, initialised to 1
+    "lr_schedule": "per_user",  # each user's ExponentialLR is stepped with the round it trained in
+    "client_teacher_batch_ratio": True,  # teacher loss x gen_batch_size / batch_size
 }
 
 PROFILES: dict[str, dict[str, Any]] = {"paper": PAPER, "official": OFFICIAL}
@@ -137,4 +143,8 @@ def resolve(spec: ExperimentSpec) -> Fidelity:
         values["bn_buffers"] = spec.model.bn_buffers
     if spec.lr_decay is not None:
         values["lr_decay"] = spec.lr_decay
+    # FedEnsemble's official server evaluates after aggregation every round, the last included
+    # (reference §5.5), unlike the other official servers.
+    if spec.algorithm.name == "fedensemble" and fid.eval_timing is None:
+        values["eval_timing"] = "after_aggregation"
     return Fidelity(**values)

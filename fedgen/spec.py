@@ -82,11 +82,12 @@ class PartitionSpec(_Strict):
         le=1.0,
         description="Fraction of each class used, capped per user as in the official split.",
     )
-    min_samples: int = Field(
-        10,
+    min_samples: int | None = Field(
+        None,
         ge=1,
         le=100_000,
-        description="Re-draw the split until every user holds at least this many samples.",
+        description="Re-draw the split until every user holds at least this many samples. "
+        "None = the official value: 10 x classes for EMNIST letters (260), else 10.",
     )
     max_redraws: int = Field(
         1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws."
@@ -242,6 +243,15 @@ class FidelitySpec(_Strict):
         ge=0,
         le=MAX_LOCAL_STEPS,
         description="Generator terms only in the first N local steps; 0 = all.",
+    )
+    lr_schedule: Literal["per_round", "per_user"] | None = Field(
+        None,
+        description="Client lr decay clock: the round index, or each user's own last trained round "
+        "(the official per-user scheduler).",
+    )
+    client_teacher_batch_ratio: bool | None = Field(
+        None,
+        description="Multiply the client teacher term by gen_batch_size / batch_size (official).",
     )
     label_counts: Literal["sampled_batches", "train_set"] | None = Field(
         None,

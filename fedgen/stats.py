@@ -24,6 +24,15 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
 
 
+def reported_curve(accs: Sequence[float], eval_timing: str) -> list[float]:
+    """The accuracies a protocol reports: with 'before_training' the official code never
+    evaluates the model after the last aggregation, so the last round is left out."""
+    values = list(accs)
+    if eval_timing == "before_training" and len(values) > 1:
+        values = values[:-1]
+    return values
+
+
 def curve_statistic(
     accs: Sequence[float], statistic: str, eval_timing: str = "after_aggregation"
 ) -> float:
@@ -32,9 +41,7 @@ def curve_statistic(
     With eval_timing='before_training' the official code never evaluates the model
     after the last aggregation, so the last round is left out, as there.
     """
-    values = list(accs)
-    if eval_timing == "before_training" and len(values) > 1:
-        values = values[:-1]
+    values = reported_curve(accs, eval_timing)
     if not values:
         return math.nan
     if statistic == "final":

@@ -13,6 +13,7 @@ streams, and evaluation. Other algorithms override the hooks `local_loss`,
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,11 @@ class FedAvg(Algorithm):
 
     # -- client side ---------------------------------------------------------
     def broadcast_nbytes(self, user: UserData) -> int:  # noqa: ARG002
+        return self._broadcast_nbytes
+
+    @functools.cached_property
+    def _broadcast_nbytes(self) -> int:
+        """What one broadcast carries: the shared parameters (and buffers when averaged); fixed."""
         sent = {k: v for k, v in self.global_model.state_dict().items() if k in self.shared_keys}
         if self.buffers_shared:
             sent.update(dict(self.global_model.named_buffers()))
@@ -158,7 +164,7 @@ class FedAvg(Algorithm):
             self.global_model.eval()
             return evaluate_shared(self.global_model, self.data, protocol, batch)
         global_logits: Logits | None = None
-        if self.spec.share == "all":
+        if self.spec.share == "all" and protocol == "global":
             # Local BN statistics: the global model uses the users' statistics averaged by size.
             weights = aggregation_weights([u.num_train for u in self.data.users], "samples")
             state = dict(self.global_model.state_dict())

@@ -93,13 +93,13 @@ class FedGen(FedAvg):
             len(self.data.users), self.data.num_classes, device=ctx.device
         )
         self.available = self.data.available_labels
+        self.counts_reported = False  # a Python flag: no device sync to ask whether p_hat exists
 
     # -- client side ---------------------------------------------------------
     def prior(self) -> torch.Tensor:
         """p_hat(y): the latest counts reported by all users so far (uniform over available labels before)."""
-        total = self.user_counts.sum(0)
-        if float(total.sum()) > 0:
-            return total
+        if self.counts_reported:
+            return self.user_counts.sum(0)
         prior = torch.zeros(self.data.num_classes, device=self.ctx.device)
         prior[self.available] = 1.0
         return prior
@@ -118,7 +118,9 @@ class FedGen(FedAvg):
         steps = batches.shape[0]
         n_reg = steps if fid.regularization_steps == 0 else min(fid.regularization_steps, steps)
         ratio = (
-            self.params.gen_batch_size / self.spec.batch_size if fid.profile == "official" else 1.0
+            self.params.gen_batch_size / self.spec.batch_size
+            if fid.client_teacher_batch_ratio
+            else 1.0
         )
         alpha = ratio * L.client_weight(
             fid.client_teacher_weight, fid.client_weight_decay, fid.client_weight_floor, t
@@ -203,6 +205,7 @@ class FedGen(FedAvg):
         for u in uploads:
             assert u.label_counts is not None
             self.user_counts[u.user] = u.label_counts - self.smoothing
+        self.counts_reported = self.counts_reported or bool(uploads)
         metrics = self.train_generator(uploads, server_round)
         self.aggregate(uploads)
         return metrics
@@ -263,8 +266,6 @@ class FedGen(FedAvg):
                 torch.stack(correct).mean(),
             ]
         ).tolist()
-        if self.ctx.device.type == "cuda":
-            torch.cuda.synchronize(self.ctx.device)
         return {
             "gen_teacher_loss": stats[0],
             "gen_diversity_loss": stats[1],
@@ -297,3 +298,4 @@ class FedGen(FedAvg):
         self.gen_opt.load_state_dict(g["optimizer"])
         self.rng.set_state(g["rng"].cpu())
         self.user_counts = g["user_counts"].to(self.ctx.device)
+        self.counts_reported = bool(self.user_counts.sum() > 0)

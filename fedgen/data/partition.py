@@ -274,6 +274,11 @@ def group_partition(
     return Partition(train_idx, test_idx, num_classes)
 
 
+def official_min_samples(dataset: str, num_classes: int) -> int:
+    """The official scripts' minimum per user: 10 x classes for EMNIST (260), 10 elsewhere (§2.1-2.2)."""
+    return 10 * num_classes if dataset == "emnist-letters" else 10
+
+
 def build_partition(ds: DatasetTensors, p: PartitionSpec) -> Partition:
     """Build the split a spec asks for: natural groups if the dataset has them, else Dirichlet.
 
@@ -291,7 +296,9 @@ def build_partition(ds: DatasetTensors, p: PartitionSpec) -> Partition:
         num_classes=ds.num_classes,
         alpha=p.alpha,
         sampling_ratio=p.sampling_ratio,
-        min_samples=p.min_samples,
+        min_samples=official_min_samples(ds.name, ds.num_classes)
+        if p.min_samples is None
+        else p.min_samples,
         seed=p.data_seed,
         max_redraws=p.max_redraws,
     )

@@ -165,3 +165,34 @@ def test_fedavg_real_fashion_mnist_above_chance() -> None:
     )
     summary = run(spec, MemorySink())
     assert summary.best_acc > 0.5
+
+
+def test_lr_schedule_per_round_and_per_user() -> None:
+    """per_round: lr0*decay^(r-1) for everyone; per_user (official): decay by the user's last trained round."""
+    from fedgen.runner import Simulation
+
+    # Prepare
+    per_round = Simulation(tiny_spec(lr=0.1, lr_decay=0.5, fidelity={"lr_schedule": "per_round"}))
+    per_user = Simulation(tiny_spec(lr=0.1, lr_decay=0.5, fidelity={"lr_schedule": "per_user"}))
+    # Execute
+    lrs_round = [per_round.round(r).metrics["lr"] for r in (1, 2, 3)]
+    for r in (1, 2, 3):
+        per_user.round(r)
+    # Assert
+    assert lrs_round == pytest.approx([0.1, 0.05, 0.025])
+    # A user never selected still trains at lr0; one last trained in round r (0-based t=r-1) at lr0*0.5^t.
+    clock = per_user.lr_clock
+    assert all(t in (0, 1, 2) for t in clock)
+    assert [per_user.client_lr(k, 4) for k in range(5)] == pytest.approx([0.1 * 0.5**t for t in clock])
+
+
+def test_official_fidelity_details() -> None:
+    """EMNIST's official minimum is 260 samples per user; FedEnsemble evaluates after aggregation."""
+    from fedgen.data.partition import official_min_samples
+    from fedgen.fidelity import resolve
+
+    assert official_min_samples("emnist-letters", 26) == 260
+    assert official_min_samples("mnist", 10) == 10
+    assert resolve(tiny_spec(algorithm={"name": "fedensemble"})).eval_timing == "after_aggregation"
+    assert resolve(tiny_spec()).eval_timing == "before_training"
+    assert resolve(tiny_spec(fidelity={"profile": "paper"})).client_teacher_batch_ratio is False
