@@ -34,11 +34,19 @@ SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def current_user(
-    session: SessionDep,
-    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> User:
+# Streaming responses (SSE, downloads) outlive their handler: their session must close when the
+# handler returns, not when the stream ends, or each open stream pins a pooled connection.
+StreamSessionDep = Annotated[Session, Depends(get_session, scope="function")]
+CredsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def current_user(session: SessionDep, creds: CredsDep) -> User:
     """The token's user; 401 without a valid bearer token."""
+    return authenticate(session, creds)
+
+
+def authenticate(session: Session, creds: HTTPAuthorizationCredentials | None) -> User:
+    """The user of a bearer token, or 401."""
     if creds is None or not creds.credentials:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "missing bearer token", {"WWW-Authenticate": "Bearer"}
@@ -71,6 +79,18 @@ def load_run(run_id: str, session: SessionDep, _user: UserDep) -> tuple[Run, str
 
 
 RunDep = Annotated[tuple[Run, str], Depends(load_run)]
+
+
+def load_run_for_stream(run_id: str, session: StreamSessionDep, creds: CredsDep) -> tuple[Run, str]:
+    """`load_run` for streaming handlers: authenticated and loaded in a handler-scoped session."""
+    authenticate(session, creds)
+    found = runs_repo.get_run(session, parse_uuid(run_id))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    return found
+
+
+StreamRunDep = Annotated[tuple[Run, str], Depends(load_run_for_stream)]
 
 
 def require_owner(run: Run, user: User) -> None:

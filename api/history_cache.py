@@ -2,8 +2,8 @@
 
 Rounds are written once and never change (idempotent by (run, round)), and a run's
 `current_round` moves in the same transaction as each new round, so the history of
-a run read at a given `current_round` is immutable: (run id, current_round) is a
-correct cache key. Comparisons of finished runs, polled again and again by the
+a run read at a given `current_round` is immutable: one entry per run, tagged with the
+`current_round` it was read at, is valid exactly while that round is the run's last. Comparisons of finished runs, polled again and again by the
 dashboard, then cost no query and no JSON parsing.
 """
 
@@ -19,11 +19,12 @@ from sqlalchemy.orm import Session
 from api.downsample import Columns, to_columns
 from api.repository import metrics as metrics_repo
 
-MAX_ENTRIES = 2000
+MAX_ENTRIES = 2000  # runs
 History = tuple[list[int], Columns]
 
 _lock = threading.Lock()
-_cache: OrderedDict[tuple[uuid.UUID, int], History] = OrderedDict()
+# run id -> (the current_round it was read at, history): one entry per run, replaced as rounds land.
+_cache: OrderedDict[uuid.UUID, tuple[int, History]] = OrderedDict()
 
 
 def histories(session: Session, runs: Sequence[tuple[uuid.UUID, int]]) -> dict[uuid.UUID, History]:
@@ -31,13 +32,13 @@ def histories(session: Session, runs: Sequence[tuple[uuid.UUID, int]]) -> dict[u
     out: dict[uuid.UUID, History] = {}
     missing: list[tuple[uuid.UUID, int]] = []
     with _lock:
-        for key in runs:
-            hit = _cache.get(key)
-            if hit is None:
-                missing.append(key)
+        for rid, current in runs:
+            hit = _cache.get(rid)
+            if hit is None or hit[0] != current:
+                missing.append((rid, current))
             else:
-                _cache.move_to_end(key)
-                out[key[0]] = hit
+                _cache.move_to_end(rid)
+                out[rid] = hit[1]
     if missing:
         rows = metrics_repo.round_history(session, [rid for rid, _ in missing])
         with _lock:
@@ -46,7 +47,8 @@ def histories(session: Session, runs: Sequence[tuple[uuid.UUID, int]]) -> dict[u
                 out[rid] = hist
                 # Only what the key promises: rounds 0..current, all present.
                 if current >= 0 and hist[0] and hist[0][-1] == current:
-                    _cache[(rid, current)] = hist
+                    _cache[rid] = (current, hist)
+                    _cache.move_to_end(rid)
             while len(_cache) > MAX_ENTRIES:
                 _cache.popitem(last=False)
     return out

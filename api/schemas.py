@@ -35,7 +35,7 @@ class SpecValidate(_In):
 class SweepCreate(_In):
     """POST /sweeps: base spec and grid of dotted field -> values."""
 
-    name: str = Field("sweep", min_length=1, max_length=200)
+    name: str = Field("sweep", min_length=1, max_length=200, pattern=r"^[^\x00]*$")
     base: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 

@@ -7,6 +7,7 @@ leaves at most an orphan file, never a row without bytes.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,10 @@ class CheckpointStore:
         with self.path(rel).open("rb") as fh:
             while block := fh.read(chunk):
                 yield block
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run's whole folder, files written by a round still in flight included."""
+        shutil.rmtree(self.root / run_id, ignore_errors=True)
 
     def delete(self, rels: list[str]) -> None:
         """Remove files (missing ones are ignored)."""

@@ -113,11 +113,17 @@ class LabClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
-        self.token = token
+        self.token = token = token.strip()
+        if not token.isascii():
+            # A pasted token with a typographic character would fail deep inside httpx.
+            raise ApiAuthError("The API token has non-ASCII characters; paste it again.", 401)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
-        )
+        try:
+            self._http = httpx.Client(
+                base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+            )
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            raise ApiUnreachable(f"{base_url!r} is not a valid lab server URL: {exc}") from exc
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -140,7 +146,7 @@ class LabClient:
             raise ApiUnreachable(
                 f"The lab server at {self.base_url} did not answer in time."
             ) from exc
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
             raise ApiUnreachable(
                 f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
             ) from exc

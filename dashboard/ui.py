@@ -27,7 +27,12 @@ def connection() -> tuple[str, str]:
 def client() -> LabClient:
     """A client for the current connection settings."""
     url, token = connection()
-    return LabClient(url, token)
+    try:
+        return LabClient(url, token)
+    except ApiError as exc:  # a malformed URL or token: say so, never a stack trace
+        show_error(exc)
+        st.stop()
+        raise  # unreachable: st.stop() ends the script run
 
 
 def show_error(exc: ApiError) -> None:

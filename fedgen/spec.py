@@ -55,6 +55,7 @@ class DataSpec(_Strict):
     root: str | None = Field(
         None,
         max_length=4096,
+        pattern=r"^[^\x00]*$",
         description="Data folder in torchvision's layout; None = FEDGEN_DATA or ~/.fedgen/data "
         "(Fashion-MNIST is also found in Debian's /usr/share/datasets/fashion-mnist).",
     )
@@ -290,10 +291,10 @@ class ExperimentSpec(_Strict):
     )
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d{1,2})?)$")
     checkpoint_every: int = Field(50, ge=0, le=MAX_ROUNDS, description="0 = only at the end.")
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+    tags: list[Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]] = Field(
         default_factory=list, max_length=32
     )
-    note: str = Field("", max_length=10_000)
+    note: str = Field("", max_length=10_000, pattern=r"^[^\x00]*$")
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ExperimentSpec:

@@ -23,7 +23,7 @@ class SweepSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field("sweep", min_length=1, max_length=200)
+    name: str = Field("sweep", min_length=1, max_length=200, pattern=r"^[^\x00]*$")
     base: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict, max_length=16)
 

@@ -80,24 +80,39 @@ class DbSink:
             }
             for u in event.users
         ]
-        if self._engine is not None:
-            inserted = self._write_fast(event.round, event.metrics, users, ckpts)
-        else:
-            with session_scope(self.factory) as s:
-                inserted = metrics_repo.write_round(
-                    s,
-                    self.run_id,
-                    self.token,
-                    round_=event.round,
-                    metrics=event.metrics,
-                    users=users,
-                    checkpoints=ckpts,
-                    lease_s=self.lease_s,
-                )
+        try:
+            inserted = self._write(event.round, event.metrics, users, ckpts)
+        except metrics_repo.LeaseLost:
+            raise  # another worker owns the run now and may have written these very paths
+        except BaseException:
+            # Not written: the files this round put in the store belong to no row.
+            self.store.delete([c["path"] for c in ckpts])
+            raise
         if inserted:
             self.rounds_written += 1
         else:
             self.rounds_skipped += 1
+
+    def _write(
+        self,
+        round_: int,
+        metrics: dict[str, float],
+        users: list[dict[str, Any]],
+        ckpts: list[dict[str, Any]],
+    ) -> bool:
+        if self._engine is not None:
+            return self._write_fast(round_, metrics, users, ckpts)
+        with session_scope(self.factory) as s:
+            return metrics_repo.write_round(
+                s,
+                self.run_id,
+                self.token,
+                round_=round_,
+                metrics=metrics,
+                users=users,
+                checkpoints=ckpts,
+                lease_s=self.lease_s,
+            )
 
     def _write_fast(
         self,

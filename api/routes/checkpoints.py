@@ -5,7 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import StreamingResponse
 
-from api.deps import RunDep, SessionDep, SettingsDep, parse_uuid
+from api.deps import (
+    RunDep,
+    SessionDep,
+    SettingsDep,
+    StreamRunDep,
+    StreamSessionDep,
+    parse_uuid,
+)
 from api.repository import checkpoints as ckpt_repo
 from api.schemas import CheckpointPublic, CheckpointsPublic
 from api.store import CheckpointStore
@@ -34,7 +41,7 @@ def list_checkpoints(found: RunDep, session: SessionDep) -> CheckpointsPublic:
 
 @router.get("/{ckpt_id}/download")
 def download_checkpoint(
-    found: RunDep, ckpt_id: str, session: SessionDep, settings: SettingsDep
+    found: StreamRunDep, ckpt_id: str, session: StreamSessionDep, settings: SettingsDep
 ) -> StreamingResponse:
     """The checkpoint's bytes (torch.save format), header X-Checkpoint-SHA256."""
     row = ckpt_repo.get_checkpoint(session, found[0].id, parse_uuid(ckpt_id, "checkpoint"))

@@ -12,12 +12,13 @@ from fastapi import APIRouter, Header, Query, Request
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import RunDep
+from api.deps import StreamRunDep
 from api.models import TERMINAL
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 
 router = APIRouter(tags=["events"])
+MAX_ROUND = 2**31 - 1
 
 
 def _poll(
@@ -31,15 +32,15 @@ def _poll(
 
 @router.get("/runs/{run_id}/events")
 async def run_events(
-    found: RunDep,
+    found: StreamRunDep,
     request: Request,
-    after_round: Annotated[int, Query(ge=-1)] = -1,
+    after_round: Annotated[int, Query(ge=-1, le=MAX_ROUND)] = -1,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """Stream rounds in order and status changes; the stream ends when the run is terminal."""
     run_id = found[0].id
     start = after_round
-    if last_event_id and last_event_id.lstrip("-").isdigit():
+    if last_event_id and last_event_id.isdigit() and len(last_event_id) < 10:
         start = max(start, int(last_event_id))
     interval: float = request.app.state.settings_sse_poll_s
 

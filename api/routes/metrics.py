@@ -16,6 +16,7 @@ from api.repository import runs as runs_repo
 from api.schemas import ComparePublic, MetricsPublic, UserRow, UsersPublic
 
 router = APIRouter(tags=["metrics"])
+MAX_ROUND = 2**31 - 1  # the round columns are 32-bit
 MaxPoints = Annotated[int, Query(ge=0, le=100_000, description="0 = no downsampling")]
 
 
@@ -23,7 +24,7 @@ MaxPoints = Annotated[int, Query(ge=0, le=100_000, description="0 = no downsampl
 def run_metrics(
     found: RunDep,
     session: SessionDep,
-    since_round: Annotated[int, Query(ge=-1)] = -1,
+    since_round: Annotated[int, Query(ge=-1, le=MAX_ROUND)] = -1,
     max_points: MaxPoints = 0,
 ) -> MetricsPublic:
     """Per-round metrics after `since_round`, at most `max_points` buckets per series."""
@@ -100,8 +101,8 @@ def run_users(
     found: RunDep,
     session: SessionDep,
     settings: SettingsDep,
-    round_from: Annotated[int | None, Query(ge=0)] = None,
-    round_to: Annotated[int | None, Query(ge=0)] = None,
+    round_from: Annotated[int | None, Query(ge=0, le=MAX_ROUND)] = None,
+    round_to: Annotated[int | None, Query(ge=0, le=MAX_ROUND)] = None,
 ) -> UsersPublic:
     """Per-user metrics for a round range (capped at 100 x max_page_size rows)."""
     rows = metrics_repo.user_rows(

@@ -16,6 +16,7 @@ from api.schemas import RunClone, RunCreate, RunPublic, RunsPublic
 from api.store import CheckpointStore
 
 router = APIRouter(prefix="/runs", tags=["runs"])
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 StatusQ = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
@@ -33,15 +34,15 @@ def list_runs(
     settings: SettingsDep,
     _user: UserDep,
     status_: Annotated[StatusQ | None, Query(alias="status")] = None,
-    algorithm: str | None = None,
-    dataset: str | None = None,
-    tag: str | None = None,
-    owner: str | None = None,
+    algorithm: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
+    dataset: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
+    tag: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
+    owner: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
     sweep_id: str | None = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     limit: Annotated[int, Query(ge=1)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
     """Runs, newest first, filtered and paginated."""
     if limit > settings.max_page_size:
@@ -90,7 +91,9 @@ def delete_run(
     paths = ckpt_repo.paths_of_run(session, run.id)
     runs_repo.delete_run(session, run.id)
     session.commit()
-    CheckpointStore(settings.checkpoint_root).delete(paths)
+    store = CheckpointStore(settings.checkpoint_root)
+    store.delete(paths)
+    store.delete_run(str(run.id))
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

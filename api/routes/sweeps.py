@@ -51,7 +51,7 @@ def list_sweeps(
     settings: SettingsDep,
     _user: UserDep,
     limit: Annotated[int, Query(ge=1)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> SweepsPublic:
     """Sweeps, newest first."""
     if limit > settings.max_page_size:

@@ -104,3 +104,22 @@ def test_spec_validate_and_schema(client: TestClient, auth: dict[str, str]) -> N
         == 422
     )
     assert "properties" in client.get(f"{API}/spec/schema", headers=auth).json()
+
+
+def test_huge_integers_and_nul_bytes_are_4xx(client: TestClient, auth: dict[str, str]) -> None:
+    """Out-of-range query integers and NUL bytes get 4xx, never a 500 (PostgreSQL rejects both)."""
+    run = client.post(f"{API}/runs", json={"spec": {"rounds": 1}}, headers=auth).json()
+    huge = 10**20
+    for url in (
+        f"{API}/runs/{run['id']}/metrics?since_round={huge}",
+        f"{API}/runs/{run['id']}/users?round_from={huge}",
+        f"{API}/runs?offset={huge}",
+        f"{API}/sweeps?offset={huge}",
+        f"{API}/runs/{run['id']}/events?after_round={huge}",
+        f"{API}/runs?tag=%00",
+        f"{API}/runs?algorithm=a%00b",
+    ):
+        assert client.get(url, headers=auth).status_code == 422, url
+    bad = client.post(f"{API}/runs", json={"spec": {"tags": ["a\u0000b"]}}, headers=auth)
+    assert bad.status_code == 422
+    assert "tags" in bad.text

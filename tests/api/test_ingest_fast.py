@@ -248,3 +248,24 @@ def test_downsample_holes_empty_and_non_numeric() -> None:
     assert downsample(rounds, {}, 2) == ([2, 5], {}, {}, {}, True)
     mixed = {"s": ["x", "y", None, "z"], "f": [1.0, 2.0, 3.0, 4.0]}
     assert downsample([0, 1, 2, 3], mixed, 2) == _reference([0, 1, 2, 3], mixed, 2)
+
+
+def test_failed_round_leaves_no_checkpoint_file(
+    factory: sessionmaker[Session],
+    session: Session,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A round whose transaction fails removes the checkpoint files it had put in the store."""
+    rid = _leased_run(session)
+    store_root = tmp_path / "store"
+    sink = DbSink(rid, "tok", factory, CheckpointStore(store_root), lease_s=60)
+
+    def broken(*_a: object, **_k: object) -> bool:
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(sink, "_write", broken)
+    with pytest.raises(RuntimeError):
+        sink.on_round(_event(0))
+    assert [p for p in store_root.rglob("*") if p.is_file()] == []
+    sink.close()

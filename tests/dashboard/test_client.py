@@ -107,3 +107,15 @@ def test_query_params_drop_empty_values() -> None:
     _client(handler).list_runs(status="", algorithm="fedgen", limit=10, owner=None)
     # Assert
     assert seen == {"algorithm": "fedgen", "limit": "10"}
+
+
+def test_bad_token_or_url_is_an_api_error_not_a_crash() -> None:
+    """A pasted non-ASCII token or a malformed URL becomes a readable ApiError."""
+    import pytest
+
+    from dashboard.client import ApiAuthError, ApiUnreachable, LabClient
+
+    with pytest.raises(ApiAuthError, match="non-ASCII"):
+        LabClient("http://127.0.0.1:8000", "fgl_abc\u2026")
+    with pytest.raises(ApiUnreachable):
+        LabClient("http://[::1", "t").me()
