@@ -62,7 +62,9 @@ if mode == GROUP_MODES[1]:
     varying = groupable_fields(chosen_runs, varying_only=True)
     by = st.multiselect("Group by", fields, default=varying, key="cmp_group_by")
 
-payload: dict[str, Any] = ui.call(loaders.compare, url, token, tuple(chosen), int(max_points))
+# Wall-clock needs every round's duration (a downsampled point hides the rounds it stands for).
+points = 0 if x_axis == "wall-clock" else int(max_points)
+payload: dict[str, Any] = ui.call(loaders.compare, url, token, tuple(chosen), points)
 long = compare_long(payload, metric)
 if long.empty:
     st.info("The chosen runs have no rounds yet.")
