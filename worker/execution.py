@@ -167,6 +167,7 @@ def _run_claimed(
     runner: Runner,
 ) -> str:
     sink = DbSink(rid, token, factory, store, s.lease_s)
+    infra: OperationalError | None = None
     with _Lease(rid, token, factory, s) as lease:
 
         def should_stop() -> bool:
@@ -183,12 +184,22 @@ def _run_claimed(
             return "lost"
         except Exception as exc:  # the simulation failed: record it, do not retry
             if isinstance(exc, OperationalError):
-                raise  # infrastructure: let Celery retry; the run resumes from its checkpoint
-            log.exception("run %s failed", rid)
-            _finish(factory, rid, token, "failed", error=_error_text(exc))
-            return "failed"
+                infra = exc  # infrastructure: Celery retries; the run resumes from its checkpoint
+            else:
+                log.exception("run %s failed", rid)
+                _finish(factory, rid, token, "failed", error=_error_text(exc))
+                return "failed"
         finally:
             sink.close()
+    if infra is not None:
+        # Hand the lease back (heartbeats have stopped), so Celery's retry can claim the run at
+        # once instead of finding it held and waiting for the reaper.
+        try:
+            with session_scope(factory) as sess:
+                runs_repo.heartbeat(sess, rid, token, lease_s=0)
+        except OperationalError:
+            log.warning("run %s: could not release the lease; the reaper will", rid)
+        raise infra
     if lease.lost.is_set():
         return "lost"
     summary = summary or sink.summary

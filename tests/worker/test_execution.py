@@ -195,3 +195,25 @@ def test_lost_lease_stops_writing(
     assert out == "lost"
     assert row.status == "running"
     assert row.current_round == 1
+
+
+def test_database_error_releases_the_lease_for_the_retry(
+    factory: sessionmaker, session: Session, settings: Settings
+) -> None:
+    """An infrastructure error propagates (Celery retries) and the retry can claim the run at once."""
+    from sqlalchemy.exc import OperationalError
+
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=3)
+
+    def flaky(*_a: object, **_k: object) -> None:
+        raise OperationalError("UPDATE runs", {}, Exception("server closed the connection"))
+
+    # Execute
+    with pytest.raises(OperationalError):
+        execute_run(str(run.id), factory, runner=flaky, settings=settings)
+    retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    # Assert
+    assert retried == "succeeded"
+    assert _run(session, run.id).attempt == 2
