@@ -15,8 +15,6 @@ RUN_COLUMNS = [
 ]  # fmt: skip
 
 ACTIVE = ("queued", "running")
-# Fields that never change results; the seed is what a group averages over.
-NON_GROUP_FIELDS = ("seed", "tags", "note", "checkpoint_every")
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

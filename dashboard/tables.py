@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard import paper
-from dashboard.frames import NON_GROUP_FIELDS, flatten
+from dashboard.frames import flatten
+from fedgen.sweep import NON_GROUP_FIELDS
 
 SHORT_NAMES = {"algorithm.name": "algorithm", "data.name": "dataset", "partition.alpha": "alpha"}
 

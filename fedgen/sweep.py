@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 
 MAX_SWEEP_RUNS = 1000
+# Fields that never change results; the seed is what a group of runs averages over.
+NON_GROUP_FIELDS = ("seed", "tags", "note", "checkpoint_every")
 
 
 class SweepSpec(BaseModel):
@@ -91,5 +93,5 @@ def _deepcopy(d: Any) -> Any:
 
 def group_key(spec: ExperimentSpec) -> str:
     """Canonical JSON of the spec without the seed, tags and note: runs that differ only by seed."""
-    body = spec.model_dump(mode="json", exclude={"seed", "tags", "note", "checkpoint_every"})
+    body = spec.model_dump(mode="json", exclude=set(NON_GROUP_FIELDS))
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
