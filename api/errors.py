@@ -39,7 +39,10 @@ def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
         if err.get("type") == "extra_forbidden":
             msg = "unknown field"
         elif err.get("type") == "json_invalid":
-            msg = f"malformed JSON: {err.get('ctx', {}).get('error', msg)}"
+            # loc holds the character offset of the error, not a field.
+            where = loc[1] if len(loc) > 1 else "?"
+            field = "(body)"
+            msg = f"malformed JSON at character {where}: {err.get('ctx', {}).get('error', msg)}"
         elif "input" in err and err.get("type") != "missing":
             shown = repr(err["input"])
             msg = f"{msg} (got {shown[:77] + '...' if len(shown) > 80 else shown})"

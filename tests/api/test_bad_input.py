@@ -58,7 +58,10 @@ def test_malformed_json_and_huge_body(
 ) -> None:
     """Malformed JSON is 422, a body over 1 MiB is 413, wrong content type 4xx."""
     h = {**auth, "Content-Type": "application/json"}
-    assert client.post(f"{API}/runs", content=b"{not json", headers=h).status_code == 422
+    bad_json = client.post(f"{API}/runs", content=b"{not json", headers=h)
+    assert bad_json.status_code == 422
+    assert bad_json.json()["detail"][0]["field"] == "(body)"
+    assert "malformed JSON at character 1" in bad_json.json()["detail"][0]["msg"]
     assert client.post(f"{API}/runs", content=b"", headers=h).status_code == 422
     assert client.post(f"{API}/runs", content=b"x" * (2 << 20), headers=h).status_code == 413
     assert (
