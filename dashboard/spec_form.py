@@ -10,16 +10,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-DATASETS = ["mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic"]
-ALGORITHMS = [
-    "fedavg",
-    "fedprox",
-    "fedensemble",
-    "feddistill",
-    "feddistill-plus",
-    "feddf",
-    "fedgen",
-]
+from fedgen.spec import ALGORITHM_NAMES, DATASET_NAMES
+
+DATASETS = list(DATASET_NAMES)
+ALGORITHMS = list(ALGORITHM_NAMES)
 
 
 @dataclass(frozen=True)

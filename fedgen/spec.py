@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,15 +25,8 @@ DatasetName = Literal["mnist", "emnist-letters", "fashion-mnist", "celeba", "syn
 AlgorithmName = Literal[
     "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen"
 ]
-ALGORITHM_NAMES: tuple[str, ...] = (
-    "fedavg",
-    "fedprox",
-    "fedensemble",
-    "feddistill",
-    "feddistill-plus",
-    "feddf",
-    "fedgen",
-)
+ALGORITHM_NAMES: tuple[str, ...] = get_args(AlgorithmName)
+DATASET_NAMES: tuple[str, ...] = get_args(DatasetName)
 
 # Hard limits, in one place so the docs and error messages agree.
 MAX_USERS = 1000

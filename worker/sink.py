@@ -100,43 +100,22 @@ class DbSink:
         users: list[dict[str, Any]],
         ckpts: list[dict[str, Any]],
     ) -> bool:
-        if self._engine is not None:
-            return self._write_fast(round_, metrics, users, ckpts)
-        with session_scope(self.factory) as s:
-            return metrics_repo.write_round(
-                s,
-                self.run_id,
-                self.token,
-                round_=round_,
-                metrics=metrics,
-                users=users,
-                checkpoints=ckpts,
-                lease_s=self.lease_s,
-            )
-
-    def _write_fast(
-        self,
-        round_: int,
-        metrics: dict[str, float],
-        users: list[dict[str, Any]],
-        ckpts: list[dict[str, Any]],
-    ) -> bool:
-        assert self._engine is not None
+        row: dict[str, Any] = {
+            "round_": round_,
+            "metrics": metrics,
+            "users": users,
+            "checkpoints": ckpts,
+            "lease_s": self.lease_s,
+        }
+        if self._engine is None:
+            with session_scope(self.factory) as s:
+                return metrics_repo.write_round(s, self.run_id, self.token, **row)
         for attempt in (0, 1):
             if self._conn is None or self._conn.closed or self._conn.invalidated:
                 self.close()
                 self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             try:
-                return metrics_repo.write_round_pg(
-                    self._conn,
-                    self.run_id,
-                    self.token,
-                    round_=round_,
-                    metrics=metrics,
-                    users=users,
-                    checkpoints=ckpts,
-                    lease_s=self.lease_s,
-                )
+                return metrics_repo.write_round_pg(self._conn, self.run_id, self.token, **row)
             except DBAPIError as exc:
                 self.close()
                 # A dropped connection (server restart, idle kill): the statement either committed
