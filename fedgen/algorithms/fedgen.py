@@ -7,8 +7,10 @@ differs between the paper and the official code is selected by `fidelity`
 
 Client: real-data CE, plus alpha_t * CE of the predictor on generated latents
 (labels per `client_label_sampling`), plus (official) beta_t * KL(softmax(h(G(y_real)))
-|| p(.|x_real)). All generated latents of a user's round come from one batched
-generator call under no_grad, so clients never backpropagate into the generator.
+|| p(.|x_real)). All generated latents of a user's round come from one call of
+the generator folded for eval mode (`FoldedGenerator`: BN and the label input folded
+into the first layer), so clients never backpropagate into the generator; each
+local step's predictor terms are one autograd node (`fedgen_head`).
 Server: `generator_steps` steps on the teacher loss over the uploaded predictors,
 stacked into (K, C, d) so that all K logits are one batched matmul, plus the
 diversity loss; then the usual aggregation.
@@ -25,6 +27,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 from fedgen.aggregate import state_nbytes
+from fedgen.algorithms import fedgen_head as H  # noqa: N812
 from fedgen.algorithms import fedgen_losses as L  # noqa: N812
 from fedgen.algorithms.base import ClientUpload, RunContext
 from fedgen.algorithms.fedavg import FedAvg
@@ -33,6 +36,7 @@ from fedgen.events import Checkpoint
 from fedgen.federated import UserData
 from fedgen.models.cnn import SplitModel
 from fedgen.models.generator import (
+    FoldedGenerator,
     build_generator,
     generator_checkpoint,
     generator_config,
@@ -45,18 +49,20 @@ from fedgen.spec import FedGenParams
 class Plan:
     """A user-round's precomputed inputs to the local objective (reference §5.2).
 
-    Per regularised step, the predictor sees [z_real ; z_teach ; z_kl] in one call
-    and the loss is -sum(W * log_softmax) with W = [onehot(y)/B + beta*target/B ;
-    alpha*onehot(y_teach)/B_G ; 0], i.e. CE + alpha*CE_teach + beta*KL up to the
-    KL's constant entropy term (added back, detached, so the reported loss is exact).
+    Per regularised step the predictor sees [f(x) ; z_kl ; z_teach] in one matmul,
+    inside one autograd node (`fedgen_head.PredictorObjective` documents the weights).
     """
 
     steps: int  # generator terms only in local steps < steps
     alpha: float  # teacher-term weight (0: no teacher term)
     beta: float  # latent-KL weight (0: no KL term)
-    z: torch.Tensor  # (steps, n_teach + n_kl, d): teacher latents, then G(y_real) latents
-    w_real: torch.Tensor  # (steps, B, C): onehot(y) / B
-    w_teach: torch.Tensor  # (steps, n_teach, C): alpha * onehot(y_teach) / n_teach
+    z: torch.Tensor  # (steps, n_kl + n_teach, d): G(y_real) latents (n_kl = B or 0), then teacher
+    neg_weights: (
+        torch.Tensor
+    )  # (steps, B + n_kl + n_teach, C): -onehot/B ; 0 ; -alpha onehot/n_teach
+    coef: torch.Tensor  # (B + n_kl + n_teach, 1)
+    kl_sign: torch.Tensor | None  # (2, 1, 1): (-beta/B, beta/B); None without the KL term
+    y_teach: torch.Tensor  # (steps, n_teach): the teacher term's sampled labels
     n_teach: int
 
 
@@ -94,6 +100,8 @@ class FedGen(FedAvg):
         )
         self.available = self.data.available_labels
         self.counts_reported = False  # a Python flag: no device sync to ask whether p_hat exists
+        self._folded: FoldedGenerator | None = None  # clients' view of the generator; None = stale
+        self.eye = torch.eye(self.data.num_classes, device=ctx.device)  # one-hot rows by gather
 
     # -- client side ---------------------------------------------------------
     def prior(self) -> torch.Tensor:
@@ -115,7 +123,7 @@ class FedGen(FedAvg):
         fid, t = self.fid, server_round - 1
         if t == 0 and not fid.regularize_round0:
             return None
-        steps = batches.shape[0]
+        steps, b = batches.shape
         n_reg = steps if fid.regularization_steps == 0 else min(fid.regularization_steps, steps)
         ratio = (
             self.params.gen_batch_size / self.spec.batch_size
@@ -131,57 +139,53 @@ class FedGen(FedAvg):
         beta = beta if fid.client_kl else 0.0
         if (alpha == 0.0 and beta == 0.0) or n_reg == 0:
             return None
-        parts: list[torch.Tensor] = []
-        y_teach = None
-        if alpha > 0.0:
-            y_teach = L.sample_labels(
-                n_reg * self.params.gen_batch_size,
+        n_t = self.params.gen_batch_size if alpha > 0.0 else 0
+        y_real = self.data.train_y.index_select(0, batches[:n_reg].reshape(-1)).view(n_reg, b)
+        y_teach = (
+            L.sample_labels(
+                n_reg * n_t,
                 fid.client_label_sampling,
                 self.rng,
                 support=self.available,
                 prior=self.prior() if fid.client_label_sampling == "prior" else None,
             )
-            parts.append(y_teach)
-        if beta > 0.0:
-            parts.append(self.data.train_y.index_select(0, batches[:n_reg].reshape(-1)))
-        labels = torch.cat(parts) if len(parts) > 1 else parts[0]
-        noise = sample_noise(labels.shape[0], self.gcfg, self.rng)
-        self.generator.eval()
-        with torch.no_grad():
-            z = self.generator(labels, noise)
-        n_t = 0 if y_teach is None else y_teach.shape[0] // n_reg
-        c, b = self.data.num_classes, batches.shape[1]
-        y_real = self.data.train_y.index_select(0, batches[:n_reg].reshape(-1)).view(n_reg, b)
-        w_real = F.one_hot(y_real, c).float() / b
-        w_teach = (
-            F.one_hot(y_teach.view(n_reg, n_t), c).float() * (alpha / n_t)
-            if y_teach is not None
-            else w_real.new_zeros(n_reg, 0, c)
-        )
-        d, cut = z.shape[1], n_reg * n_t
-        per_step = torch.cat([z[:cut].view(n_reg, n_t, d), z[cut:].view(n_reg, -1, d)], 1)
-        return Plan(n_reg, alpha, beta, per_step, w_real, w_teach, n_t)
+            if n_t
+            else y_real.new_zeros(0)
+        ).view(n_reg, n_t)
+        # Rows per step are [real ; KL ; teacher] (fedgen_head); one generator call makes
+        # the KL and teacher latents of all steps.
+        gen_labels = torch.cat([y_real, y_teach], 1) if beta > 0.0 else y_teach
+        noise = sample_noise(gen_labels.numel(), self.gcfg, self.rng)
+        z = self.client_generator()(gen_labels.reshape(-1), noise).view(*gen_labels.shape, -1)
+        scale, coef, kl_sign = H.row_scales(b, n_t, alpha, beta, z.device)
+        row_labels = torch.cat([y_real, gen_labels], 1)
+        onehot = self.eye.index_select(0, row_labels.reshape(-1)).view(*row_labels.shape, -1)
+        return Plan(n_reg, alpha, beta, z, onehot * scale, coef, kl_sign, y_teach, n_t)
+
+    def client_generator(self) -> FoldedGenerator:
+        """The generator as clients use it this round (eval mode, folded; built once per change)."""
+        if self._folded is None:
+            self._folded = FoldedGenerator(self.generator)
+        return self._folded
 
     def plan_loss(self, plan: Plan | None) -> LossFn:
-        """The local objective over precomputed latents: one predictor call per step (see `Plan`)."""
+        """The local objective over precomputed latents: one predictor node per step (see `Plan`)."""
 
         def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:
             assert isinstance(model, SplitModel)
             if plan is None or step >= plan.steps:
                 return F.cross_entropy(model(x), y)
-            b, nt = x.shape[0], plan.n_teach
-            logp = torch.log_softmax(model.classify(torch.cat([model.extract(x), plan.z[step]])), 1)
-            parts = [plan.w_real[step]]
-            const = None
-            if plan.beta > 0.0:
-                logq = logp[b + nt :].detach()
-                target = logq.exp()
-                parts[0] = parts[0] + target * (plan.beta / b)
-                const = (target * logq).sum() * (plan.beta / b)  # the KL's entropy term
-            parts.append(plan.w_teach[step])
-            weights = torch.cat(parts)
-            loss = -(weights * logp[: weights.shape[0]]).sum()
-            return loss if const is None else loss + const
+            head = model.predictor
+            loss: torch.Tensor = H.PredictorObjective.apply(
+                model.extract(x),
+                head.weight,
+                head.bias,
+                plan.z[step],
+                plan.neg_weights[step],
+                plan.coef,
+                plan.kl_sign,
+            )
+            return loss
 
         return loss_fn
 
@@ -233,6 +237,7 @@ class FedGen(FedAvg):
         for group in self.gen_opt.param_groups:
             group["lr"] = fid.generator_lr * fid.generator_lr_decay ** (server_round - 1)
         use_div = fid.diversity_loss != "none" and fid.diversity_weight > 0.0
+        self._folded = None
         self.generator.train()
         t_losses, d_losses, correct = [], [], []
         for s in range(steps):
@@ -295,6 +300,7 @@ class FedGen(FedAvg):
         super().load_state_dict(state)
         g = state["fedgen"]
         self.generator.load_state_dict(g["generator"])
+        self._folded = None
         self.gen_opt.load_state_dict(g["optimizer"])
         self.rng.set_state(g["rng"].cpu())
         self.user_counts = g["user_counts"].to(self.ctx.device)

@@ -91,9 +91,16 @@ def test_round0_and_regularization_steps_knobs() -> None:
     assert plan.alpha == pytest.approx(10 * 0.98**2)
     assert plan.beta == pytest.approx(10 * 0.98**2)
     assert plan.n_teach == 16
-    assert plan.w_teach.shape == (2, 16, 5)
     real = min(16, sim.data.users[0].num_train)
-    assert plan.z.shape == (2, 16 + real, 32)
+    assert plan.y_teach.shape == (2, 16)
+    assert plan.z.shape == (2, real + 16, 32)  # KL latents G(y_real), then teacher latents
+    assert plan.neg_weights.shape == (2, real + real + 16, 5)
+    # Label weights per row: -1/B real, none on the KL rows (q is added per step), -alpha/n_teach.
+    sums = torch.tensor([-1.0 / real] * real + [0.0] * real + [-plan.alpha / 16] * 16)
+    torch.testing.assert_close(plan.neg_weights.sum(2), sums.expand(2, -1))
+    beta_b = plan.beta / real
+    coef = torch.tensor([1.0 / real + beta_b] * real + [-beta_b] * real + [plan.alpha / 16] * 16)
+    torch.testing.assert_close(plan.coef.view(-1), coef)
     paper = Simulation(_spec(fidelity={"profile": "paper"})).algo
     assert isinstance(paper, FedGen)
     p_plan = paper.plan(paper.batches(sim.data.users[0]), 1)  # paper: from round 0
@@ -156,14 +163,15 @@ def test_fused_client_objective_equals_its_definition(fidelity: dict[str, Any]) 
         nt = plan.n_teach
         logits = model(x)
         ref = torch.nn.functional.cross_entropy(logits, y)
+        n_kl = plan.z.shape[1] - nt
         if nt:
-            y_teach = plan.w_teach[step].argmax(1)
+            y_teach = plan.y_teach[step]
             ref = ref + plan.alpha * torch.nn.functional.cross_entropy(
-                model.classify(plan.z[step][:nt]), y_teach
+                model.classify(plan.z[step][n_kl:]), y_teach
             )
         if plan.beta > 0.0:
             with torch.no_grad():
-                target = torch.softmax(model.classify(plan.z[step][nt:]), 1)
+                target = torch.softmax(model.classify(plan.z[step][:n_kl]), 1)
             logp = torch.log_softmax(logits, 1)
             ref = ref + plan.beta * torch.nn.functional.kl_div(logp, target, reduction="batchmean")
         torch.testing.assert_close(fused, ref, rtol=1e-5, atol=1e-5)
@@ -171,3 +179,27 @@ def test_fused_client_objective_equals_its_definition(fidelity: dict[str, Any]) 
             torch.autograd.grad(fused, params), torch.autograd.grad(ref, params), strict=True
         ):
             torch.testing.assert_close(g1, g2, rtol=1e-4, atol=1e-5)
+
+
+def test_plan_rows_carry_their_labels() -> None:
+    """KL latents are G(y_real) for the step's real batch, teacher latents G(y_teach), in row order."""
+    sim = Simulation(_spec())
+    algo = sim.algo
+    assert isinstance(algo, FedGen)
+    folded = algo.client_generator()
+    folded.noise_weight.zero_()  # z now depends on the label alone
+    batches = algo.batches(sim.data.users[0])
+    plan = algo.plan(batches, 3)
+    assert plan is not None
+    steps, b = plan.steps, batches.shape[1]
+    y_real = sim.data.train_y[batches[:steps]]
+    noise = torch.zeros(1, folded.noise_weight.shape[0])
+
+    def g(labels: torch.Tensor) -> torch.Tensor:
+        return folded(labels.reshape(-1), noise.expand(labels.numel(), -1)).view(*labels.shape, -1)
+
+    torch.testing.assert_close(plan.z[:, :b], g(y_real))
+    torch.testing.assert_close(plan.z[:, b:], g(plan.y_teach))
+    # The label part of the weights: real rows onehot(y_real), teacher rows onehot(y_teach).
+    torch.testing.assert_close(plan.neg_weights[:, :b].argmin(2), y_real)
+    torch.testing.assert_close(plan.neg_weights[:, 2 * b :].argmin(2), plan.y_teach)

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from fedgen.models.generator import (
+    FoldedGenerator,
     GeneratorConfig,
     build_generator,
     generator_checkpoint,
@@ -101,3 +102,32 @@ def test_checkpoint_roundtrip_and_sample_latents() -> None:
     assert y1.tolist() == [c for c in range(10) for _ in range(3)]
     torch.testing.assert_close(z1, z2)
     torch.testing.assert_close(y1, y2)
+
+
+@pytest.mark.parametrize(("embedding", "batchnorm"), [(False, True), (True, True), (False, False)])
+def test_folded_generator_equals_the_module_in_eval_mode(embedding: bool, batchnorm: bool) -> None:
+    """BN folded into the first Linear and the label input into a table: same z, no autograd."""
+    cfg = GeneratorConfig(
+        noise_dim=8,
+        hidden_dim=16,
+        latent_dim=4,
+        num_classes=5,
+        embedding=embedding,
+        batchnorm=batchnorm,
+    )
+    gen = build_generator(cfg, seed=3)
+    rng = torch.Generator().manual_seed(0)
+    opt = torch.optim.SGD(gen.parameters(), lr=0.1)
+    for _ in range(5):  # move BN's running statistics and affine parameters off their defaults
+        labels = torch.randint(0, 5, (32,), generator=rng)
+        opt.zero_grad()
+        gen(labels, sample_noise(32, cfg, rng)).pow(2).mean().backward()
+        opt.step()
+    labels = torch.arange(5).repeat(8)
+    noise = sample_noise(40, cfg, rng)
+    folded = FoldedGenerator(gen)
+    with torch.no_grad():
+        expected = gen.eval()(labels, noise)
+    z = folded(labels, noise)
+    assert not z.requires_grad
+    torch.testing.assert_close(z, expected, rtol=1e-5, atol=1e-6)

@@ -183,7 +183,9 @@ def test_lr_schedule_per_round_and_per_user() -> None:
     # A user never selected still trains at lr0; one last trained in round r (0-based t=r-1) at lr0*0.5^t.
     clock = per_user.lr_clock
     assert all(t in (0, 1, 2) for t in clock)
-    assert [per_user.client_lr(k, 4) for k in range(5)] == pytest.approx([0.1 * 0.5**t for t in clock])
+    assert [per_user.client_lr(k, 4) for k in range(5)] == pytest.approx(
+        [0.1 * 0.5**t for t in clock]
+    )
 
 
 def test_official_fidelity_details() -> None:
