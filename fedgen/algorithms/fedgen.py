@@ -57,9 +57,7 @@ class Plan:
     alpha: float  # teacher-term weight (0: no teacher term)
     beta: float  # latent-KL weight (0: no KL term)
     z: torch.Tensor  # (steps, n_kl + n_teach, d): G(y_real) latents (n_kl = B or 0), then teacher
-    neg_weights: (
-        torch.Tensor
-    )  # (steps, B + n_kl + n_teach, C): -onehot/B ; 0 ; -alpha onehot/n_teach
+    neg_weights: torch.Tensor  # (steps, B + n_kl + n_teach, C): label part of w
     coef: torch.Tensor  # (B + n_kl + n_teach, 1)
     kl_sign: torch.Tensor | None  # (2, 1, 1): (-beta/B, beta/B); None without the KL term
     y_teach: torch.Tensor  # (steps, n_teach): the teacher term's sampled labels

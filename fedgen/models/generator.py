@@ -172,9 +172,10 @@ class FoldedGenerator:
                 if bn.affine:
                     scale, shift = scale * bn.weight, shift * bn.weight + bn.bias
                 noise_w, table, bias = noise_w * scale, table * scale, bias * scale + shift
-            self.noise_weight = noise_w.contiguous()
-            self.label_table = (table + bias).contiguous()
-            self.out_weight_t = g.out.weight.t().contiguous()
+            # clone(contiguous_format) always copies: the folded weights never alias G's.
+            self.noise_weight = noise_w.clone(memory_format=torch.contiguous_format)
+            self.label_table = (table + bias).contiguous()  # rows gathered per label
+            self.out_weight_t = g.out.weight.t().clone(memory_format=torch.contiguous_format)
             self.out_bias = g.out.bias.detach().clone()
 
     def __call__(self, labels: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
