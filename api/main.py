@@ -13,23 +13,10 @@ from api import errors
 from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit
+from api.queue import Enqueue, Sender
 from api.routes import checkpoints, events, metrics, misc, runs, sweeps
-from api.service import Enqueue
 
 API_PREFIX = "/api/v1"
-
-
-def _celery_enqueue(run_id: str, device: str) -> None:
-    from worker.celery_app import enqueue_run  # late: the API process needs Celery only to send
-
-    enqueue_run(run_id, device)
-
-
-def _celery_broker_check() -> None:
-    from worker.celery_app import celery_app
-
-    with celery_app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=1, timeout=2)
 
 
 def create_app(
@@ -68,8 +55,9 @@ def create_app(
     )
     app.state.settings = s
     app.state.sessionmaker = session_factory
-    app.state.enqueue = enqueue or _celery_enqueue
-    app.state.broker_check = broker_check or _celery_broker_check
+    sender = Sender(s)  # builds its Celery producer only when first used
+    app.state.enqueue = enqueue or sender.send
+    app.state.broker_check = broker_check or sender.check
     app.state.settings_sse_poll_s = sse_poll_s
     errors.install(app)
     app.add_middleware(

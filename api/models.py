@@ -112,7 +112,8 @@ class Run(Base):
         Text, default=","
     )  # ",a,b," so LIKE '%,a,%' filters portably
     rounds: Mapped[int] = mapped_column(Integer)
-    queue: Mapped[str] = mapped_column(String(16), default="cpu")
+    # The broker queue the run was sent to, FEDGEN_QUEUE_PREFIX (at most 50 chars) included.
+    queue: Mapped[str] = mapped_column(String(64), default="cpu")
     partition_fingerprint: Mapped[str | None] = mapped_column(String(64))
     owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
     sweep_id: Mapped[uuid.UUID | None] = mapped_column(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
@@ -12,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from api.errors import FieldErrors
 from api.models import Run, Sweep, User
+from api.queue import Enqueue, queue_for_device
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.schemas import RunPublic
@@ -19,13 +19,6 @@ from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.sweep import SweepSpec, expand
 
 log = logging.getLogger(__name__)
-Enqueue = Callable[[str, str], None]
-
-
-def queue_for(spec: ExperimentSpec) -> str:
-    """Queue routing by the spec's device."""
-    return "gpu" if spec.device.startswith("cuda") else "cpu"
-
 
 def _versions() -> dict[str, str]:
     out: dict[str, str] = {}
@@ -59,14 +52,16 @@ def submit_run(
     spec: ExperimentSpec,
     enqueue: Enqueue,
     sweep_id: uuid.UUID | None = None,
+    *,
+    queue_prefix: str,
 ) -> Run:
-    """Insert a queued run, commit, then enqueue its task."""
+    """Insert a queued run (recording the queue it is sent to), commit, then enqueue its task."""
     run = runs_repo.create_run(
         session,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
         owner_id=user.id,
-        queue=queue_for(spec),
+        queue=queue_for_device(spec.device, queue_prefix),
         sweep_id=sweep_id,
         versions=_versions(),
     )
@@ -93,11 +88,17 @@ def merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def clone_run(
-    session: Session, user: User, run: Run, changes: dict[str, Any], enqueue: Enqueue
+    session: Session,
+    user: User,
+    run: Run,
+    changes: dict[str, Any],
+    enqueue: Enqueue,
+    *,
+    queue_prefix: str,
 ) -> Run:
     """A new run from an existing run's spec with `changes` merged in."""
     spec = validate_spec(merge(run.spec, changes), prefix="changes.")
-    return submit_run(session, user, spec, enqueue)
+    return submit_run(session, user, spec, enqueue, queue_prefix=queue_prefix)
 
 
 def submit_sweep(
@@ -107,6 +108,8 @@ def submit_sweep(
     base: dict[str, Any],
     grid: dict[str, Any],
     enqueue: Enqueue,
+    *,
+    queue_prefix: str,
 ) -> tuple[Sweep, list[Run]]:
     """Expand the grid (all specs validated first), insert sweep and runs, commit, enqueue."""
     try:
@@ -122,7 +125,7 @@ def submit_sweep(
             spec=s.model_dump(mode="json"),
             spec_hash=s.spec_hash(),
             owner_id=user.id,
-            queue=queue_for(s),
+            queue=queue_for_device(s.device, queue_prefix),
             sweep_id=sweep.id,
             versions=versions,
         )

@@ -28,18 +28,15 @@ def default_queues() -> str:
     return "gpu" if visible not in ("", "-1") else "cpu"
 
 
-def _prefixed(queues: str, prefix: str) -> str:
-    return ",".join(prefix + q.strip() for q in queues.split(",") if q.strip())
-
-
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from worker.celery_app import celery_app, enqueue_run, worker_sessionmaker
+    from api.queue import Sender, prefixed
+    from worker.celery_app import celery_app, worker_sessionmaker
     from worker.reaper import start_reaper
 
     s = get_settings()
     s.ensure_dirs()
-    queues = _prefixed(args.queues or default_queues(), s.queue_prefix)
-    start_reaper(worker_sessionmaker(), enqueue_run, s.reaper_s)
+    queues = prefixed(args.queues or default_queues(), s.queue_prefix)
+    start_reaper(worker_sessionmaker(), Sender(s).send, s.reaper_s)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "-")
     name = args.name or f"{queues.split(',')[0]}{visible}-{os.getpid()}@%h"
     # solo/threads: no fork after CUDA init; one run at a time per GPU.
@@ -109,12 +106,13 @@ def _cmd_requeue(_args: argparse.Namespace) -> int:
     from sqlalchemy import select
 
     from api.models import Run
-    from worker.celery_app import enqueue_run
+    from api.queue import Sender
 
+    send = Sender(get_settings()).send
     with _session_factory()() as session:
         rows = session.execute(select(Run.id, Run.spec).where(Run.status == "queued")).all()
     for rid, spec in rows:
-        enqueue_run(str(rid), str(spec.get("device", "cpu")))
+        send(str(rid), str(spec.get("device", "cpu")))
     print(f"re-sent {len(rows)} queued run(s)")
     return 0
 

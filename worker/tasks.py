@@ -7,7 +7,8 @@ import logging
 from celery import Task
 from sqlalchemy.exc import OperationalError
 
-from worker.celery_app import TASK_NAME, celery_app, worker_sessionmaker
+from api.queue import TASK_NAME
+from worker.celery_app import celery_app, worker_sessionmaker
 from worker.execution import RunNotFound, execute_run
 
 log = logging.getLogger(__name__)

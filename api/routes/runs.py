@@ -21,10 +21,14 @@ StatusQ = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit_run(body: RunCreate, request: Request, session: SessionDep, user: UserDep) -> RunPublic:
+def submit_run(
+    body: RunCreate, request: Request, session: SessionDep, user: UserDep, settings: SettingsDep
+) -> RunPublic:
     """Validate a spec, queue a run for it."""
     spec = service.validate_spec(body.spec)
-    run = service.submit_run(session, user, spec, request.app.state.enqueue)
+    run = service.submit_run(
+        session, user, spec, request.app.state.enqueue, queue_prefix=settings.queue_prefix
+    )
     return service.run_public(run, user.name)
 
 

@@ -36,11 +36,17 @@ def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
 def submit_sweep(
-    body: SweepCreate, request: Request, session: SessionDep, user: UserDep
+    body: SweepCreate, request: Request, session: SessionDep, user: UserDep, settings: SettingsDep
 ) -> SweepPublic:
     """Expand a grid into runs (all validated first) and queue them."""
     sweep, _ = service.submit_sweep(
-        session, user, body.name, body.base, body.grid, request.app.state.enqueue
+        session,
+        user,
+        body.name,
+        body.base,
+        body.grid,
+        request.app.state.enqueue,
+        queue_prefix=settings.queue_prefix,
     )
     return _public(session, sweep, user.name)
 

@@ -20,7 +20,8 @@ from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run
 from tests.factories import create_run, create_user
 from tests.needs import needs
-from worker.celery_app import TASK_NAME, make_celery
+from api.queue import TASK_NAME
+from worker.celery_app import make_celery
 from worker.execution import execute_run
 
 ROOT = Path(__file__).resolve().parents[2]
