@@ -70,27 +70,28 @@ def parse_uuid(value: str, what: str = "run") -> uuid.UUID:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {value!r} not found") from None
 
 
-def load_run(run_id: str, session: SessionDep, _user: UserDep) -> tuple[Run, str]:
-    """The run and its owner's name, or 404."""
-    found = runs_repo.get_run(session, parse_uuid(run_id))
-    if found is None:
+def _run_or_404(session: Session, run_id: str) -> Run:
+    run = runs_repo.get_run(session, parse_uuid(run_id))
+    if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return found
+    return run
 
 
-RunDep = Annotated[tuple[Run, str], Depends(load_run)]
+def load_run(run_id: str, session: SessionDep, _user: UserDep) -> Run:
+    """The run of the path (its owner loaded, as `run.owner`), or 404."""
+    return _run_or_404(session, run_id)
 
 
-def load_run_for_stream(run_id: str, session: StreamSessionDep, creds: CredsDep) -> tuple[Run, str]:
+RunDep = Annotated[Run, Depends(load_run)]
+
+
+def load_run_for_stream(run_id: str, session: StreamSessionDep, creds: CredsDep) -> Run:
     """`load_run` for streaming handlers: authenticated and loaded in a handler-scoped session."""
     authenticate(session, creds)
-    found = runs_repo.get_run(session, parse_uuid(run_id))
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return found
+    return _run_or_404(session, run_id)
 
 
-StreamRunDep = Annotated[tuple[Run, str], Depends(load_run_for_stream)]
+StreamRunDep = Annotated[Run, Depends(load_run_for_stream)]
 
 
 def require_owner(run: Run, user: User) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -36,7 +36,6 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 TERMINAL = ("succeeded", "failed", "cancelled")
 
 
@@ -116,6 +115,8 @@ class Run(Base):
     queue: Mapped[str] = mapped_column(String(64), default="cpu")
     partition_fingerprint: Mapped[str | None] = mapped_column(String(64))
     owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
+    # Loaded with the run by the repository's queries (a join), or found in the session.
+    owner: Mapped[User] = relationship()
     sweep_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
     )

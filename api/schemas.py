@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+def _as_str(value: Any) -> Any:
+    return None if value is None else str(value)
+
+
+# Ids are UUIDs in the database and strings in the API.
+IdStr = Annotated[str, BeforeValidator(_as_str)]
+OptionalIdStr = Annotated[str | None, BeforeValidator(_as_str)]
+
+
+class _FromRow(BaseModel):
+    """A response read from an ORM row's attributes (`Model.model_validate(row)`)."""
+
+    model_config = ConfigDict(from_attributes=True)
 
 
 class _In(BaseModel):
@@ -40,16 +56,18 @@ class SweepCreate(_In):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
 
-class RunPublic(BaseModel):
+class RunPublic(_FromRow):
     """A run as the API shows it."""
 
-    id: str
+    # Read from a Run row whose owner is loaded (api.repository.runs loads it with the run).
+
+    id: IdStr
     status: RunStatus
     spec: dict[str, Any]
     spec_hash: str
     partition_fingerprint: str | None
-    owner: str
-    sweep_id: str | None
+    owner: str = Field(validation_alias=AliasPath("owner", "name"))
+    sweep_id: OptionalIdStr
     attempt: int
     worker: str | None
     device: str | None
@@ -84,7 +102,12 @@ class MetricsPublic(BaseModel):
     downsampled: bool
 
 
-class CompareRun(BaseModel):
+# /compare answers 100 runs x 200 rounds x 15 series in one body. Its two types are plain
+# dataclasses, not models: the handler's constructor calls are type-checked, nothing is validated
+# again at run time, and orjson writes dataclasses natively, about twice as fast as pydantic's
+# serializer. FastAPI still documents them in the OpenAPI schema (response_model).
+@dataclass(frozen=True, slots=True)
+class CompareRun:
     """One run of GET /compare: identity fields plus its columnar metrics."""
 
     id: str
@@ -108,13 +131,14 @@ class CompareRun(BaseModel):
     downsampled: bool
 
 
-class ComparePublic(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ComparePublic:
     """GET /compare."""
 
     runs: list[CompareRun]
 
 
-class UserRow(BaseModel):
+class UserRow(_FromRow):
     """One user in one round."""
 
     round: int
@@ -133,10 +157,10 @@ class UsersPublic(BaseModel):
     data: list[UserRow]
 
 
-class CheckpointPublic(BaseModel):
+class CheckpointPublic(_FromRow):
     """A stored checkpoint (download it from .../download)."""
 
-    id: str
+    id: IdStr
     round: int
     kind: str
     size: int
@@ -171,9 +195,9 @@ class SweepsPublic(BaseModel):
     count: int
 
 
-class UserPublic(BaseModel):
+class UserPublic(_FromRow):
     """GET /me."""
 
-    id: str
+    id: IdStr
     name: str
     is_admin: bool

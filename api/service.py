@@ -20,6 +20,7 @@ from fedgen.sweep import SweepSpec, expand
 
 log = logging.getLogger(__name__)
 
+
 def _versions() -> dict[str, str]:
     out: dict[str, str] = {}
     for pkg in ("fedgen-lab", "torch"):
@@ -136,27 +137,6 @@ def submit_sweep(
     return sweep, runs
 
 
-def run_public(run: Run, owner: str) -> RunPublic:
-    """ORM row -> RunPublic."""
-    return RunPublic(
-        id=str(run.id),
-        status=run.status,  # type: ignore[arg-type]
-        spec=run.spec,
-        spec_hash=run.spec_hash,
-        partition_fingerprint=run.partition_fingerprint,
-        owner=owner,
-        sweep_id=str(run.sweep_id) if run.sweep_id else None,
-        attempt=run.attempt,
-        worker=run.worker,
-        device=run.device,
-        current_round=run.current_round,
-        rounds=run.rounds,
-        last_acc=run.last_acc,
-        best_acc=run.best_acc,
-        error=run.error,
-        cancel_requested=run.cancel_requested,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        versions=run.versions or {},
-    )
+def run_public(run: Run) -> RunPublic:
+    """ORM row (owner loaded) -> RunPublic."""
+    return RunPublic.model_validate(run)

@@ -15,7 +15,7 @@ import threading
 import traceback
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,11 +27,23 @@ from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.repository.metrics import LeaseLost
 from api.store import CheckpointStore
+from fedgen.events import RunSummary, Sink
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from worker.sink import DbSink
 
 log = logging.getLogger(__name__)
-Runner = Callable[..., Any]
+
+
+class Runner(Protocol):
+    """What execute_run calls to simulate: fedgen.runner.run (tests pass a fake with this shape)."""
+
+    def __call__(
+        self,
+        spec: ExperimentSpec,
+        sink: Sink,
+        resume_from: bytes | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> RunSummary: ...
 
 
 class WorkerError(Exception):
@@ -130,10 +142,9 @@ def execute_run(
     except ValueError:
         raise RunNotFound(f"not a run id: {run_id!r}") from None
     with factory() as sess:
-        found = runs_repo.get_run(sess, rid)
-    if found is None:
+        run = runs_repo.get_run(sess, rid)
+    if run is None:
         raise RunNotFound(f"run {run_id} does not exist")
-    run = found[0]
     if run.status in TERMINAL:
         return "skipped"
     token = uuid.uuid4().hex
@@ -202,16 +213,9 @@ def _run_claimed(
         raise infra
     if lease.lost.is_set():
         return "lost"
-    summary = summary or sink.summary
-    summary_dict = (
-        summary.to_dict() if summary is not None and hasattr(summary, "to_dict") else None
-    )
-    stopped = summary is not None and getattr(summary, "status", "completed") == "stopped"
-    if stopped:
-        _finish(factory, rid, token, "cancelled", summary=summary_dict)
-        return "cancelled"
-    _finish(factory, rid, token, "succeeded", summary=summary_dict)
-    return "succeeded"
+    status = "cancelled" if summary.status == "stopped" else "succeeded"
+    _finish(factory, rid, token, status, summary=summary.to_dict())
+    return status
 
 
 def _finish(

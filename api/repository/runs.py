@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, case, delete, func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, contains_eager
 
 from api.models import TERMINAL, Run, User, utcnow
 
@@ -64,26 +64,25 @@ def create_run(
     return run
 
 
-def _with_owner() -> Select[tuple[Run, str]]:
-    return select(Run, User.name).join(User, User.id == Run.owner_id)
+def _with_owner() -> Select[Run]:
+    # One query: the owner row comes with the run (Run.owner is then loaded, never lazily).
+    return select(Run).join(Run.owner).options(contains_eager(Run.owner))
 
 
-def get_run(session: Session, run_id: uuid.UUID) -> tuple[Run, str] | None:
-    """A run and its owner's name, or None."""
-    row = session.execute(_with_owner().where(Run.id == run_id)).first()
-    return (row[0], row[1]) if row else None
+def get_run(session: Session, run_id: uuid.UUID) -> Run | None:
+    """A run (its owner loaded), or None."""
+    return session.scalar(_with_owner().where(Run.id == run_id))
 
 
-def get_runs(session: Session, run_ids: list[uuid.UUID]) -> list[tuple[Run, str]]:
-    """Several runs with owner names, in the order asked (missing ids left out)."""
-    rows = session.execute(_with_owner().where(Run.id.in_(run_ids))).all()
-    by_id = {r[0].id: (r[0], r[1]) for r in rows}
+def get_runs(session: Session, run_ids: list[uuid.UUID]) -> list[Run]:
+    """Several runs (owners loaded), in the order asked (missing ids left out)."""
+    by_id = {r.id: r for r in session.scalars(_with_owner().where(Run.id.in_(run_ids)))}
     return [by_id[i] for i in run_ids if i in by_id]
 
 
 def list_runs(
     session: Session, filters: RunFilters, limit: int, offset: int
-) -> tuple[list[tuple[Run, str]], int]:
+) -> tuple[list[Run], int]:
     """One page of runs, newest first, and the total count under the filters."""
     conds = []
     f = filters
@@ -115,7 +114,7 @@ def list_runs(
         .limit(limit)
         .offset(offset)
     )
-    return [(r[0], r[1]) for r in session.execute(stmt).all()], count
+    return list(session.scalars(stmt)), count
 
 
 def request_cancel(session: Session, run_id: uuid.UUID) -> None:

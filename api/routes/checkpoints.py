@@ -21,30 +21,18 @@ router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
 
 
 @router.get("")
-def list_checkpoints(found: RunDep, session: SessionDep) -> CheckpointsPublic:
+def list_checkpoints(run: RunDep, session: SessionDep) -> CheckpointsPublic:
     """All checkpoints of a run."""
-    rows = ckpt_repo.list_checkpoints(session, found[0].id)
-    return CheckpointsPublic(
-        data=[
-            CheckpointPublic(
-                id=str(c.id),
-                round=c.round,
-                kind=c.kind,
-                size=c.size,
-                sha256=c.sha256,
-                created_at=c.created_at,
-            )
-            for c in rows
-        ]
-    )
+    rows = ckpt_repo.list_checkpoints(session, run.id)
+    return CheckpointsPublic(data=[CheckpointPublic.model_validate(c) for c in rows])
 
 
 @router.get("/{ckpt_id}/download")
 def download_checkpoint(
-    found: StreamRunDep, ckpt_id: str, session: StreamSessionDep, settings: SettingsDep
+    run: StreamRunDep, ckpt_id: str, session: StreamSessionDep, settings: SettingsDep
 ) -> StreamingResponse:
     """The checkpoint's bytes (torch.save format), header X-Checkpoint-SHA256."""
-    row = ckpt_repo.get_checkpoint(session, found[0].id, parse_uuid(ckpt_id, "checkpoint"))
+    row = ckpt_repo.get_checkpoint(session, run.id, parse_uuid(ckpt_id, "checkpoint"))
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"checkpoint {ckpt_id} not found")
     store = CheckpointStore(settings.checkpoint_root)
@@ -56,7 +44,7 @@ def download_checkpoint(
         raise HTTPException(
             status.HTTP_410_GONE, "checkpoint file is missing from the store"
         ) from None
-    name = f"{found[0].id}-r{row.round}-{row.kind}.pt"
+    name = f"{run.id}-r{row.round}-{row.kind}.pt"
     return StreamingResponse(
         store.iter_chunks(row.path),
         media_type="application/octet-stream",

@@ -32,13 +32,13 @@ def _poll(
 
 @router.get("/runs/{run_id}/events")
 async def run_events(
-    found: StreamRunDep,
+    run: StreamRunDep,
     request: Request,
     after_round: Annotated[int, Query(ge=-1, le=MAX_ROUND)] = -1,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """Stream rounds in order and status changes; the stream ends when the run is terminal."""
-    run_id = found[0].id
+    run_id = run.id
     start = after_round
     if last_event_id and last_event_id.isdigit() and len(last_event_id) < 10:
         start = max(start, int(last_event_id))

@@ -58,7 +58,7 @@ def spec_schema(_user: UserDep) -> dict[str, Any]:
 @router.get("/me", tags=["users"])
 def me(user: UserDep) -> UserPublic:
     """The token's user."""
-    return UserPublic(id=str(user.id), name=user.name, is_admin=user.is_admin)
+    return UserPublic.model_validate(user)
 
 
 @router.get("/timing", tags=["metrics"])

@@ -29,7 +29,7 @@ def submit_run(
     run = service.submit_run(
         session, user, spec, request.app.state.enqueue, queue_prefix=settings.queue_prefix
     )
-    return service.run_public(run, user.name)
+    return service.run_public(run)
 
 
 @router.get("")
@@ -64,32 +64,28 @@ def list_runs(
         created_before=created_before,
     )
     rows, count = runs_repo.list_runs(session, filters, limit, offset)
-    return RunsPublic(data=[service.run_public(r, o) for r, o in rows], count=count)
+    return RunsPublic(data=[service.run_public(r) for r in rows], count=count)
 
 
 @router.get("/{run_id}")
-def get_run(found: RunDep) -> RunPublic:
+def get_run(run: RunDep) -> RunPublic:
     """One run."""
-    return service.run_public(*found)
+    return service.run_public(run)
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
-def cancel_run(found: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
+def cancel_run(run: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
     """Ask a run to stop (queued: at once; running: between rounds)."""
-    run, owner = found
     require_owner(run, user)
     runs_repo.request_cancel(session, run.id)
     session.flush()
     session.refresh(run)
-    return service.run_public(run, owner)
+    return service.run_public(run)
 
 
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_run(
-    found: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep
-) -> Response:
+def delete_run(run: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> Response:
     """Delete a run, its metrics and its checkpoint files (owner or admin)."""
-    run, _ = found
     require_owner(run, user)
     runs_repo.request_cancel(session, run.id)
     paths = ckpt_repo.paths_of_run(session, run.id)
@@ -103,8 +99,20 @@ def delete_run(
 
 @router.post("/{run_id}/clone", status_code=status.HTTP_202_ACCEPTED)
 def clone_run(
-    found: RunDep, body: RunClone, request: Request, session: SessionDep, user: UserDep
+    run: RunDep,
+    body: RunClone,
+    request: Request,
+    session: SessionDep,
+    user: UserDep,
+    settings: SettingsDep,
 ) -> RunPublic:
     """A new run from this run's spec with `changes` merged in."""
-    run = service.clone_run(session, user, found[0], body.changes, request.app.state.enqueue)
-    return service.run_public(run, user.name)
+    clone = service.clone_run(
+        session,
+        user,
+        run,
+        body.changes,
+        request.app.state.enqueue,
+        queue_prefix=settings.queue_prefix,
+    )
+    return service.run_public(clone)

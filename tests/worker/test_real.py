@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session, sessionmaker
 import fedgen.runner as runner_mod
 from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run
+from api.queue import TASK_NAME
 from tests.factories import create_run, create_user
 from tests.needs import needs
-from api.queue import TASK_NAME
 from worker.celery_app import make_celery
 from worker.execution import execute_run
 
