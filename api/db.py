@@ -101,8 +101,3 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
-
-
-def is_postgres(engine: Engine) -> bool:
-    """True when the engine talks to PostgreSQL."""
-    return engine.dialect.name == "postgresql"

@@ -45,13 +45,6 @@ def sweep_summary(url: str, token: str, sweep_id: str) -> Any:
         return c.sweep_summary(sweep_id, "json")
 
 
-@st.cache_data(ttl=5, show_spinner=False)
-def sweep_summary_csv(url: str, token: str, sweep_id: str) -> str:
-    """GET /sweeps/{id}/summary?format=csv."""
-    with LabClient(url, token) as c:
-        return str(c.sweep_summary(sweep_id, "csv"))
-
-
 @st.cache_data(ttl=10, show_spinner=False)
 def timing(url: str, token: str, sweep_id: str | None) -> Any:
     """GET /timing."""

@@ -9,7 +9,7 @@ crashing (reference §7, issue #25).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,6 @@ def local_sgd(
     lr: float,
     loss_fn: LossFn = cross_entropy_loss,
     grad_hook: GradHook | None = None,
-    params: Iterable[nn.Parameter] | None = None,
 ) -> torch.Tensor:
     """Run len(batches) plain SGD steps; returns the mean loss as a 0-d tensor (no host sync).
 
@@ -83,9 +82,7 @@ def local_sgd(
     `grad_hook` may edit the gradients in place before the step (FedProx).
     """
     model.train()
-    trainable: list[torch.Tensor] = [
-        p for p in (params if params is not None else model.parameters()) if p.requires_grad
-    ]
+    trainable: list[torch.Tensor] = [p for p in model.parameters() if p.requires_grad]
     total = torch.zeros((), device=x_all.device)
     for step in range(batches.shape[0]):
         idx = batches[step]

@@ -48,13 +48,6 @@ def runs_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[Run]:
     return list(session.scalars(stmt))
 
 
-def run_ids_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[uuid.UUID]:
-    """Ids of a sweep's runs."""
-    return list(
-        session.scalars(select(Run.id).where(Run.sweep_id == sweep_id).order_by(Run.created_at))
-    )
-
-
 def runs_for_timing(
     session: Session, sweep_id: uuid.UUID | None, algorithm: str | None
 ) -> list[Run]:

@@ -32,8 +32,3 @@ def user_by_token(session: Session, token: str) -> User | None:
         .where(ApiToken.token_hash == hash_token(token))
     )
     return session.scalar(stmt)
-
-
-def user_by_name(session: Session, name: str) -> User | None:
-    """The user called `name`, or None."""
-    return session.scalar(select(User).where(User.name == name))
