@@ -36,9 +36,6 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-TERMINAL = ("succeeded", "failed", "cancelled")
-
 
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""

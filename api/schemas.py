@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+from fedgen.status import RunStatus
 
 
 class _In(BaseModel):
