@@ -16,18 +16,8 @@ from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.specdict import differing_fields, group_key, group_label
 from fedgen.stats import mean_std, pooled_top5, reported_curve
-from fedgen.sweep import group_key
-
-
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _nan_none(x: float) -> float | None:
@@ -45,31 +35,13 @@ def _group_runs(runs: list[Run]) -> dict[str, list[Run]]:
     return groups
 
 
-def _differing(flats: list[dict[str, Any]], keys: list[str]) -> list[str]:
-    """Fields whose value varies; algorithm parameters only among groups that have them."""
-    out = []
-    for f in keys:
-        pool = [d for d in flats if f in d] if f.startswith("algorithm.") else flats
-        if len({json.dumps(d.get(f)) for d in pool}) > 1:
-            out.append(f)
-    if "algorithm.name" in out:  # the name first: "algorithm=fedgen, algorithm.gen_batch_size=64"
-        out.remove("algorithm.name")
-        out.insert(0, "algorithm.name")
-    return out
-
-
-def _short(field: str) -> str:
-    return "algorithm" if field == "algorithm.name" else field
-
-
 def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]:
     """One row per group: label (the differing fields), n, final and top-5 accuracy mean ± std."""
     runs = sweeps_repo.runs_of_sweep(session, sweep_id)
     groups = _group_runs(runs)
     curves = metrics_repo.acc_curves(session, [r.id for r in runs])
-    flat = {k: _flatten(json.loads(k)) for k in groups}
-    keys = sorted({f for d in flat.values() for f in d})
-    differing = _differing(list(flat.values()), keys)
+    flat = {k: json.loads(k) for k in groups}
+    differing = differing_fields(flat.values())
     rows: list[dict[str, Any]] = []
     for key, members in groups.items():
         # The accuracies each run's fidelity profile reports (official: not the post-final model).
@@ -83,7 +55,7 @@ def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]
         fields = {f: flat[key][f] for f in differing if f in flat[key]}
         rows.append(
             {
-                "label": ", ".join(f"{_short(f)}={v}" for f, v in fields.items()) or "all",
+                "label": group_label(fields),
                 "fields": fields,
                 "n": len(members),
                 "n_succeeded": len(done),

@@ -36,8 +36,6 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-TERMINAL = ("succeeded", "failed", "cancelled")
-
 
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""

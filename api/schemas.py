@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+from fedgen.status import RunStatus
 
 
 def _as_str(value: Any) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from importlib import metadata
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -16,19 +15,11 @@ from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.schemas import RunPublic
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
+from fedgen.versions import versions
 
 log = logging.getLogger(__name__)
-
-
-def _versions() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pkg in ("fedgen-lab", "torch"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec:
@@ -64,28 +55,11 @@ def submit_run(
         owner_id=user.id,
         queue=queue_for_device(spec.device, queue_prefix),
         sweep_id=sweep_id,
-        versions=_versions(),
+        versions=versions(),
     )
     session.commit()
     _enqueue_all(enqueue, [run])
     return run
-
-
-def merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge `changes` into `base` (an algorithm given by name replaces its parameters)."""
-    out = dict(base)
-    for key, val in changes.items():
-        if key == "algorithm" and isinstance(val, str):
-            out[key] = {"name": val}
-        elif (
-            isinstance(val, dict)
-            and isinstance(out.get(key), dict)
-            and not (key == "algorithm" and val.get("name") not in (None, out[key].get("name")))
-        ):
-            out[key] = merge(out[key], val)
-        else:
-            out[key] = val
-    return out
 
 
 def clone_run(
@@ -119,7 +93,7 @@ def submit_sweep(
     except SpecError as exc:
         raise FieldErrors(exc.errors) from None
     sweep = sweeps_repo.create_sweep(session, name=name, base=base, grid=grid, owner_id=user.id)
-    versions = _versions()
+    recorded = versions()
     runs = [
         runs_repo.create_run(
             session,
@@ -128,7 +102,7 @@ def submit_sweep(
             owner_id=user.id,
             queue=queue_for_device(s.device, queue_prefix),
             sweep_id=sweep.id,
-            versions=versions,
+            versions=recorded,
         )
         for s in specs
     ]

@@ -8,36 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedgen.specdict import get_dotted
+from fedgen.status import ACTIVE
+
 RUN_COLUMNS = [
     "id", "status", "progress", "algorithm", "dataset", "alpha", "seed", "owner",
     "best_acc", "last_acc", "started_at", "finished_at", "created_at", "sweep_id",
     "current_round", "rounds",
 ]  # fmt: skip
-
-ACTIVE = ("queued", "running")
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}; lists are kept as values (tuples, so they hash)."""
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, name + "."))
-        elif isinstance(value, list):
-            out[name] = tuple(value)
-        else:
-            out[name] = value
-    return out
-
-
-def _spec_get(spec: dict[str, Any], dotted: str) -> Any:
-    node: Any = spec
-    for part in dotted.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
 
 
 def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
@@ -52,9 +30,9 @@ def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
                 "id": r.get("id"),
                 "status": r.get("status"),
                 "progress": f"{current}/{rounds}",
-                "algorithm": _spec_get(spec, "algorithm.name"),
-                "dataset": _spec_get(spec, "data.name"),
-                "alpha": _spec_get(spec, "partition.alpha"),
+                "algorithm": get_dotted(spec, "algorithm.name"),
+                "dataset": get_dotted(spec, "data.name"),
+                "alpha": get_dotted(spec, "partition.alpha"),
                 "seed": spec.get("seed"),
                 "owner": r.get("owner"),
                 "best_acc": r.get("best_acc"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedgen.spec import ALGORITHM_NAMES, DATASET_NAMES
+from fedgen.specdict import set_dotted
 
 DATASETS = list(DATASET_NAMES)
 ALGORITHMS = list(ALGORITHM_NAMES)
@@ -80,14 +81,6 @@ def coerce(value: Any, kind: str) -> Any:
     return str(value)
 
 
-def _set(target: dict[str, Any], dotted: str, value: Any) -> None:
-    node = target
-    parts = dotted.split(".")
-    for p in parts[:-1]:
-        node = node.setdefault(p, {})
-    node[parts[-1]] = value
-
-
 def algorithm_block(name: str, values: dict[str, Any]) -> dict[str, Any]:
     """The `algorithm` mapping for `name` with only the parameters that algorithm accepts."""
     block: dict[str, Any] = {"name": name}
@@ -106,7 +99,7 @@ def build_spec(values: dict[str, Any]) -> dict[str, Any]:
             continue
         if path == "data.synthetic_samples" and values.get("data.name") != "synthetic":
             continue
-        _set(spec, path, value)
+        set_dotted(spec, path, value)
     spec["algorithm"] = algorithm_block(name, values)
     return spec
 

@@ -9,10 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import paper
-from dashboard.frames import flatten
-from fedgen.sweep import NON_GROUP_FIELDS
-
-SHORT_NAMES = {"algorithm.name": "algorithm", "data.name": "dataset", "partition.alpha": "alpha"}
+from fedgen.specdict import differing_fields, flatten, group_fields, group_key, group_label
 
 
 def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
@@ -22,12 +19,8 @@ def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
 
 def groupable_fields(runs: list[dict[str, Any]], varying_only: bool = False) -> list[str]:
     """Dotted spec fields one can group by (never the seed); optionally only those that differ."""
-    fields: dict[str, set[str]] = {}
-    for run in runs:
-        for k, v in spec_fields(run).items():
-            if k not in NON_GROUP_FIELDS:
-                fields.setdefault(k, set()).add(repr(v))
-    return sorted(k for k, vals in fields.items() if not varying_only or len(vals) > 1)
+    flats = [spec_fields(run) for run in runs]
+    return differing_fields(flats) if varying_only else group_fields(flats)
 
 
 def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dict[str, str]:
@@ -39,26 +32,18 @@ def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dic
     """
     flat = {str(r.get("id")): spec_fields(r) for r in runs}
     keys = by if by is not None else groupable_fields(runs)
-    keys = sorted(keys, key=lambda k: (k != "algorithm.name", k))
-    shown = [k for k in keys if len({repr(f[k]) for f in flat.values() if k in f}) > 1]
-    labels: dict[tuple[str, ...], str] = {}
+    shown = differing_fields(flat.values(), keys)
+    labels: dict[str, str] = {}
     out: dict[str, str] = {}
     for run_id, f in flat.items():
-        key = tuple(repr(f.get(k)) for k in keys)
+        key = group_key(f, keys)
         if key not in labels:
-            parts = [f"{SHORT_NAMES.get(k, k)}={_fmt(f[k])}" for k in shown if k in f]
-            label = ", ".join(parts) or "all runs"
+            label = group_label({k: f[k] for k in shown if k in f})
             if label in labels.values():
                 label += f" #{len(labels) + 1}"
             labels[key] = label
         out[run_id] = labels[key]
     return out
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
 
 
 def ema(values: np.ndarray | list[float], weight: float) -> np.ndarray:

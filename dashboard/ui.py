@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from dashboard.client import ApiAuthError, ApiError, ApiUnreachable, LabClient, settings_from_env
+from fedgen import specdict
 
 T = TypeVar("T")
 
@@ -69,12 +70,8 @@ def try_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
 
 def run_label(run: dict[str, Any]) -> str:
     """A short human label of a run for select boxes."""
-    spec = run.get("spec") or {}
-    alg = (spec.get("algorithm") or {}).get("name", run.get("algorithm", "?"))
-    data = (spec.get("data") or {}).get("name", run.get("dataset", "?"))
-    alpha = (spec.get("partition") or {}).get("alpha", run.get("alpha"))
-    seed = spec.get("seed", run.get("seed"))
-    return f"{str(run.get('id'))[:8]} · {alg} · {data} α={alpha} seed={seed} · {run.get('status')}"
+    spec = specdict.run_label(run.get("spec") or {})
+    return f"{str(run.get('id'))[:8]} · {spec} · {run.get('status')}"
 
 
 def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, Any]]]:

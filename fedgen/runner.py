@@ -8,7 +8,6 @@ sink can store a round's metrics and its checkpoint together or not at all.
 
 from __future__ import annotations
 
-import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 
-import fedgen
 from fedgen import checkpoint
 from fedgen.algorithms import ALGORITHMS, Algorithm, RunContext
 from fedgen.data.datasets import load_dataset
@@ -29,6 +27,7 @@ from fedgen.fidelity import Fidelity, resolve
 from fedgen.models.cnn import ModelConfig
 from fedgen.spec import ExperimentSpec
 from fedgen.stats import curve_statistic, mean_std, top_k
+from fedgen.versions import versions
 
 
 class RunError(RuntimeError):
@@ -45,15 +44,6 @@ def resolve_device(name: str) -> torch.device:
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def versions() -> dict[str, str]:
-    return {
-        "fedgen": fedgen.__version__,
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
 
 
 class Simulation:

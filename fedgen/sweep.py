@@ -1,23 +1,25 @@
 """Sweeps: a base spec and a grid of values for any spec field, expanded into runs.
 
 Field names are dotted paths into the spec (`algorithm.name` is spelled
-`algorithm`, whose values may be names or whole parameter mappings). Every
-expanded spec is validated, so an invalid combination fails before anything runs.
+`algorithm`, whose values may be names or parameter mappings); each value is applied
+with `fedgen.specdict.set_dotted`, by the rules of `fedgen.specdict.merge`. Every expanded spec is validated, so an
+invalid combination fails before anything runs.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.specdict import group_key, set_dotted
+
+__all__ = ["MAX_SWEEP_RUNS", "SweepSpec", "expand", "group_key"]
 
 MAX_SWEEP_RUNS = 1000
-# Fields that never change results; the seed is what a group of runs averages over.
-NON_GROUP_FIELDS = ("seed", "tags", "note", "checkpoint_every")
 
 
 class SweepSpec(BaseModel):
@@ -46,33 +48,15 @@ class SweepSpec(BaseModel):
         return grid
 
 
-def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = target
-    for p in parts[:-1]:
-        child = node.get(p)
-        if not isinstance(child, dict):
-            child = {}
-            node[p] = child
-        node = child
-    leaf = parts[-1]
-    if dotted == "algorithm" and isinstance(value, str):
-        value = {"name": value}
-    if isinstance(value, dict) and isinstance(node.get(leaf), dict) and dotted != "algorithm":
-        node[leaf] = {**node[leaf], **value}
-    else:
-        node[leaf] = value
-
-
 def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
     """Every combination of the grid applied to the base, validated, in a stable order."""
     keys = list(sweep.grid)
     specs: list[ExperimentSpec] = []
     errors: list[tuple[str, str]] = []
     for combo in itertools.product(*(sweep.grid[k] for k in keys)):
-        data: dict[str, Any] = _deepcopy(sweep.base)
+        data: dict[str, Any] = copy.deepcopy(sweep.base)
         for k, v in zip(keys, combo, strict=True):
-            _set_path(data, k, v)
+            set_dotted(data, k, v)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         try:
             specs.append(parse_spec(data))
@@ -81,17 +65,3 @@ def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
     if errors:
         raise SpecError(errors, f"sweep {sweep.name!r}")
     return specs
-
-
-def _deepcopy(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _deepcopy(v) for k, v in d.items()}
-    if isinstance(d, list):
-        return [_deepcopy(v) for v in d]
-    return d
-
-
-def group_key(spec: ExperimentSpec) -> str:
-    """Canonical JSON of the spec without the seed, tags and note: runs that differ only by seed."""
-    body = spec.model_dump(mode="json", exclude=set(NON_GROUP_FIELDS))
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))

@@ -22,13 +22,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings, get_settings
 from api.db import session_scope
-from api.models import TERMINAL
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.repository.metrics import LeaseLost
 from api.store import CheckpointStore
 from fedgen.events import RunSummary, Sink
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.status import TERMINAL
 from worker.sink import DbSink
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import Select, and_, case, delete, func, or_, select, update
 from sqlalchemy.orm import Session, contains_eager
 
-from api.models import TERMINAL, Run, User, utcnow
+from api.models import Run, User, utcnow
+from fedgen.status import TERMINAL
 
 
 @dataclass(frozen=True)

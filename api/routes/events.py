@@ -13,9 +13,9 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import StreamRunDep
-from api.models import TERMINAL
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from fedgen.status import TERMINAL
 
 router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1

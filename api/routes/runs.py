@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
@@ -14,10 +14,10 @@ from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.schemas import RunClone, RunCreate, RunPublic, RunsPublic
 from api.store import CheckpointStore
+from fedgen.status import RunStatus
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
-StatusQ = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
@@ -37,7 +37,7 @@ def list_runs(
     session: SessionDep,
     settings: SettingsDep,
     _user: UserDep,
-    status_: Annotated[StatusQ | None, Query(alias="status")] = None,
+    status_: Annotated[RunStatus | None, Query(alias="status")] = None,
     algorithm: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
     dataset: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
     tag: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,

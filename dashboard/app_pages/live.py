@@ -9,7 +9,6 @@ import streamlit as st
 
 from dashboard import charts, loaders, ui
 from dashboard.frames import (
-    ACTIVE,
     last_round,
     merge_history,
     metrics_frame,
@@ -17,6 +16,7 @@ from dashboard.frames import (
     users_frame,
     worst_users,
 )
+from fedgen.status import ACTIVE
 
 st.title("Live run")
 url, token = ui.connection()

@@ -11,8 +11,9 @@ from dashboard import loaders, ui
 from dashboard.client import ApiError
 from dashboard.frames import any_active, runs_frame
 from dashboard.spec_form import ALGORITHMS, DATASETS
+from fedgen.status import ACTIVE, RUN_STATUSES
 
-STATUSES = ["", "queued", "running", "succeeded", "failed", "cancelled"]
+STATUSES = ["", *RUN_STATUSES]
 
 st.title("Runs")
 url, token = ui.connection()
@@ -51,7 +52,7 @@ def actions(runs: list[dict[str, Any]], me: str | None) -> None:
         "Cancel", key="runs_cancel", disabled=not own, help="Your own queued or running runs"
     ):
         for run_id in own:
-            if by_id[run_id]["status"] not in ("queued", "running"):
+            if by_id[run_id]["status"] not in ACTIVE:
                 continue
             if ui.try_call(ui.client().cancel_run, run_id) is not None:
                 st.toast(f"Cancel requested for {run_id[:8]}")

@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.config import Settings
 from api.downsample import downsample
 from api.models import User
-from tests.factories import FakeRunner, create_run, seed_rounds
+from tests.factories import create_run, seed_rounds
+from tests.fakes import FakeRunner
 from worker.execution import execute_run
 
 API = "/api/v1"

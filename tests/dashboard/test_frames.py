@@ -9,7 +9,6 @@ import numpy as np
 from dashboard.frames import (
     any_active,
     compare_long,
-    flatten,
     last_round,
     merge_history,
     runs_frame,
@@ -17,11 +16,6 @@ from dashboard.frames import (
     users_frame,
     worst_users,
 )
-
-
-def test_flatten_nested_spec() -> None:
-    """Nested dicts become dotted keys; lists become tuples."""
-    assert flatten({"a": {"b": 1}, "tags": ["x"]}) == {"a.b": 1, "tags": ("x",)}
 
 
 def test_runs_frame_columns() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from fedgen.spec import ExperimentSpec, parse_spec
+from fedgen.specdict import merge
 
 
 def tiny_spec(**overrides: Any) -> ExperimentSpec:
@@ -21,12 +22,7 @@ def tiny_spec(**overrides: Any) -> ExperimentSpec:
         "lr": 0.05,
         "checkpoint_every": 2,
     }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
-        else:
-            base[key] = value
-    return parse_spec(base)
+    return parse_spec(merge(base, overrides))
 
 
 @pytest.fixture

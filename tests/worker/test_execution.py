@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
-from tests.factories import FakeRunner, Killed, create_run, create_user, fake_acc
+from tests.factories import create_run, create_user
+from tests.fakes import FakeRunner, Killed, fake_acc
 from worker.execution import RunNotFound, execute_run
 
 

@@ -1,0 +1,16 @@
+"""Run statuses: the one list the database, the API, the worker and the dashboard share.
+
+A run is `queued` until a worker claims it, `running` while it holds the lease, and
+ends `succeeded`, `failed` or `cancelled`. Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+# Still to change: the dashboard refreshes while any run is active.
+ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
+# End states: nothing changes a run's status after one of these.
+TERMINAL: tuple[RunStatus, ...] = ("succeeded", "failed", "cancelled")

@@ -1,0 +1,37 @@
+"""The software versions recorded with every run (fedgen, torch, numpy, python).
+
+Imports neither torch nor numpy: a package that this process has already imported
+reports its own `__version__` (with the build's local label, e.g. `2.14.1+cu130`);
+otherwise the installed distribution's version is read from its metadata, so the
+API can record versions at submission without loading torch.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+
+import fedgen
+
+
+def _version(package: str) -> str | None:
+    module = sys.modules.get(package)
+    loaded = getattr(module, "__version__", None)
+    if isinstance(loaded, str):
+        return loaded
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str]:
+    """{"fedgen", "torch", "numpy", "python"} -> version; a package not installed is left out."""
+    out = {"fedgen": fedgen.__version__}
+    for package in ("torch", "numpy"):
+        found = _version(package)
+        if found is not None:
+            out[package] = found
+    out["python"] = platform.python_version()
+    return out
