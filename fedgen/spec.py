@@ -189,16 +189,16 @@ class FedGenParams(_Strict):
     )
 
 
-AlgorithmSpec = Annotated[
+AlgorithmParams = (
     FedAvgParams
     | FedProxParams
     | FedEnsembleParams
     | FedDistillParams
     | FedDistillPlusParams
     | FedDFParams
-    | FedGenParams,
-    Field(discriminator="name"),
-]
+    | FedGenParams
+)
+AlgorithmSpec = Annotated[AlgorithmParams, Field(discriminator="name")]
 
 
 class FidelitySpec(_Strict):
