@@ -123,7 +123,7 @@ class Simulation:
             label_histogram=self.label_histogram.tolist(),
             model_params=sum(v.numel() for v in self.algo.global_state().values()),
             device=str(self.device),
-            fidelity=dict(vars(self.fid).items()),
+            fidelity=self.fid.as_dict(),
             start_round=self.next_round,
             versions=versions(),
         )
@@ -169,7 +169,8 @@ class Simulation:
     def client_lr(self, user: int, server_round: int) -> float:
         """lr0 x decay^t: t the round index, or (official) the round the user last trained in."""
         t = server_round - 1 if self.fid.lr_schedule == "per_round" else self.lr_clock[user]
-        return self.spec.lr * self.fid.lr_decay**t
+        decay: float = self.fid.lr_decay
+        return self.spec.lr * decay**t
 
     def round(self, server_round: int) -> RoundEvent:
         spec, algo, device = self.spec, self.algo, self.device
