@@ -2,8 +2,11 @@
 
 Paper: Zhu, Hong, Zhou 2021, "Data-Free Knowledge Distillation for Heterogeneous
 Federated Learning", arxiv.org/abs/2105.10056 (Alg. 1, Eq. 4-5). Behaviour that
-differs between the paper and the official code is selected by `fidelity`
-(reference §5.2, §6; docs/fidelity.md).
+differs between the paper and the official code is selected by fidelity knobs
+(declared in `fedgen.knobs`, set in the spec's `algorithm` section, resolved in
+`self.fid`; reference §5.2, §6; docs/fidelity.md). This module is the whole method;
+the global model, per-user state, batch streams, aggregation and evaluation are the
+shared `Federation` (`self.fed`, fedgen/algorithms/shared.py).
 
 Client: real-data CE, plus alpha_t * CE of the predictor on generated latents
 (labels per `client_label_sampling`), plus (official) beta_t * KL(softmax(h(G(y_real)))

@@ -103,7 +103,7 @@ def test_round0_and_regularization_steps_knobs() -> None:
     torch.testing.assert_close(plan.coef.view(-1), coef)
     paper = Simulation(_spec(fidelity={"profile": "paper"})).algo
     assert isinstance(paper, FedGen)
-    p_plan = paper.plan(paper.batches(sim.data.users[0]), 1)  # paper: from round 0
+    p_plan = paper.plan(paper.fed.batches(sim.data.users[0]), 1)  # paper: from round 0
     assert p_plan is not None
     assert p_plan.beta == 0.0  # no KL term
     assert p_plan.z.shape[1] == p_plan.n_teach == 16
