@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from fedgen import checkpoint
-from fedgen.algorithms import ALGORITHMS, Algorithm, RunContext
+from fedgen.algorithms import Algorithm, ClientUpload, RunContext, build_algorithm
 from fedgen.data.datasets import load_dataset
 from fedgen.data.partition import Partition, build_partition
 from fedgen.evaluation import Evaluation
@@ -46,6 +46,12 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _train_loss(upload: ClientUpload) -> torch.Tensor:
+    if upload.train_loss is None:
+        raise RunError(f"user {upload.user}'s upload carries no training loss")
+    return upload.train_loss
+
+
 class Simulation:
     """A prepared run: data on the device, partition, algorithm, sampler. `run()` drives it."""
 
@@ -60,7 +66,7 @@ class Simulation:
         c, h, _ = self.data.input_shape
         cfg = ModelConfig(spec.model.name, c, h, self.data.num_classes)
         self.ctx = RunContext(spec, self.fid, self.data, self.device, cfg, spec.seed)
-        self.algo: Algorithm = ALGORITHMS[spec.algorithm.name](self.ctx)
+        self.algo: Algorithm[Any] = build_algorithm(self.ctx)
         self.sampler = np.random.default_rng(np.random.SeedSequence([spec.seed, 1]))
         self.history: list[float] = []
         # Per-user lr clock (official): the 0-based round each user last trained in.
@@ -107,7 +113,7 @@ class Simulation:
             label_histogram=self.label_histogram.tolist(),
             model_params=sum(v.numel() for v in self.algo.global_state().values()),
             device=str(self.device),
-            fidelity=dict(vars(self.fid).items()),
+            fidelity=self.fid.as_dict(),
             start_round=self.next_round,
             versions=versions(),
         )
@@ -153,7 +159,8 @@ class Simulation:
     def client_lr(self, user: int, server_round: int) -> float:
         """lr0 x decay^t: t the round index, or (official) the round the user last trained in."""
         t = server_round - 1 if self.fid.lr_schedule == "per_round" else self.lr_clock[user]
-        return self.spec.lr * self.fid.lr_decay**t
+        decay: float = self.fid.lr_decay
+        return self.spec.lr * decay**t
 
     def round(self, server_round: int) -> RoundEvent:
         spec, algo, device = self.spec, self.algo, self.device
@@ -175,9 +182,10 @@ class Simulation:
         t_eval = time.perf_counter()
         ev = algo.evaluate()
         t_end = time.perf_counter()
-        losses = torch.stack([u.train_loss for u in uploads if u.train_loss is not None]).tolist()
+        # Every upload carries its loss (a 0-d tensor): one host sync reads them all.
+        losses = torch.stack([_train_loss(u) for u in uploads]).tolist()
         selected = {
-            u.user: (ms, loss) for u, ms, loss in zip(uploads, user_ms, losses, strict=False)
+            u.user: (ms, loss) for u, ms, loss in zip(uploads, user_ms, losses, strict=True)
         }
         metrics = {
             "lr": float(np.mean(lrs)),

@@ -6,20 +6,25 @@ that no spec can exhaust a worker by accident, and every error names the field,
 the value and the limit. `spec_hash` gives a stable identity (key order and
 defaults written out or left implicit do not change it).
 
-Behavioural differences between the FedGen paper and its official code are
-collected in `FidelitySpec`; see `fedgen.fidelity` for how a profile resolves
-them and `docs/fidelity.md` for the table.
+Behavioural differences between the FedGen paper and its official code
+("fidelity knobs") are declared once in `fedgen.knobs`; `_with_knobs(home)` adds
+each knob's field to the spec section it lives in (`FidelitySpec`, FedGen's
+`FedGenParams`, `PartitionSpec`, `ModelSpec`, the top level). `fedgen.fidelity`
+resolves them against `fidelity.profile`; docs/fidelity.md has the table.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+
+from fedgen.knobs import Home, knob_fields, knobs_in
 
 DatasetName = Literal["mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic"]
 AlgorithmName = Literal[
@@ -39,6 +44,28 @@ MAX_SEED = 2**31 - 1
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _with_knobs(home: Home) -> Callable[[type[M]], type[M]]:
+    """Class decorator: the model plus one optional field per knob declared with this `home`.
+
+    The knobs' fields are read through `fedgen.fidelity.resolve`, never statically.
+    """
+
+    def add(cls: type[M]) -> type[M]:
+        built = create_model(
+            cls.__name__,
+            __base__=cls,
+            __module__=cls.__module__,
+            __doc__=cls.__doc__,
+            **knob_fields(home),
+        )
+        return built
+
+    return add
 
 
 class DataSpec(_Strict):
@@ -63,6 +90,7 @@ class DataSpec(_Strict):
     )
 
 
+@_with_knobs("partition")
 class PartitionSpec(_Strict):
     """How the training data is split over users (reference §2.1-2.3)."""
 
@@ -89,25 +117,16 @@ class PartitionSpec(_Strict):
     data_seed: int = Field(
         42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`."
     )
-    test_protocol: Literal["per_user", "global"] | None = Field(
-        None,
-        description="per_user: label-matched per-user test splits (official); global: the whole test set "
-        "(paper). None = the fidelity profile's choice.",
-    )
     celebs_per_user: int = Field(
         10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user."
     )
 
 
+@_with_knobs("model")
 class ModelSpec(_Strict):
     """The classifier, split into `features` and `predictor` (last linear layer)."""
 
     name: Literal["official-cnn", "mcmahan-cnn"] = "official-cnn"
-    bn_buffers: Literal["local", "average"] | None = Field(
-        None,
-        description="BatchNorm running statistics: kept on each user (official) or averaged like "
-        "parameters. None = the fidelity profile's choice.",
-    )
 
 
 class FedAvgParams(_Strict):
@@ -170,10 +189,12 @@ class FedDFParams(_Strict):
 GeneratorPreset = Literal["default", "cnn0", "cnn1", "cnn2", "cnn3"]
 
 
+@_with_knobs("fedgen")
 class FedGenParams(_Strict):
     """FedGen (Zhu et al. 2021): a server-side conditional generator of latent features.
 
-    Dimensions left None come from `preset` (Table 2 configurations, reference §4).
+    Dimensions left None come from `preset` (Table 2 configurations, reference §4); the
+    FedGen-only fidelity knobs (`fedgen.knobs`, home "fedgen") are fields here too.
     """
 
     name: Literal["fedgen"] = "fedgen"
@@ -189,71 +210,30 @@ class FedGenParams(_Strict):
     )
 
 
-AlgorithmSpec = Annotated[
+AlgorithmParams = (
     FedAvgParams
     | FedProxParams
     | FedEnsembleParams
     | FedDistillParams
     | FedDistillPlusParams
     | FedDFParams
-    | FedGenParams,
-    Field(discriminator="name"),
-]
+    | FedGenParams
+)
+AlgorithmSpec = Annotated[AlgorithmParams, Field(discriminator="name")]
 
 
+@_with_knobs("fidelity")
 class FidelitySpec(_Strict):
     """Paper vs official-code behaviour. Every knob left None takes the profile's value.
 
-    See `fedgen.fidelity.PROFILES` and docs/fidelity.md for each knob's provenance.
+    The knobs every algorithm shares are fields here (declared in `fedgen.knobs`);
+    see docs/fidelity.md for each knob's provenance.
     """
 
     profile: Literal["paper", "official"] = "official"
-    aggregation: Literal["samples", "uniform"] | None = None
-    eval_timing: Literal["after_aggregation", "before_training"] | None = None
-    statistic: Literal["final", "best", "top5"] | None = None
-    # FedGen server side
-    noise: Literal["uniform", "normal"] | None = None
-    teacher_loss: Literal["mean_logits", "label_weighted_nll"] | None = None
-    teacher_broadcast_quirk: bool | None = None
-    generator_steps: int | None = Field(None, ge=0, le=100_000)
-    generator_optimizer: Literal["adam", "sgd"] | None = None
-    generator_lr: float | None = Field(None, gt=0.0, le=10.0)
-    generator_weight_decay: float | None = Field(None, ge=0.0, le=10.0)
-    generator_lr_decay: float | None = Field(None, gt=0.0, le=1.0)
-    generator_batchnorm: bool | None = None
-    diversity_loss: Literal["exp", "msgan", "none"] | None = None
-    diversity_weight: float | None = Field(None, ge=0.0, le=1000.0)
-    server_label_sampling: Literal["prior", "uniform_present"] | None = None
-    # FedGen client side
-    client_label_sampling: Literal["prior", "uniform_available"] | None = None
-    client_kl: bool | None = None
-    client_kl_weight: float | None = Field(None, ge=0.0, le=1000.0)
-    client_teacher_weight: float | None = Field(None, ge=0.0, le=1000.0)
-    client_weight_decay: float | None = Field(None, gt=0.0, le=1.0)
-    client_weight_floor: float | None = Field(None, ge=0.0, le=1000.0)
-    regularize_round0: bool | None = None
-    regularization_steps: int | None = Field(
-        None,
-        ge=0,
-        le=MAX_LOCAL_STEPS,
-        description="Generator terms only in the first N local steps; 0 = all.",
-    )
-    lr_schedule: Literal["per_round", "per_user"] | None = Field(
-        None,
-        description="Client lr decay clock: the round index, or each user's own last trained round "
-        "(the official per-user scheduler).",
-    )
-    client_teacher_batch_ratio: bool | None = Field(
-        None,
-        description="Multiply the client teacher term by gen_batch_size / batch_size (official).",
-    )
-    label_counts: Literal["sampled_batches", "train_set"] | None = Field(
-        None,
-        description="What users report as label counts: the labels of this round's sampled batches "
-        "plus 1 (official) or their whole training set (paper's c_k).",
-    )
 
 
+@_with_knobs("run")
 class ExperimentSpec(_Strict):
     """A complete, reproducible description of one federated run."""
 
@@ -272,12 +252,6 @@ class ExperimentSpec(_Strict):
     )
     batch_size: int = Field(32, ge=1, le=MAX_BATCH)
     lr: float = Field(0.01, gt=0.0, le=10.0)
-    lr_decay: float | None = Field(
-        None,
-        gt=0.0,
-        le=1.0,
-        description="Client lr x decay^round. None = the fidelity profile's choice.",
-    )
     eval_batch_size: int = Field(2048, ge=1, le=65_536)
     seed: int = Field(
         0, ge=0, le=MAX_SEED, description="Model init, user sampling, batches, generator noise."
@@ -288,6 +262,34 @@ class ExperimentSpec(_Strict):
         default_factory=list, max_length=32
     )
     note: str = Field("", max_length=10_000, pattern=r"^[^\x00]*$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _move_legacy_fedgen_knobs(cls, data: Any) -> Any:
+        # Specs stored before the FedGen-only knobs moved from `fidelity` to `algorithm`:
+        # unset ones (None) are dropped, set ones move to a FedGen algorithm section; any
+        # other stays and is reported as an unknown field.
+        if not isinstance(data, dict) or not isinstance(data.get("fidelity"), dict):
+            return data
+        fid, algo = dict(data["fidelity"]), data.get("algorithm")
+        algo = dict(algo) if isinstance(algo, dict) else algo
+        moved = False
+        for knob in knobs_in("fedgen"):
+            if knob.name not in fid:
+                continue
+            if fid[knob.name] is None:
+                del fid[knob.name]
+            elif isinstance(algo, dict) and algo.get("name") == "fedgen":
+                algo.setdefault(knob.name, fid.pop(knob.name))
+            else:
+                continue
+            moved = True
+        if not moved:
+            return data
+        out = {**data, "fidelity": fid}
+        if algo is not None:
+            out["algorithm"] = algo
+        return out
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ExperimentSpec:

@@ -24,20 +24,18 @@ from torch.func import functional_call
 from torch.nn import functional as F  # noqa: N812
 
 from fedgen.aggregate import aggregation_weights, weighted_average
-from fedgen.algorithms.base import ClientUpload, RunContext
-from fedgen.algorithms.fedavg import FedAvg, Tensors
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.shared import Tensors
 from fedgen.data.datasets import load_dataset
 from fedgen.spec import DataSpec, FedDFParams
 
 
-class FedDF(FedAvg):
+class FedDF(Algorithm[FedDFParams]):
     """FedAvg plus ensemble distillation of the averaged model on a proxy set."""
 
-    def __init__(self, ctx: RunContext) -> None:
-        super().__init__(ctx)
-        p = ctx.spec.algorithm
-        assert isinstance(p, FedDFParams)
-        self.p = p
+    def __init__(self, ctx: RunContext, params: FedDFParams) -> None:
+        super().__init__(ctx, params)
+        self.p = params
         self.proxy_x = self._load_proxy()
         self.rng = torch.Generator(device=ctx.device)
         self.rng.manual_seed(ctx.seed * 1_000_003 + 23)
@@ -62,46 +60,42 @@ class FedDF(FedAvg):
         return ds.train_x[torch.from_numpy(pick)].to(self.ctx.device)
 
     def _teacher_state(self, upload: ClientUpload) -> Tensors:
-        state = dict(self.global_model.state_dict())
-        state.update(upload.params)
-        state.update(upload.buffers)
-        state.update(self.user_local[upload.user])
-        return state
+        return self.fed.trained_tensors(upload)
 
     def _eval_buffers(self) -> Tensors:
         """The buffers the global model is evaluated with (users' average when kept local)."""
-        if self.buffers_shared or not self.buffer_keys:
-            return dict(self.global_model.named_buffers())
+        if self.fed.buffers_shared or not self.fed.buffer_keys:
+            return dict(self.fed.global_model.named_buffers())
         weights = aggregation_weights([u.num_train for u in self.data.users], "samples")
         avg = weighted_average(
-            [{k: d[k] for k in self.buffer_keys} for d in self.user_local], weights
+            [{k: d[k] for k in self.fed.buffer_keys} for d in self.fed.user_local], weights
         )
         return avg
 
     @torch.no_grad()
     def _logits(self, state: Tensors) -> torch.Tensor:
         """A model's logits over the whole proxy set (eval mode, in chunks)."""
-        self.work.eval()
+        self.fed.work.eval()
         step = self.spec.eval_batch_size
         outs = [
-            functional_call(self.work, state, (self.proxy_x[i : i + step],))
+            functional_call(self.fed.work, state, (self.proxy_x[i : i + step],))
             for i in range(0, self.proxy_x.shape[0], step)
         ]
         return torch.cat(outs)
 
     @torch.no_grad()
     def _features(self, state: Tensors) -> torch.Tensor:
-        self.work.eval()
-        self.work.load_state_dict(state)
+        self.fed.work.eval()
+        self.fed.work.load_state_dict(state)
         feats = [
-            self.work.extract(self.proxy_x[i : i + self.spec.eval_batch_size])
+            self.fed.work.extract(self.proxy_x[i : i + self.spec.eval_batch_size])
             for i in range(0, self.proxy_x.shape[0], self.spec.eval_batch_size)
         ]
         return torch.cat(feats)
 
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         teachers = [self._teacher_state(u) for u in uploads]
-        self.aggregate(uploads)
+        self.fed.aggregate(uploads)
         steps, temp = self.p.distill_steps, self.p.temperature
         if steps == 0:
             return {}
@@ -114,9 +108,9 @@ class FedDF(FedAvg):
         )
         n, bs = self.proxy_x.shape[0], min(self.p.distill_batch_size, self.proxy_x.shape[0])
         batches = torch.randint(0, n, (steps, bs), generator=self.rng, device=self.proxy_x.device)
-        student = self.work
+        student = self.fed.work
         with torch.no_grad():
-            student.load_state_dict({**self.global_model.state_dict(), **self._eval_buffers()})
+            student.load_state_dict({**self.fed.global_model.state_dict(), **self._eval_buffers()})
         student.eval()  # BN uses the statistics the global model is evaluated with
         params = (
             list(student.predictor.parameters())
@@ -138,8 +132,8 @@ class FedDF(FedAvg):
             opt.step()
             losses.append(loss.detach())
         with torch.no_grad():
-            state = self.global_model.state_dict()
-            for k in self.shared_keys:
+            state = self.fed.global_model.state_dict()
+            for k in self.fed.shared_keys:
                 state[k].copy_(student.state_dict()[k])
         return {"distill_loss": float(torch.stack(losses).mean())}
 

@@ -23,33 +23,20 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 from fedgen.aggregate import state_nbytes
-from fedgen.algorithms.base import ClientUpload, RunContext
-from fedgen.algorithms.fedavg import FedAvg
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
 from fedgen.client import LossFn
-from fedgen.evaluation import Evaluation, evaluate_per_user
 from fedgen.federated import UserData
 from fedgen.spec import FedDistillParams, FedDistillPlusParams
 
 
-class FedDistill(FedAvg):
+class FedDistill(Algorithm[FedDistillParams | FedDistillPlusParams]):
     """Personalised models regularised towards the global per-label logits."""
 
-    share_params = False
+    personal = True  # everything stays on the user: its model is personalised from the common init
 
-    def __init__(self, ctx: RunContext) -> None:
-        super().__init__(ctx)
-        p = ctx.spec.algorithm
-        assert isinstance(p, FedDistillParams | FedDistillPlusParams)
-        self.reg_alpha = p.reg_alpha
-        if not self.share_params:
-            # Everything stays on the user: its model is personalised from the common init.
-            self.shared_keys = []
-            self.buffers_shared = False
-            self.local_keys = list(self.global_model.state_dict().keys())
-            init = self.global_model.state_dict()
-            self.user_local = [
-                {k: init[k].detach().clone() for k in self.local_keys} for _ in self.data.users
-            ]
+    def __init__(self, ctx: RunContext, params: FedDistillParams | FedDistillPlusParams) -> None:
+        super().__init__(ctx, params)
+        self.reg_alpha = params.reg_alpha
         c, dev = self.data.num_classes, ctx.device
         self.tracker_sum = torch.zeros(len(self.data.users), c, c, device=dev)
         self.tracker_count = torch.ones(len(self.data.users), c, device=dev)
@@ -57,7 +44,7 @@ class FedDistill(FedAvg):
 
     def broadcast_nbytes(self, user: UserData) -> int:
         extra = 0 if self.global_logits is None else state_nbytes({"g": self.global_logits})
-        return (super().broadcast_nbytes(user) if self.share_params else 0) + extra
+        return super().broadcast_nbytes(user) + extra
 
     def local_loss(self, user: UserData, server_round: int) -> LossFn:  # noqa: ARG002
         k, target_table = user.index, self.global_logits
@@ -78,28 +65,17 @@ class FedDistill(FedAvg):
 
         return loss_fn
 
-    def make_upload(self, user: UserData, model: nn.Module, loss: torch.Tensor) -> ClientUpload:
-        upload = super().make_upload(user, model, loss)
+    def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
+        upload = super().client_update(user, server_round, lr)
         k = user.index
         upload.extras["label_logits"] = self.tracker_sum[k] / self.tracker_count[k].unsqueeze(1)
         return upload
 
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         self.global_logits = torch.stack([u.extras["label_logits"] for u in uploads]).mean(0)
-        if self.share_params:
-            self.aggregate(uploads)
+        if not self.personal:
+            self.fed.aggregate(uploads)
         return {}
-
-    def evaluate(self) -> Evaluation:
-        if self.share_params:
-            return super().evaluate()
-        # Personalised models: each user's own model on its own split; global = pooled splits.
-        return evaluate_per_user(
-            lambda k: self._logits_with(self.user_tensors(k)),
-            self.data,
-            self.fid.test_protocol,
-            self.spec.eval_batch_size,
-        )
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
@@ -122,4 +98,4 @@ class FedDistill(FedAvg):
 class FedDistillPlus(FedDistill):
     """FedDistill plus parameter averaging (all parameters, or the predictor's)."""
 
-    share_params = True
+    personal = False

@@ -13,12 +13,13 @@ from __future__ import annotations
 import torch
 from torch.func import functional_call
 
-from fedgen.algorithms.base import ClientUpload
-from fedgen.algorithms.fedavg import FedAvg, Tensors
+from fedgen.algorithms.base import Algorithm, ClientUpload
+from fedgen.algorithms.shared import Tensors
 from fedgen.evaluation import Evaluation, evaluate_shared
+from fedgen.spec import FedEnsembleParams
 
 
-class FedEnsemble(FedAvg):
+class FedEnsemble(Algorithm[FedEnsembleParams]):
     """FedAvg whose evaluated predictor is the sum of all users' logits."""
 
     members: dict[int, Tensors]
@@ -26,42 +27,35 @@ class FedEnsemble(FedAvg):
 
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:
         # The model every unselected user holds: the global model as broadcast this round.
-        self.round_start = self.global_state()
-        self.members = {u.user: self.user_tensors_trained(u) for u in uploads}
+        self.round_start = self.fed.global_state()
+        self.members = {u.user: self.fed.trained_tensors(u) for u in uploads}
         return super().server_update(uploads, server_round)
-
-    def user_tensors_trained(self, upload: ClientUpload) -> Tensors:
-        """Full state of a selected user's model right after its local training."""
-        state = dict(self.global_model.state_dict())
-        state.update(upload.params)
-        state.update(upload.buffers)
-        state.update(self.user_local[upload.user])
-        return state
 
     def _member_states(self) -> list[tuple[Tensors, int]]:
         """(state, multiplicity) of every user's current model; identical ones are merged."""
         members = getattr(self, "members", {})
-        base = self.round_start if self.round_start is not None else self.global_state()
+        base = self.round_start if self.round_start is not None else self.fed.global_state()
         out: list[tuple[Tensors, int]] = [(s, 1) for s in members.values()]
         rest = [u.index for u in self.data.users if u.index not in members]
         if not rest:
             return out
-        if not self.local_keys:
+        if not self.fed.local_keys:
             return [*out, (base, len(rest))]
         for k in rest:
             state = dict(base)
-            state.update(self.user_local[k])
+            state.update(self.fed.user_local[k])
             out.append((state, 1))
         return out
 
     def evaluate(self) -> Evaluation:
         states = self._member_states()
-        self.work.eval()
+        work = self.fed.work
+        work.eval()
 
         def logits(x: torch.Tensor) -> torch.Tensor:
             total = torch.zeros((), device=x.device)
             for state, mult in states:
-                out: torch.Tensor = functional_call(self.work, state, (x,))
+                out: torch.Tensor = functional_call(work, state, (x,))
                 total = total + (out * mult if mult != 1 else out)
             return total
 

@@ -2,8 +2,11 @@
 
 Paper: Zhu, Hong, Zhou 2021, "Data-Free Knowledge Distillation for Heterogeneous
 Federated Learning", arxiv.org/abs/2105.10056 (Alg. 1, Eq. 4-5). Behaviour that
-differs between the paper and the official code is selected by `fidelity`
-(reference §5.2, §6; docs/fidelity.md).
+differs between the paper and the official code is selected by fidelity knobs
+(declared in `fedgen.knobs`, set in the spec's `algorithm` section, resolved in
+`self.fid`; reference §5.2, §6; docs/fidelity.md). This module is the whole method;
+the global model, per-user state, batch streams, aggregation and evaluation are the
+shared `Federation` (`self.fed`, fedgen/algorithms/shared.py).
 
 Client: real-data CE, plus alpha_t * CE of the predictor on generated latents
 (labels per `client_label_sampling`), plus (official) beta_t * KL(softmax(h(G(y_real)))
@@ -29,8 +32,7 @@ from torch.nn import functional as F  # noqa: N812
 from fedgen.aggregate import state_nbytes
 from fedgen.algorithms import fedgen_head as H  # noqa: N812
 from fedgen.algorithms import fedgen_losses as L  # noqa: N812
-from fedgen.algorithms.base import ClientUpload, RunContext
-from fedgen.algorithms.fedavg import FedAvg
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
 from fedgen.client import LossFn, local_sgd
 from fedgen.events import Checkpoint
 from fedgen.federated import UserData
@@ -64,20 +66,17 @@ class Plan:
     n_teach: int
 
 
-class FedGen(FedAvg):
+class FedGen(Algorithm[FedGenParams]):
     """FedAvg plus the generator's client regulariser and server-side generator training."""
 
-    def __init__(self, ctx: RunContext) -> None:
-        super().__init__(ctx)
-        p = ctx.spec.algorithm
-        assert isinstance(p, FedGenParams)
-        self.params = p
-        fid = self.fid
+    def __init__(self, ctx: RunContext, params: FedGenParams) -> None:
+        super().__init__(ctx, params)
+        p, fid = params, self.fid
         self.gcfg = generator_config(
             p.preset,
             ctx.spec.data.name,
             self.data.num_classes,
-            self.global_model.latent_dim,
+            self.fed.global_model.latent_dim,
             noise_dim=p.noise_dim,
             hidden_dim=p.hidden_dim,
             embedding=p.embedding,
@@ -188,13 +187,13 @@ class FedGen(FedAvg):
         return loss_fn
 
     def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
-        model = self.load_user_model(user)
-        batches = self.batches(user)
+        model = self.fed.load_user_model(user)
+        batches = self.fed.batches(user)
         plan = self.plan(batches, server_round)
         loss = local_sgd(
             model, self.data.train_x, self.data.train_y, batches, lr, self.plan_loss(plan)
         )
-        upload = self.make_upload(user, model, loss)
+        upload = self.fed.make_upload(user, model, loss)
         if self.fid.label_counts == "sampled_batches":
             y = self.data.train_y.index_select(0, batches.reshape(-1))
             upload.label_counts = torch.bincount(y, minlength=self.data.num_classes).float() + 1.0
@@ -209,7 +208,7 @@ class FedGen(FedAvg):
             self.user_counts[u.user] = u.label_counts - self.smoothing
         self.counts_reported = self.counts_reported or bool(uploads)
         metrics = self.train_generator(uploads, server_round)
-        self.aggregate(uploads)
+        self.fed.aggregate(uploads)
         return metrics
 
     def _server_labels(self, counts: torch.Tensor, n: int) -> torch.Tensor:

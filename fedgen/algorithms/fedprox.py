@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import torch
 
-from fedgen.algorithms.fedavg import FedAvg
+from fedgen.algorithms.base import Algorithm
 from fedgen.client import GradHook
 from fedgen.federated import UserData
 from fedgen.spec import FedProxParams
 
 
-class FedProx(FedAvg):
+class FedProx(Algorithm[FedProxParams]):
     """FedAvg whose local gradients get the proximal term."""
 
     def grad_hook(self, user: UserData, server_round: int) -> GradHook | None:  # noqa: ARG002
-        params = self.ctx.spec.algorithm
-        assert isinstance(params, FedProxParams)
+        params = self.params
         if params.variant == "paper":
             coef, l2 = params.mu, 0.0
         else:
             coef, l2 = params.lamda, params.l2
         if coef == 0.0 and l2 == 0.0:
             return None
-        work: list[torch.Tensor] = [p for p in self.work.parameters() if p.requires_grad]
+        work: list[torch.Tensor] = [p for p in self.fed.work.parameters() if p.requires_grad]
         anchor = [p.detach().clone() for p in work]  # w_t as received this round
 
         def hook(grads: list[torch.Tensor]) -> None:

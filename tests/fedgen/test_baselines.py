@@ -124,6 +124,6 @@ def test_predictor_sharing_keeps_extractors_personal() -> None:
     sim = Simulation(_spec({"name": "fedavg"}, share="predictor", users_per_round=5))
     sim.initial_event()
     sim.round(1)
-    w0 = sim.algo.user_local[0]["features.7.weight"]  # type: ignore[attr-defined]
-    w1 = sim.algo.user_local[1]["features.7.weight"]  # type: ignore[attr-defined]
+    w0 = sim.algo.fed.user_local[0]["features.7.weight"]
+    w1 = sim.algo.fed.user_local[1]["features.7.weight"]
     assert not torch.equal(w0, w1)

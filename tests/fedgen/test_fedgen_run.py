@@ -83,7 +83,7 @@ def test_round0_and_regularization_steps_knobs() -> None:
     sim = Simulation(_spec(fidelity={"regularization_steps": 2}))
     algo = sim.algo
     assert isinstance(algo, FedGen)
-    batches = algo.batches(sim.data.users[0])
+    batches = algo.fed.batches(sim.data.users[0])
     assert algo.plan(batches, 1) is None  # official: no generator terms in round 0
     plan = algo.plan(batches, 3)
     assert plan is not None
@@ -103,7 +103,7 @@ def test_round0_and_regularization_steps_knobs() -> None:
     torch.testing.assert_close(plan.coef.view(-1), coef)
     paper = Simulation(_spec(fidelity={"profile": "paper"})).algo
     assert isinstance(paper, FedGen)
-    p_plan = paper.plan(paper.batches(sim.data.users[0]), 1)  # paper: from round 0
+    p_plan = paper.plan(paper.fed.batches(sim.data.users[0]), 1)  # paper: from round 0
     assert p_plan is not None
     assert p_plan.beta == 0.0  # no KL term
     assert p_plan.z.shape[1] == p_plan.n_teach == 16
@@ -149,11 +149,11 @@ def test_fused_client_objective_equals_its_definition(fidelity: dict[str, Any]) 
     algo = sim.algo
     assert isinstance(algo, FedGen)
     user = sim.data.users[0]
-    batches = algo.batches(user)
+    batches = algo.fed.batches(user)
     plan = algo.plan(batches, 3)
     assert plan is not None
     fn = algo.plan_loss(plan)
-    model = algo.load_user_model(user)
+    model = algo.fed.load_user_model(user)
     model.train()
     params = list(model.parameters())
     for step in range(2):
@@ -188,7 +188,7 @@ def test_plan_rows_carry_their_labels() -> None:
     assert isinstance(algo, FedGen)
     folded = algo.client_generator()
     folded.noise_weight.zero_()  # z now depends on the label alone
-    batches = algo.batches(sim.data.users[0])
+    batches = algo.fed.batches(sim.data.users[0])
     plan = algo.plan(batches, 3)
     assert plan is not None
     steps, b = plan.steps, batches.shape[1]

@@ -197,4 +197,5 @@ def test_official_fidelity_details() -> None:
     assert official_min_samples("mnist", 10) == 10
     assert resolve(tiny_spec(algorithm={"name": "fedensemble"})).eval_timing == "after_aggregation"
     assert resolve(tiny_spec()).eval_timing == "before_training"
-    assert resolve(tiny_spec(fidelity={"profile": "paper"})).client_teacher_batch_ratio is False
+    paper_fedgen = tiny_spec(algorithm={"name": "fedgen"}, fidelity={"profile": "paper"})
+    assert resolve(paper_fedgen).client_teacher_batch_ratio is False

@@ -82,18 +82,43 @@ def test_load_yaml_and_json(tmp_path) -> None:
 
 def test_fidelity_profiles_resolve_and_override() -> None:
     """A knob set in the spec wins over the profile; other knobs follow the profile."""
-    official = resolve(ExperimentSpec())
+    official = resolve(parse_spec({"algorithm": {"name": "fedgen"}}))
     assert (official.noise, official.aggregation, official.generator_steps) == (
         "uniform",
         "samples",
         50,
     )
     paper = resolve(
-        parse_spec({"fidelity": {"profile": "paper", "noise": "uniform"}, "lr_decay": 0.5})
+        parse_spec(
+            {
+                "algorithm": {"name": "fedgen", "noise": "uniform"},
+                "fidelity": {"profile": "paper"},
+                "lr_decay": 0.5,
+            }
+        )
     )
     assert (paper.noise, paper.aggregation, paper.lr_decay) == ("uniform", "uniform", 0.5)
-    emnist = resolve(parse_spec({"data": {"name": "emnist-letters"}}))
+    emnist = resolve(
+        parse_spec({"data": {"name": "emnist-letters"}, "algorithm": {"name": "fedgen"}})
+    )
     assert (emnist.generator_lr, emnist.client_kl_weight) == (1e-4, 1.0)
+
+
+def test_fedgen_knobs_live_with_fedgen() -> None:
+    """A FedAvg spec carries no generator settings; a stored spec's unset ones still load."""
+    fedavg = ExperimentSpec()
+    assert "generator_lr" not in fedavg.model_dump()["fidelity"]
+    assert "generator_lr" not in resolve(fedavg).as_dict()
+    with pytest.raises(SpecError, match="fidelity.generator_lr: unknown field"):
+        parse_spec({"fidelity": {"generator_lr": 1e-3}})
+    # Specs stored before the move: unset knobs are dropped, set ones move to FedGen's section.
+    old = parse_spec(
+        {"algorithm": {"name": "fedgen"}, "fidelity": {"generator_lr": 1e-3, "noise": None}}
+    )
+    assert old == parse_spec({"algorithm": {"name": "fedgen", "generator_lr": 1e-3}})
+    assert parse_spec({"fidelity": {"noise": None}}) == ExperimentSpec()
+    with pytest.raises(SpecError, match=r"generator_lr: Input should be less than or equal to 10"):
+        parse_spec({"algorithm": {"name": "fedgen", "generator_lr": 100.0}})
 
 
 def test_sweep_expands_and_groups() -> None:
