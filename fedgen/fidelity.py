@@ -23,6 +23,7 @@ class Fidelity:
     eval_timing: Literal["after_aggregation", "before_training"]
     statistic: Literal["final", "best", "top5"]
     test_protocol: Literal["per_user", "global"]
+    draws: Literal["official", "fedgen"]
     bn_buffers: Literal["local", "average"]
     lr_decay: float
     noise: Literal["uniform", "normal"]
@@ -57,6 +58,7 @@ PAPER: dict[str, Any] = {
     "eval_timing": "after_aggregation",
     "statistic": "final",
     "test_protocol": "global",  # "use all testing dataset"
+    "draws": "fedgen",  # the paper fixes no draws
     "bn_buffers": "average",
     "lr_decay": 1.0,
     "noise": "normal",  # eps ~ N(0, I)
@@ -89,6 +91,7 @@ OFFICIAL: dict[str, Any] = {
     "eval_timing": "before_training",  # evaluate() at the start of each round
     "statistic": "top5",  # plot_utils: top-5 rounds per seed
     "test_protocol": "per_user",  # label-matched per-user splits
+    "draws": "official",  # generate_niid_dirichlet.py's exact draws (seed 42)
     "bn_buffers": "local",  # only parameters() are sent
     "lr_decay": 0.99,
     "noise": "uniform",  # torch.rand
@@ -139,6 +142,8 @@ def resolve(spec: ExperimentSpec) -> Fidelity:
     # Knobs that issue #2 places elsewhere in the spec.
     if spec.partition.test_protocol is not None:
         values["test_protocol"] = spec.partition.test_protocol
+    if spec.partition.draws is not None:
+        values["draws"] = spec.partition.draws
     if spec.model.bn_buffers is not None:
         values["bn_buffers"] = spec.model.bn_buffers
     if spec.lr_decay is not None:

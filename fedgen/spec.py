@@ -87,7 +87,19 @@ class PartitionSpec(_Strict):
         1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws."
     )
     data_seed: int = Field(
-        42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`."
+        42,
+        ge=0,
+        le=MAX_SEED,
+        description="Seeds the split alone, independent of `seed`. With draws 'official' it seeds "
+        "both of the official script's generators (Python random and NumPy's legacy "
+        "RandomState): 42, the script's own seed, reproduces the official split sample for "
+        "sample; another value keeps the official procedure and draw order with other draws.",
+    )
+    draws: Literal["official", "fedgen"] | None = Field(
+        None,
+        description="official: the official split script's exact draws (Python random + NumPy "
+        "legacy generator, in its order); fedgen: the same procedure from one NumPy Generator. "
+        "None = the fidelity profile's choice (official: official, paper: fedgen).",
     )
     test_protocol: Literal["per_user", "global"] | None = Field(
         None,
