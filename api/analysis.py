@@ -17,7 +17,7 @@ from api.repository import sweeps as sweeps_repo
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import differing_fields, group_key, group_label
-from fedgen.stats import mean_std, pooled_top5, reported_curve
+from fedgen.stats import common_final_round, mean_std, pooled_top5, reported_curve, summarize_curve
 
 
 def _nan_none(x: float) -> float | None:
@@ -45,12 +45,16 @@ def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]
     rows: list[dict[str, Any]] = []
     for key, members in groups.items():
         # The accuracies each run's fidelity profile reports (official: not the post-final model).
-        done = [
-            reported_curve(curves[r.id], resolve(ExperimentSpec.model_validate(r.spec)).eval_timing)
-            for r in members
-            if r.status == "succeeded" and curves[r.id]
-        ]
-        final_m, final_s = mean_std([c[-1] for c in done])
+        done: list[list[float]] = []
+        finals = []
+        for r in members:
+            if r.status != "succeeded" or not curves[r.id]:
+                continue
+            spec = ExperimentSpec.model_validate(r.spec)
+            timing = resolve(spec).eval_timing
+            done.append(reported_curve(curves[r.id], timing, spec.rounds))
+            finals.append(summarize_curve(curves[r.id], timing, spec.rounds))
+        final_m, final_s = mean_std([c.final for c in finals])
         top_m, top_s = pooled_top5(done)
         fields = {f: flat[key][f] for f in differing if f in flat[key]}
         rows.append(
@@ -62,6 +66,9 @@ def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]
                 "seeds": sorted(r.spec.get("seed", 0) for r in members),
                 "final_mean": _nan_none(final_m),
                 "final_std": _nan_none(final_s),
+                # The round the final figures are from (R-1 under before_training, where the
+                # official code never evaluates round R); None if the members differ.
+                "final_round": common_final_round(finals),
                 "top5_mean": _nan_none(top_m),
                 "top5_std": _nan_none(top_s),
                 "run_ids": [str(r.id) for r in members],
@@ -83,6 +90,7 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
         "n_succeeded",
         "final_mean",
         "final_std",
+        "final_round",
         "top5_mean",
         "top5_std",
     ]

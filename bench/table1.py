@@ -27,7 +27,7 @@ from fedgen.events import MemorySink
 from fedgen.fidelity import resolve
 from fedgen.runner import run
 from fedgen.spec import ALGORITHM_NAMES, parse_spec
-from fedgen.stats import mean_std, pooled_top5, reported_curve
+from fedgen.stats import common_final_round, mean_std, pooled_top5, reported_curve, summarize_curve
 
 LABELS = {
     "fedavg": "FedAvg",
@@ -76,12 +76,16 @@ def eval_timing(algorithm: str, profile: str) -> str:
     return resolve(spec).eval_timing
 
 
-def _cell(curves: list[list[float]], eval_timing: str) -> tuple[str, str]:
-    # What the profile reports: official servers never evaluate the post-final model.
-    shown = [[100 * a for a in reported_curve(c, eval_timing)] for c in curves]
-    fm, fs = mean_std([c[-1] for c in shown])
+def _cell(curves: list[list[float]], eval_timing: str, rounds: int) -> tuple[str, str]:
+    # What the profile reports: official servers never evaluate the post-final model, so
+    # their "final" is round R-1 (marked "@R-1" in the cell).
+    shown = [[100 * a for a in reported_curve(c, eval_timing, rounds)] for c in curves]
+    ends = [summarize_curve(c, eval_timing, rounds) for c in curves]
+    fm, fs = mean_std([100 * e.final for e in ends])
     tm, ts = pooled_top5(shown)
-    return f"{fm:.2f} ± {fs:.2f}", f"{tm:.2f} ± {ts:.2f}"
+    at = common_final_round(ends)
+    mark = f" @{at}" if at is not None and at != rounds else ""
+    return f"{fm:.2f} ± {fs:.2f}{mark}", f"{tm:.2f} ± {ts:.2f}"
 
 
 def _commit() -> str:
@@ -146,11 +150,17 @@ def main() -> None:
     )
     for title, idx in (("final accuracy (%)", 0), ("top-5 statistic (%)", 1)):
         print(f"\n**{title}**, mean ± std over seeds\n")
+        if idx == 0:
+            print(
+                "Final = the last round the algorithm's protocol evaluates; '@N' marks a "
+                "final from round N (before_training never evaluates the last aggregation).\n"
+            )
         print("| alpha | " + " | ".join(LABELS.get(a, a) for a in algos) + " |")
         print("|---|" + "---|" * len(algos))
         for alpha in alphas:
             cells: list[Any] = [
-                _cell(results[(a, alpha)], eval_timing(a, args.profile))[idx] for a in algos
+                _cell(results[(a, alpha)], eval_timing(a, args.profile), args.rounds)[idx]
+                for a in algos
             ]
             print(f"| {alpha:g} | " + " | ".join(cells) + " |")
     print(

@@ -2,7 +2,8 @@
 
 fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
 fedgen resume DIR               continue a run directory from its last full checkpoint
-fedgen partition SPEC           print the per-user label histogram
+fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
+                                train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
 """
 
@@ -18,8 +19,10 @@ from typing import Any
 import yaml
 
 from fedgen.data.datasets import DatasetError, load_dataset
-from fedgen.data.partition import PartitionError, build_partition
+from fedgen.data.partition import PartitionError, build_partition, official_min_samples
+from fedgen.data.split_export import split_document
 from fedgen.events import RoundEvent, RunInfo, RunSummary
+from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, latest_full_checkpoint
 from fedgen.spec import ExperimentSpec, SpecError, load_spec, load_spec_data, parse_spec
 from fedgen.sweep import SweepSpec, expand
@@ -121,8 +124,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_partition(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    ds = load_dataset(spec.data, spec.partition)
-    part = build_partition(ds, spec.partition)
+    p = spec.partition
+    ds = load_dataset(spec.data, p)
+    draws = resolve(spec).draws
+    part = build_partition(ds, p, draws)
+    if args.json:
+        doc = split_document(
+            ds,
+            part,
+            alpha=p.alpha,
+            sampling_ratio=p.sampling_ratio,
+            min_samples=official_min_samples(ds.name, ds.num_classes)
+            if p.min_samples is None
+            else p.min_samples,
+            data_seed=p.data_seed,
+            draws=None if ds.train_groups is not None else draws,
+        )
+        print(json.dumps(doc, separators=(",", ":")))
+        return 0
     hist = part.label_histogram(ds.train_y.numpy())
     labels = "".join(f"{c:>6}" for c in range(hist.shape[1]))
     print(f"{'user':>5}{labels}{'train':>8}{'test':>7}")
@@ -161,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_resume)
     pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
     pa.add_argument("spec")
+    pa.add_argument(
+        "--json",
+        action="store_true",
+        help="print every user's train/test indices and label histograms as JSON",
+    )
     pa.set_defaults(func=cmd_partition)
     v = sub.add_parser("validate", help="validate a spec and print it with every default")
     v.add_argument("spec")

@@ -104,7 +104,13 @@ COMMON_METRICS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class RunSummary:
-    """The end of a run (or of a stopped segment)."""
+    """The end of a run (or of a stopped segment).
+
+    Accuracies are over the rounds the fidelity's protocol evaluates
+    (`fedgen.stats.reported_curve`): under ``eval_timing: before_training`` the model after
+    the last aggregation is left out, as the official code never evaluates it, and
+    `final_acc` is the accuracy of round `final_round` (R-1 there, R otherwise).
+    """
 
     status: Literal["completed", "stopped"]
     rounds_done: int
@@ -115,6 +121,7 @@ class RunSummary:
     statistic: str
     value: float  # the fidelity's reported statistic
     wall_s: float
+    final_round: int = -1  # the round final_acc is from; -1: no round evaluated
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -70,6 +70,14 @@ KNOBS: tuple[Knob, ...] = (
          home="partition",
          description="per_user: label-matched per-user test splits (official); global: the whole "
          "test set (paper). None = the fidelity profile's choice."),
+    Knob("draws", Literal["official", "fedgen"], "fedgen", "official", "–",
+         "`data/*/generate_niid_dirichlet.py`: Python `random` + NumPy's legacy generator, "
+         "both seeded 42, in the script's draw order", "§2.1 \"Exact draw order\"; `fedgen`: "
+         "the same procedure from one NumPy Generator seeded by `data_seed`",
+         home="partition",
+         description="official: the official split script's exact draws (Python random + NumPy "
+         "legacy generator, in its order); fedgen: the same procedure from one NumPy Generator. "
+         "None = the fidelity profile's choice (official: official, paper: fedgen)."),
     Knob("bn_buffers", Literal["local", "average"], "average", "local", "–",
          "only `parameters()` are sent; BN statistics stay local", "§3", home="model",
          description="BatchNorm running statistics: kept on each user (official) or averaged like "

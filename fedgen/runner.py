@@ -26,7 +26,7 @@ from fedgen.federated import FederatedData
 from fedgen.fidelity import Fidelity, resolve
 from fedgen.models.cnn import ModelConfig
 from fedgen.spec import ExperimentSpec
-from fedgen.stats import curve_statistic, mean_std, top_k
+from fedgen.stats import curve_statistic, summarize_curve
 from fedgen.versions import versions
 
 
@@ -60,7 +60,7 @@ class Simulation:
         self.fid: Fidelity = resolve(spec)
         self.device = resolve_device(spec.device)
         ds = load_dataset(spec.data, spec.partition)
-        self.partition: Partition = build_partition(ds, spec.partition)
+        self.partition: Partition = build_partition(ds, spec.partition, self.fid.draws)
         self.data = FederatedData.build(ds, self.partition, self.device)
         self.label_histogram = self.partition.label_histogram(ds.train_y.numpy())
         c, h, _ = self.data.input_shape
@@ -219,20 +219,22 @@ class Simulation:
         return out
 
     def summary(self, status: str, wall_s: float) -> RunSummary:
-        # Every evaluated round; `value` is the statistic the fidelity profile reports.
+        # Only the rounds the protocol evaluates (before_training: not round R, which the
+        # official code never sees); `value` is the statistic the fidelity profile reports.
         h = self.history
-        top = top_k(h, 5)
-        m, s = mean_std(top)
+        rounds, timing = self.spec.rounds, self.fid.eval_timing
+        c = summarize_curve(h, timing, rounds)
         return RunSummary(
             status="completed" if status == "completed" else "stopped",
             rounds_done=max(len(h) - 1, 0),
-            final_acc=h[-1] if h else float("nan"),
-            best_acc=max(h) if h else float("nan"),
-            top5_mean=m,
-            top5_std=s,
+            final_acc=c.final,
+            best_acc=c.best,
+            top5_mean=c.top5_mean,
+            top5_std=c.top5_std,
             statistic=self.fid.statistic,
-            value=curve_statistic(h, self.fid.statistic, self.fid.eval_timing),
+            value=curve_statistic(h, self.fid.statistic, timing, rounds),
             wall_s=wall_s,
+            final_round=c.final_round,
         )
 
 

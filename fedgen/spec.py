@@ -115,7 +115,13 @@ class PartitionSpec(_Strict):
         1000, ge=1, le=100_000, description="Give up after this many Dirichlet re-draws."
     )
     data_seed: int = Field(
-        42, ge=0, le=MAX_SEED, description="Seeds the split alone, independent of `seed`."
+        42,
+        ge=0,
+        le=MAX_SEED,
+        description="Seeds the split alone, independent of `seed`. With draws 'official' it seeds "
+        "both of the official script's generators (Python random and NumPy's legacy "
+        "RandomState): 42, the script's own seed, reproduces the official split sample for "
+        "sample; another value keeps the official procedure and draw order with other draws.",
     )
     celebs_per_user: int = Field(
         10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user."

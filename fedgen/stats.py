@@ -3,12 +3,19 @@
 The official plotting code reports, per seed, the five best per-round accuracies,
 then mean and std pooled over seeds (reference §1.1). These pure functions are
 shared by the runner's summary, the API's sweep tables and the benchmarks.
+
+Which rounds count is decided here, once (`reported_curve`): a curve is indexed by round
+(0 = the initial model, r = after r aggregations). Under ``eval_timing: before_training``
+the official code evaluates at the start of rounds 0..R-1 only and never sees the model
+after the last (R-th) aggregation, so round R is left out of every statistic, the "final"
+figure is round R-1's, and `CurveSummary.final_round` says so.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 def top_k(values: Sequence[float], k: int = 5) -> list[float]:
@@ -24,24 +31,75 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
 
 
-def reported_curve(accs: Sequence[float], eval_timing: str) -> list[float]:
-    """The accuracies a protocol reports: with 'before_training' the official code never
-    evaluates the model after the last aggregation, so the last round is left out."""
+def reported_curve(
+    accs: Sequence[float], eval_timing: str, rounds: int | None = None
+) -> list[float]:
+    """The accuracies a protocol reports, index = round.
+
+    With 'before_training' the official code never evaluates the model after the last
+    aggregation: round `rounds` (the run's R) is left out. Without `rounds` the curve is
+    taken as complete (rounds 0..R) and its last value is left out; a curve of one value
+    (round 0 only) is kept.
+    """
     values = list(accs)
-    if eval_timing == "before_training" and len(values) > 1:
-        values = values[:-1]
+    if eval_timing == "before_training":
+        if rounds is not None:
+            values = values[:rounds]
+        elif len(values) > 1:
+            values = values[:-1]
     return values
 
 
+@dataclass(frozen=True)
+class CurveSummary:
+    """What one run's curve reports under its protocol (NaN and final_round -1 if empty).
+
+    Attributes
+    ----------
+    final, final_round
+        The last reported accuracy and its round (R-1 under 'before_training', else R).
+    best
+        The best reported accuracy.
+    top5_mean, top5_std
+        Mean and population std of the five best reported rounds.
+    """
+
+    final: float
+    final_round: int
+    best: float
+    top5_mean: float
+    top5_std: float
+
+
+def summarize_curve(
+    accs: Sequence[float], eval_timing: str, rounds: int | None = None
+) -> CurveSummary:
+    """Final (with its round), best and top-5 over the rounds the protocol evaluates."""
+    values = reported_curve(accs, eval_timing, rounds)
+    if not values:
+        return CurveSummary(math.nan, -1, math.nan, math.nan, math.nan)
+    m, s = mean_std(top_k(values, 5))
+    return CurveSummary(values[-1], len(values) - 1, max(values), m, s)
+
+
+def common_final_round(curves: Sequence[CurveSummary]) -> int | None:
+    """The final round shared by every curve, or None if they differ or there are none."""
+    found = {c.final_round for c in curves}
+    return found.pop() if len(found) == 1 else None
+
+
 def curve_statistic(
-    accs: Sequence[float], statistic: str, eval_timing: str = "after_aggregation"
+    accs: Sequence[float],
+    statistic: str,
+    eval_timing: str = "after_aggregation",
+    rounds: int | None = None,
 ) -> float:
     """The reported number of one run's per-round accuracies (index = round, 0 = initial model).
 
     With eval_timing='before_training' the official code never evaluates the model
-    after the last aggregation, so the last round is left out, as there.
+    after the last aggregation, so that round is left out, as there (`reported_curve`).
     """
-    values = reported_curve(accs, eval_timing)
+    values = reported_curve(accs, eval_timing, rounds)
     if not values:
         return math.nan
     if statistic == "final":

@@ -33,7 +33,9 @@ sweep_id = (
 )
 statistic = st.radio(
     "Statistic", ["top5", "final"], horizontal=True, key="tables_stat",
-    help="top5: mean ± std of each seed's 5 best rounds, pooled (the official code's number).",
+    help="top5: mean ± std of each seed's 5 best rounds, pooled (the official code's number). "
+    "final: the last round the protocol evaluates (round R-1 under the official before_training "
+    "timing, which never evaluates the last aggregation; the summary's final_round).",
 )  # fmt: skip
 
 st.header("Table 1: accuracy (%)")

@@ -7,6 +7,7 @@ from fedgen.data.partition import (
     build_partition,
     dirichlet_partition,
     group_partition,
+    official_partition,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "dirichlet_partition",
     "group_partition",
     "load_dataset",
+    "official_partition",
 ]

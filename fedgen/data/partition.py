@@ -1,25 +1,30 @@
 """Splitting a dataset over federated users (reference §2.1-2.3).
 
-Two splits are provided:
+Three splits are provided:
 
-* `dirichlet_partition` - the official FedGen MNIST/EMNIST split: a per-class Dirichlet
-  draw with a per-user sample cap, re-drawn until every user holds `min_samples`, plus
-  the official label-matched per-user test split.
+* `official_partition` - the official FedGen MNIST/EMNIST split with the official scripts'
+  exact draws (`partition.draws: official`, `fedgen.data.official_draws`): with data_seed 42
+  every user gets the official script's samples, in its order.
+* `dirichlet_partition` - the same procedure (a per-class Dirichlet draw with a per-user
+  sample cap, re-drawn until every user holds `min_samples`) with every random choice from
+  ONE `numpy.random.default_rng(seed)` (`partition.draws: fedgen`): same distribution, other
+  draws.
 * `group_partition` - a natural split where every sample already carries a user id
   (CelebA: groups of celebrities).
 
-Determinism: every random choice comes from ONE `numpy.random.default_rng(seed)`.
-The official script uses Python's and numpy's global streams (seed 42), which cannot be
-matched bit for bit; the procedure is the same, the exact draws are not.
+Both Dirichlet splits use the official label-matched per-user test split. All indices are
+positions in the dataset files, in their stored order.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+from fedgen.data.official_draws import OfficialSplitError, Variant, official_train_split
 
 if TYPE_CHECKING:
     from fedgen.data.datasets import DatasetTensors
@@ -31,6 +36,7 @@ __all__ = [
     "build_partition",
     "dirichlet_partition",
     "group_partition",
+    "official_partition",
     "per_user_test_split",
 ]
 
@@ -224,14 +230,7 @@ def dirichlet_partition(
     """
     ty = np.asarray(train_y, dtype=np.int64).reshape(-1)
     vy = np.asarray(test_y, dtype=np.int64).reshape(-1)
-    if num_users < 1 or max_redraws < 1 or not alpha > 0 or not 0 < sampling_ratio <= 1:
-        raise PartitionError(
-            f"invalid split parameters: num_users={num_users}, alpha={alpha}, "
-            f"sampling_ratio={sampling_ratio}, max_redraws={max_redraws}"
-        )
-    for name, y in (("train", ty), ("test", vy)):
-        if y.size and (y.min() < 0 or y.max() >= num_classes):
-            raise PartitionError(f"{name} labels outside [0, {num_classes})")
+    _check_args(ty, vy, num_users, num_classes, alpha, sampling_ratio, max_redraws)
     classes = np.unique(ty)
     rng = np.random.default_rng(seed)
     smallest = 0
@@ -241,12 +240,91 @@ def dirichlet_partition(
         if smallest >= min_samples:
             test_idx = per_user_test_split(ty, vy, train_idx, num_classes)
             return Partition(train_idx, test_idx, num_classes)
-    raise PartitionError(
+    raise _no_split(alpha, num_users, sampling_ratio, min_samples, max_redraws, smallest)
+
+
+def _check_args(
+    ty: IntArray,
+    vy: IntArray,
+    num_users: int,
+    num_classes: int,
+    alpha: float,
+    sampling_ratio: float,
+    max_redraws: int,
+) -> None:
+    if num_users < 1 or max_redraws < 1 or not alpha > 0 or not 0 < sampling_ratio <= 1:
+        raise PartitionError(
+            f"invalid split parameters: num_users={num_users}, alpha={alpha}, "
+            f"sampling_ratio={sampling_ratio}, max_redraws={max_redraws}"
+        )
+    for name, y in (("train", ty), ("test", vy)):
+        if y.size and (y.min() < 0 or y.max() >= num_classes):
+            raise PartitionError(f"{name} labels outside [0, {num_classes})")
+
+
+def _no_split(
+    alpha: float,
+    num_users: int,
+    sampling_ratio: float,
+    min_samples: int,
+    max_redraws: int,
+    smallest: int,
+) -> PartitionError:
+    return PartitionError(
         f"no Dirichlet split with alpha={alpha}, num_users={num_users}, "
         f"sampling_ratio={sampling_ratio} gave every user min_samples={min_samples} "
         f"after max_redraws={max_redraws} draws (last draw's smallest user: {smallest}); "
         "raise alpha or max_redraws, or lower num_users or min_samples"
     )
+
+
+def official_partition(
+    train_y: np.ndarray[Any, Any],
+    test_y: np.ndarray[Any, Any],
+    *,
+    num_users: int,
+    num_classes: int,
+    alpha: float,
+    sampling_ratio: float,
+    min_samples: int,
+    seed: int,
+    max_redraws: int,
+    variant: Variant = "mnist",
+) -> Partition:
+    """The official script's split, draw for draw (`fedgen.data.official_draws`).
+
+    Parameters are those of `dirichlet_partition`; `seed` seeds both of the script's
+    generators (42 reproduces the official split) and `variant` picks the MNIST or the
+    EMNIST script. Train indices are stored class by class in the shuffled class order.
+
+    Raises
+    ------
+    PartitionError
+        If the parameters are invalid, no draw satisfies `min_samples`, or the official
+        EMNIST script itself could not split with them.
+    """
+    ty = np.asarray(train_y, dtype=np.int64).reshape(-1)
+    vy = np.asarray(test_y, dtype=np.int64).reshape(-1)
+    _check_args(ty, vy, num_users, num_classes, alpha, sampling_ratio, max_redraws)
+    try:
+        train_idx, _ = official_train_split(
+            ty,
+            num_users=num_users,
+            num_classes=num_classes,
+            alpha=alpha,
+            sampling_ratio=sampling_ratio,
+            min_samples=min_samples,
+            seed=seed,
+            max_redraws=max_redraws,
+            variant=variant,
+        )
+    except OfficialSplitError as exc:
+        raise PartitionError(str(exc)) from None
+    smallest = min(i.size for i in train_idx)
+    if smallest < min_samples:
+        raise _no_split(alpha, num_users, sampling_ratio, min_samples, max_redraws, smallest)
+    test_idx = per_user_test_split(ty, vy, train_idx, num_classes)
+    return Partition(train_idx, test_idx, num_classes)
 
 
 def group_partition(
@@ -279,26 +357,36 @@ def official_min_samples(dataset: str, num_classes: int) -> int:
     return 10 * num_classes if dataset == "emnist-letters" else 10
 
 
-def build_partition(ds: DatasetTensors, p: PartitionSpec) -> Partition:
+def build_partition(
+    ds: DatasetTensors,
+    p: PartitionSpec,
+    default_draws: Literal["official", "fedgen"] = "fedgen",
+) -> Partition:
     """Build the split a spec asks for: natural groups if the dataset has them, else Dirichlet.
 
-    The per-user test indices are always built; a ``global`` test protocol simply
-    evaluates on the whole test set instead of using them.
+    `p.draws` picks the Dirichlet draws; when it is None, `default_draws` does (pass the
+    fidelity profile's choice, ``fedgen.fidelity.resolve(spec).draws``). The per-user test
+    indices are always built; a ``global`` test protocol simply evaluates on the whole test
+    set instead of using them.
     """
     if ds.train_groups is not None and ds.test_groups is not None:
         return group_partition(
             ds.train_groups, ds.test_groups, num_users=p.num_users, num_classes=ds.num_classes
         )
-    return dirichlet_partition(
-        ds.train_y.numpy(),
-        ds.test_y.numpy(),
-        num_users=p.num_users,
-        num_classes=ds.num_classes,
-        alpha=p.alpha,
-        sampling_ratio=p.sampling_ratio,
-        min_samples=official_min_samples(ds.name, ds.num_classes)
+    draws = p.draws if p.draws is not None else default_draws
+    args: dict[str, Any] = {
+        "num_users": p.num_users,
+        "num_classes": ds.num_classes,
+        "alpha": p.alpha,
+        "sampling_ratio": p.sampling_ratio,
+        "min_samples": official_min_samples(ds.name, ds.num_classes)
         if p.min_samples is None
         else p.min_samples,
-        seed=p.data_seed,
-        max_redraws=p.max_redraws,
-    )
+        "seed": p.data_seed,
+        "max_redraws": p.max_redraws,
+    }
+    train_y, test_y = ds.train_y.numpy(), ds.test_y.numpy()
+    if draws == "official":
+        variant: Variant = "emnist" if ds.name == "emnist-letters" else "mnist"
+        return official_partition(train_y, test_y, variant=variant, **args)
+    return dirichlet_partition(train_y, test_y, **args)

@@ -75,6 +75,7 @@ def test_summary_groups_by_everything_but_seed(
         assert g["n"] == 3
         assert g["seeds"] == [0, 1, 2]
         assert (g["final_mean"], g["final_std"]) == pytest.approx(mean_std([c[-1] for c in cs]))
+        assert g["final_round"] == 7  # R = 8: the official code never evaluates round 8
         assert (g["top5_mean"], g["top5_std"]) == pytest.approx(pooled_top5(cs))
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 2

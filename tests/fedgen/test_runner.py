@@ -70,7 +70,10 @@ def test_resume_equals_uninterrupted() -> None:
     assert resumed.info is not None
     assert resumed.info.start_round == 3
     assert _curve(resumed) == _curve(whole, start=3)
-    assert summary.final_acc == whole.events[-1].metrics["test_acc"]
+    # Official profile (before_training): the final figure is round R-1's, as the official
+    # code never evaluates the model after the last aggregation.
+    assert summary.final_round == 4
+    assert summary.final_acc == whole.events[4].metrics["test_acc"]
 
 
 def test_same_seed_same_curve_other_seed_differs() -> None:
