@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from fedgen.data.datasets import DatasetError, load_dataset
+from fedgen.data.common import DatasetError  # torch-free: `validate` never loads torch
 from fedgen.data.partition import PartitionError, build_partition
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.rundir import DirectorySink, latest_full_checkpoint
@@ -120,6 +120,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
+    from fedgen.data.datasets import load_dataset  # torch-heavy import only when loading data
+
     spec = load_spec(args.spec)
     ds = load_dataset(spec.data, spec.partition)
     part = build_partition(ds, spec.partition)
