@@ -170,7 +170,9 @@ def main() -> None:
         f"ms/round / floor above {USERS_PER_ROUND}x is server step, evaluation and bookkeeping)"
     )
     if args.device.startswith("cuda"):
-        print(f"peak GPU memory (this process): {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
+        print(
+            f"peak GPU memory (this process): {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
+        )
     if not args.no_memory:
         for name in algorithms:
             rss = fedgen_run_peak_rss_mib(name, args.device)
