@@ -1,85 +1,186 @@
-"""Milliseconds per round at the paper's setting, and peak memory.
+"""Per-update time as a ratio to the eager floor, ms per round, and `fedgen run`'s peak memory.
 
-Fashion-MNIST, 20 users, 10 per round, T=20, B=32, official CNN, alpha 0.1,
-on CPU (and on CUDA when available). Prints the median over rounds after a
-warm-up, with and without evaluation, and the process's peak resident memory.
-The official implementation needs about 450 ms per FedAvg round and 1.0 s per
-FedGen round on a 2-core machine, using about 1.1 GB (reference issue #2, #3).
+Fashion-MNIST at the paper's setting (20 users, 10 per round, T=20, B=32, official CNN,
+alpha 0.1), on CPU (or CUDA with --device). In one process, interleaved:
 
-    python bench/round_speed.py [--rounds 30] [--warmup 5] [--algorithms fedavg,fedgen] [--device cpu]
+* the eager floor: a plain PyTorch loop (no fedgen code) over the same model, batch and
+  steps, i.e. one "user update" = 20 SGD steps of B=32 on the official CNN;
+* our rounds (`fedgen.runner.Simulation`), one round of each algorithm in turn, each
+  preceded by a block of as many floor updates as a round has users.
+
+Our per-user update is printed as a ratio to the floor, so the figure does not depend on
+how fast this (shared, drifting) machine is that day; absolute ms are printed for reference
+only. The memory figure is the peak resident set of a `python -m fedgen run` subprocess on
+a 3-round spec at the same setting (os.wait4's rusage of that child), i.e. what a user sees,
+not this process.
+
+    python bench/round_speed.py [--rounds 20] [--warmup 3] [--algorithms fedavg,fedgen]
+                                [--device cpu] [--threads N] [--no-memory]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
-import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 import torch
+from torch import nn
 
-from fedgen.events import MemorySink
-from fedgen.runner import run
+from fedgen.runner import Simulation
 from fedgen.spec import parse_spec
 
+ROOT = Path(__file__).resolve().parents[1]
+STEPS, BATCH, USERS_PER_ROUND = 20, 32, 10
 
-def measure(algorithm: str, device: str, rounds: int, warmup: int) -> dict[str, float]:
-    spec = parse_spec(
-        {
-            "data": {"name": "fashion-mnist"},
-            "partition": {"num_users": 20, "alpha": 0.1, "sampling_ratio": 0.5},
-            "algorithm": {"name": algorithm},
-            "users_per_round": 10,
-            "local_steps": 20,
-            "batch_size": 32,
-            "rounds": rounds,
-            "checkpoint_every": 0,
-            "device": device,
-        }
-    )
-    sink = MemorySink()
-    t0 = time.perf_counter()
-    summary = run(spec, sink)
-    wall = time.perf_counter() - t0
-    timed = [e.metrics for e in sink.events[1 + warmup :]]
-    total = [m["time_total_ms"] for m in timed]
-    no_eval = [m["time_total_ms"] - m["time_eval_ms"] for m in timed]
+
+def paper_spec(algorithm: str, rounds: int, device: str) -> dict[str, Any]:
     return {
-        "round_ms": statistics.median(total),
-        "round_ms_no_eval": statistics.median(no_eval),
-        "user_ms": statistics.median(m["time_user_ms"] for m in timed),
-        "server_ms": statistics.median(m["time_server_ms"] for m in timed),
-        "eval_ms": statistics.median(m["time_eval_ms"] for m in timed),
-        "final_acc": summary.final_acc,
-        "wall_s": wall,
+        "data": {"name": "fashion-mnist"},
+        "partition": {"num_users": 20, "alpha": 0.1, "sampling_ratio": 0.5},
+        "algorithm": {"name": algorithm},
+        "users_per_round": USERS_PER_ROUND,
+        "local_steps": STEPS,
+        "batch_size": BATCH,
+        "rounds": rounds,
+        "checkpoint_every": 0,
+        "device": device,
     }
+
+
+class Floor:
+    """The eager floor: the official CNN written out in plain torch, trained by a plain loop."""
+
+    def __init__(self, device: torch.device, n: int = 3000) -> None:
+        torch.manual_seed(0)
+
+        def conv_bn(cin: int, cout: int) -> list[nn.Module]:
+            return [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+
+        self.model = nn.Sequential(
+            *conv_bn(1, 6), *conv_bn(6, 16), nn.Flatten(), nn.Linear(784, 32), nn.Linear(32, 10)
+        ).to(device)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.x = torch.randn(n, 1, 28, 28, device=device)
+        self.y = torch.randint(0, 10, (n,), device=device)
+        self.device = device
+
+    def update(self) -> float:
+        """One user update (STEPS steps of BATCH), in ms."""
+        t0 = time.perf_counter()
+        self.model.train()
+        for _ in range(STEPS):
+            idx = torch.randint(0, self.x.shape[0], (BATCH,), device=self.device)
+            loss = nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - t0) * 1e3
+
+
+def measure(
+    algorithms: list[str], device: str, rounds: int, warmup: int
+) -> tuple[list[float], dict[str, list[dict[str, float]]]]:
+    """Floor update ms (all blocks) and each algorithm's round metrics, interleaved."""
+    sims = {a: Simulation(parse_spec(paper_spec(a, 10_000, device))) for a in algorithms}
+    for sim in sims.values():
+        sim.initial_event()
+    floor = Floor(torch.device(device))
+    floor_ms: list[float] = []
+    seen: dict[str, list[dict[str, float]]] = {a: [] for a in algorithms}
+    for r in range(1, warmup + rounds + 1):
+        for name, sim in sims.items():
+            block = [floor.update() for _ in range(USERS_PER_ROUND)]
+            metrics = sim.round(r).metrics
+            if r > warmup:
+                floor_ms.extend(block)
+                seen[name].append(metrics)
+    return floor_ms, seen
+
+
+def fedgen_run_peak_rss_mib(algorithm: str, device: str) -> float:
+    """Peak RSS of `python -m fedgen run` on a 3-round paper-setting spec, as a user runs it."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(json.dumps(paper_spec(algorithm, 3, device)))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fedgen", "run", str(spec), "--out", str(Path(tmp) / "run")],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise SystemExit(f"fedgen run failed with exit code {proc.returncode}")
+    return usage.ru_maxrss / 1024  # KiB on Linux
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=30)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--algorithms", default="fedavg")
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--algorithms", default="fedavg,fedgen")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--no-memory", action="store_true", help="skip the `fedgen run` memory run")
     args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    algorithms = args.algorithms.split(",")
     print(
-        f"machine: {platform.node()} {platform.machine()} cores={torch.get_num_threads()} "
-        f"torch={torch.__version__} device={args.device}"
+        f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} "
+        f"threads={torch.get_num_threads()} torch={torch.__version__} device={args.device}"
+    )
+    floor_ms, seen = measure(algorithms, args.device, args.rounds, args.warmup)
+    floor = statistics.median(floor_ms)
+    print(
+        f"eager floor (plain PyTorch loop, official CNN, {STEPS} SGD steps of B={BATCH}): "
+        f"{floor:.2f} ms per update (median of {len(floor_ms)}, interleaved with the rounds)"
     )
     print(
-        f"{'algorithm':<12}{'ms/round':>10}{'no eval':>10}{'user ms':>10}{'server ms':>11}{'eval ms':>9}{'acc':>8}"
+        f"{'algorithm':<10}{'user ms':>9}{'/ floor':>9}{'ms/round':>10}{'/ floor':>9}"
+        f"{'no eval':>9}{'server ms':>11}{'eval ms':>9}{'acc':>8}"
     )
-    for algo in args.algorithms.split(","):
-        r = measure(algo, args.device, args.rounds, args.warmup)
+    for name, timed in seen.items():
+        user = statistics.median(m["time_user_ms"] for m in timed)
+        rnd = statistics.median(m["time_total_ms"] for m in timed)
         print(
-            f"{algo:<12}{r['round_ms']:>10.1f}{r['round_ms_no_eval']:>10.1f}{r['user_ms']:>10.2f}"
-            f"{r['server_ms']:>11.2f}{r['eval_ms']:>9.1f}{r['final_acc']:>8.4f}"
+            f"{name:<10}{user:>9.2f}{user / floor:>8.2f}x{rnd:>10.1f}{rnd / floor:>8.1f}x"
+            f"{statistics.median(m['time_total_ms'] - m['time_eval_ms'] for m in timed):>9.1f}"
+            f"{statistics.median(m['time_server_ms'] for m in timed):>11.2f}"
+            f"{statistics.median(m['time_eval_ms'] for m in timed):>9.1f}"
+            f"{timed[-1]['test_acc']:>8.4f}"
         )
-    if args.device.startswith("cuda"):
-        print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
     print(
-        f"peak resident memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+        f"(a round is {USERS_PER_ROUND} user updates, so its floor is {USERS_PER_ROUND}x; "
+        f"ms/round / floor above {USERS_PER_ROUND}x is server step, evaluation and bookkeeping)"
+    )
+    if args.device.startswith("cuda"):
+        print(
+            f"peak GPU memory (this process): {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
+        )
+    if not args.no_memory:
+        for name in algorithms:
+            rss = fedgen_run_peak_rss_mib(name, args.device)
+            print(f"`fedgen run` peak resident memory, {name}, 3 rounds: {rss:.0f} MiB")
+    print(
+        "official code vs `fedgen run` (measured outside this project by issue 12's author, "
+        "same machine kind, interleaved, 20 rounds each, 2 threads): per-round official/ours "
+        "1.39x FedAvg, 1.75x FedGen"
     )
 
 

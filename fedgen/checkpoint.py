@@ -13,9 +13,10 @@ import io
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 FORMAT_VERSION = 1
 
@@ -25,12 +26,16 @@ class CheckpointError(RuntimeError):
 
 
 def to_bytes(obj: dict[str, Any]) -> bytes:
+    import torch  # here, so that importing this module (`fedgen validate`) does not load torch
+
     buf = io.BytesIO()
     torch.save(obj, buf)
     return buf.getvalue()
 
 
 def from_bytes(data: bytes, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    import torch
+
     try:
         obj = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises several types for corrupt or unsafe files

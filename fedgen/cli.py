@@ -18,9 +18,8 @@ from typing import Any
 
 import yaml
 
-from fedgen.data.datasets import DatasetError, load_dataset
+from fedgen.data.common import DatasetError  # torch-free: `validate` never loads torch
 from fedgen.data.partition import PartitionError, build_partition, official_min_samples
-from fedgen.data.split_export import split_document
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, latest_full_checkpoint
@@ -123,6 +122,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
+    from fedgen.data.datasets import load_dataset  # torch-heavy import only when loading data
+    from fedgen.data.split_export import split_document
+
     spec = load_spec(args.spec)
     p = spec.partition
     ds = load_dataset(spec.data, p)

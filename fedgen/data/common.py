@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from fedgen.spec import DataSpec
+
+if TYPE_CHECKING:  # tensors only in annotations: `fedgen validate` imports this without torch
+    import torch
 
 
 class DatasetError(RuntimeError):
