@@ -13,7 +13,7 @@ from api import errors
 from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit
-from api.routes import checkpoints, events, metrics, misc, runs, sweeps
+from api.routes import checkpoints, events, metrics, misc, runs, studies, sweeps
 from api.service import Enqueue
 
 API_PREFIX = "/api/v1"
@@ -84,6 +84,7 @@ def create_app(
         events.router,
         checkpoints.router,
         sweeps.router,
+        studies.router,
     ):
         v1.include_router(r)
     app.include_router(v1)

@@ -4,6 +4,7 @@ fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
 fedgen resume DIR               continue a run directory from its last full checkpoint
 fedgen partition SPEC           print the per-user label histogram
 fedgen validate SPEC            print the validated spec, or the errors
+fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="validate a spec and print it with every default")
     v.add_argument("spec")
     v.set_defaults(func=cmd_validate)
+    from fedgen import study_cli
+
+    study_cli.add_parser(sub)
     return p
 
 

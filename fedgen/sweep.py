@@ -1,8 +1,11 @@
 """Sweeps: a base spec and a grid of values for any spec field, expanded into runs.
 
 Field names are dotted paths into the spec (`algorithm.name` is spelled
-`algorithm`, whose values may be names or whole parameter mappings). Every
-expanded spec is validated, so an invalid combination fails before anything runs.
+`algorithm`, whose values may be names or whole parameter mappings). A key that
+names several fields separated by commas ("partition.alpha,local_steps") is one
+axis whose values are lists, one value per field: settings that go together (the
+paper's rows) without a full cartesian product. Every expanded spec is validated,
+so an invalid combination fails before anything runs.
 """
 
 from __future__ import annotations
@@ -40,10 +43,23 @@ class SweepSpec(BaseModel):
                 raise ValueError(
                     f"grid.{key}: {len(values)} values exceeds the limit {MAX_SWEEP_RUNS}"
                 )
+            fields = zipped_fields(key)
+            if len(fields) > 1:
+                for i, v in enumerate(values):
+                    if not isinstance(v, list | tuple) or len(v) != len(fields):
+                        raise ValueError(
+                            f"grid.{key}[{i}]: expected a list of {len(fields)} values "
+                            f"({', '.join(fields)}), got {v!r}"
+                        )
             total *= len(values)
         if total > MAX_SWEEP_RUNS:
             raise ValueError(f"grid expands to {total} runs, more than the limit {MAX_SWEEP_RUNS}")
         return grid
+
+
+def zipped_fields(key: str) -> list[str]:
+    """The dotted fields a grid key sets: one, or several for a zipped key "a,b"."""
+    return [f.strip() for f in key.split(",")]
 
 
 def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -72,7 +88,12 @@ def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
     for combo in itertools.product(*(sweep.grid[k] for k in keys)):
         data: dict[str, Any] = _deepcopy(sweep.base)
         for k, v in zip(keys, combo, strict=True):
-            _set_path(data, k, v)
+            fields = zipped_fields(k)
+            if len(fields) == 1:
+                _set_path(data, k, v)
+            else:
+                for f, fv in zip(fields, v, strict=True):
+                    _set_path(data, f, fv)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         try:
             specs.append(parse_spec(data))
