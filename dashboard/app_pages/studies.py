@@ -104,7 +104,8 @@ st.markdown(
     )  # fmt: skip
 )
 unit = results["unit"]
-left, right = st.columns(2)
+# Side by side when narrow; a wide table (Table 1's seven algorithms) gets the full width each.
+left, right = (st.container(), st.container()) if len(results["columns"]) > 3 else st.columns(2)
 left.subheader(f"Ours ({unit})")
 left.dataframe(study_view.ours_matrix(results), key="study_ours")
 right.subheader(f"The paper ({unit})")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.lab import Lab, scripted_runner
+from tests.dashboard.lab import Lab, scripted_runner, start_lab
 from tests.dashboard.test_pages import open_page, texts
 from worker.execution import execute_run
 
@@ -15,14 +16,31 @@ PAGE = "app_pages/studies.py"
 
 
 @pytest.fixture(scope="module")
-def table3_sweep(lab: Lab, seeded: dict[str, Any]) -> str:
+def study_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A lab of its own, so these sweeps never change what the other pages' tests count."""
+    server = start_lab(tmp_path_factory.mktemp("study-lab"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lab_env(study_lab: Lab, monkeypatch: pytest.MonkeyPatch) -> Lab:
+    """Point the dashboard at this module's lab; start with empty Streamlit caches."""
+    monkeypatch.setenv("FEDGEN_API_URL", study_lab.url)
+    monkeypatch.setenv("FEDGEN_TOKEN", study_lab.token)
+    st.cache_data.clear()
+    return study_lab
+
+
+@pytest.fixture(scope="module")
+def table3_sweep(study_lab: Lab) -> str:
     """A finished Table 3 study on EMNIST (1 seed, 3 rounds) with scripted timings.
 
     The scripted runner reports 48 ms per update for FedAvg and 58 ms for FedGen:
     ratio 1.208, within the paper's 1.200 ± 0.047 at B_G = 8 and below (better than)
     its 1.260 ± 0.049 at B_G = 128.
     """
-    del seeded
+    lab = study_lab
     with lab.client() as c:
         body = c.post(
             "/studies/table3", json={"dataset": "emnist-letters", "seeds": 1, "rounds": 3}
@@ -42,9 +60,7 @@ def _study(app_path: str, name: str) -> AppTest:
     return at
 
 
-def test_study_table_with_verdicts(
-    app_path: str, lab_env: dict[str, Any], table3_sweep: str
-) -> None:
+def test_study_table_with_verdicts(app_path: str, lab_env: Lab, table3_sweep: str) -> None:
     """Table 3's sweep: progress complete, ours beside the paper's, a verdict per cell."""
     # Execute
     at = _study(app_path, "table3")
@@ -63,7 +79,7 @@ def test_study_table_with_verdicts(
     assert "**4** within" in texts(at)
 
 
-def test_launch_button_creates_the_sweep(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+def test_launch_button_creates_the_sweep(app_path: str, lab_env: Lab) -> None:
     """Launch with overrides posts the study; the sweep is listed with its progress."""
     # Prepare
     at = _study(app_path, "table2")
@@ -77,14 +93,14 @@ def test_launch_button_creates_the_sweep(app_path: str, lab_env: dict[str, Any],
     assert not at.exception
     assert "Queued study sweep" in texts(at)
     assert "0/6 runs finished" in at.get("progress")[0].proto.text
-    with lab.client() as c:
+    with lab_env.client() as c:
         launched = c.get("/studies/table2").json()["launched"]
     assert [(s["dataset"], s["count"]) for s in launched] == [("synthetic", 6)]
     # The synthetic dataset has no paper numbers.
     assert set(at.dataframe[2].value["verdict"]) == {"no paper number"}
 
 
-def test_unlaunched_study_shows_the_paper(app_path: str, lab_env: dict[str, Any]) -> None:
+def test_unlaunched_study_shows_the_paper(app_path: str, lab_env: Lab) -> None:
     """A study never launched shows the paper's matrix and says it is not launched."""
     # Execute
     at = _study(app_path, "table4")
@@ -97,7 +113,7 @@ def test_unlaunched_study_shows_the_paper(app_path: str, lab_env: dict[str, Any]
 
 
 def test_study_page_with_bad_token(
-    app_path: str, lab_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    app_path: str, lab_env: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A wrong token: a clear message, no exception."""
     # Prepare
