@@ -14,7 +14,7 @@ from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit
 from api.queue import Enqueue, Sender
-from api.routes import checkpoints, events, metrics, misc, runs, sweeps
+from api.routes import checkpoints, events, metrics, misc, runs, studies, sweeps
 
 API_PREFIX = "/api/v1"
 
@@ -72,6 +72,7 @@ def create_app(
         events.router,
         checkpoints.router,
         sweeps.router,
+        studies.router,
     ):
         v1.include_router(r)
     app.include_router(v1)

@@ -274,3 +274,28 @@ class LabClient:
     def timing(self, sweep_id: str | None = None, algorithm: str | None = None) -> dict[str, Any]:
         """GET /timing: ms per user local update per algorithm (and generator batch size)."""
         return self._json("GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm})
+
+    # -- studies ------------------------------------------------------------------
+    def list_studies(self) -> dict[str, Any]:
+        """GET /studies: every study with runs and estimated CPU time."""
+        return self._json("GET", "/studies")
+
+    def get_study(
+        self,
+        name: str,
+        dataset: str | None = None,
+        seeds: int | None = None,
+        rounds: int | None = None,
+    ) -> dict[str, Any]:
+        """GET /studies/{name}: definition, sweep, the paper's numbers, launched sweeps."""
+        params = {"dataset": dataset, "seeds": seeds, "rounds": rounds}
+        return self._json("GET", f"/studies/{name}", params=params)
+
+    def launch_study(self, name: str, **overrides: Any) -> dict[str, Any]:
+        """POST /studies/{name}: create the study's sweep (overrides: dataset, seeds, rounds)."""
+        body = {k: v for k, v in overrides.items() if v is not None}
+        return self._json("POST", f"/studies/{name}", json=body)
+
+    def study_results(self, name: str, sweep_id: str | None = None) -> dict[str, Any]:
+        """GET /studies/{name}/results: the study's table with verdicts for one of its sweeps."""
+        return self._json("GET", f"/studies/{name}/results", params={"sweep_id": sweep_id})

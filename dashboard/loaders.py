@@ -73,3 +73,26 @@ def checkpoint_bytes(url: str, token: str, run_id: str, ckpt_id: str) -> bytes:
     """Checkpoint bytes (immutable, so cached for long)."""
     with LabClient(url, token) as c:
         return c.download_checkpoint(run_id, ckpt_id)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def studies(url: str, token: str) -> list[dict[str, Any]]:
+    """GET /studies."""
+    with LabClient(url, token) as c:
+        return list(c.list_studies().get("data") or [])
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def study(
+    url: str, token: str, name: str, dataset: str | None, seeds: int | None, rounds: int | None
+) -> dict[str, Any]:
+    """GET /studies/{name} for these overrides (with the sweeps launched for it)."""
+    with LabClient(url, token) as c:
+        return c.get_study(name, dataset, seeds, rounds)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def study_results(url: str, token: str, name: str, sweep_id: str) -> dict[str, Any]:
+    """GET /studies/{name}/results?sweep_id=..."""
+    with LabClient(url, token) as c:
+        return c.study_results(name, sweep_id)

@@ -52,9 +52,10 @@ pages = [
     st.Page(
         _PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
     ),
+    st.Page(_PAGES / "studies.py", title="Paper", icon=":material/science:", url_path="paper"),
     st.Page(
         _PAGES / "paper_tables.py",
-        title="Paper tables",
+        title="Sweep tables",
         icon=":material/description:",
         url_path="tables",
     ),

@@ -5,6 +5,7 @@ fedgen resume DIR               continue a run directory from its last full chec
 fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
+fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
 """
 
 from __future__ import annotations
@@ -191,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="validate a spec and print it with every default")
     v.add_argument("spec")
     v.set_defaults(func=cmd_validate)
+    from fedgen import study_cli
+
+    study_cli.add_parser(sub)
     return p
 
 

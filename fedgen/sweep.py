@@ -2,8 +2,11 @@
 
 Field names are dotted paths into the spec (`algorithm.name` is spelled
 `algorithm`, whose values may be names or parameter mappings); each value is applied
-with `fedgen.specdict.set_dotted`, by the rules of `fedgen.specdict.merge`. Every expanded spec is validated, so an
-invalid combination fails before anything runs.
+with `fedgen.specdict.set_dotted`, by the rules of `fedgen.specdict.merge`. A key that
+names several fields separated by commas ("partition.alpha,local_steps") is one
+axis whose values are lists, one value per field: settings that go together (the
+paper's rows) without a full cartesian product. Every expanded spec is validated,
+so an invalid combination fails before anything runs.
 """
 
 from __future__ import annotations
@@ -42,10 +45,23 @@ class SweepSpec(BaseModel):
                 raise ValueError(
                     f"grid.{key}: {len(values)} values exceeds the limit {MAX_SWEEP_RUNS}"
                 )
+            fields = zipped_fields(key)
+            if len(fields) > 1:
+                for i, v in enumerate(values):
+                    if not isinstance(v, list | tuple) or len(v) != len(fields):
+                        raise ValueError(
+                            f"grid.{key}[{i}]: expected a list of {len(fields)} values "
+                            f"({', '.join(fields)}), got {v!r}"
+                        )
             total *= len(values)
         if total > MAX_SWEEP_RUNS:
             raise ValueError(f"grid expands to {total} runs, more than the limit {MAX_SWEEP_RUNS}")
         return grid
+
+
+def zipped_fields(key: str) -> list[str]:
+    """The dotted fields a grid key sets: one, or several for a zipped key "a,b"."""
+    return [f.strip() for f in key.split(",")]
 
 
 def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
@@ -56,7 +72,12 @@ def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
     for combo in itertools.product(*(sweep.grid[k] for k in keys)):
         data: dict[str, Any] = copy.deepcopy(sweep.base)
         for k, v in zip(keys, combo, strict=True):
-            set_dotted(data, k, v)
+            fields = zipped_fields(k)
+            if len(fields) == 1:
+                set_dotted(data, k, v)
+            else:
+                for f, fv in zip(fields, v, strict=True):
+                    set_dotted(data, f, fv)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         try:
             specs.append(parse_spec(data))

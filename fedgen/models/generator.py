@@ -19,43 +19,11 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+# Presets live in a torch-free module; re-exported here for existing callers.
+from fedgen.generator_presets import PRESETS as PRESETS
+from fedgen.generator_presets import dataset_family as dataset_family
+
 NoiseKind = Literal["uniform", "normal"]
-
-# (hidden_dim, noise_dim) per dataset family and preset (reference §4 GENERATORCONFIGS).
-# The paper's Table 2 ablation (EMNIST) is the `emnist` row. CelebA has only a
-# default in the official code; its cnn0..cnn3 reuse the mnist-like variants.
-PRESETS: dict[str, dict[str, tuple[int, int]]] = {
-    "mnist": {
-        "default": (256, 32),
-        "cnn0": (256, 64),
-        "cnn1": (128, 32),
-        "cnn2": (64, 32),
-        "cnn3": (64, 16),
-    },
-    "emnist": {
-        "default": (256, 32),
-        "cnn0": (256, 64),
-        "cnn1": (128, 32),
-        "cnn2": (128, 16),
-        "cnn3": (64, 32),
-    },
-    "celeba": {
-        "default": (128, 32),
-        "cnn0": (256, 64),
-        "cnn1": (128, 32),
-        "cnn2": (64, 32),
-        "cnn3": (64, 16),
-    },
-}
-
-
-def dataset_family(dataset: str) -> str:
-    """The preset family of a dataset name: 'emnist', 'celeba' or 'mnist' (everything else)."""
-    if dataset.startswith("emnist"):
-        return "emnist"
-    if dataset == "celeba":
-        return "celeba"
-    return "mnist"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,134 @@
+"""Paper: every experiment of the paper as a study; launch it, follow it, read its verdicts.
+
+One study at a time (`?study=table1` links to it): what it reproduces, a Launch button
+(POST /studies/{name}), the progress of its sweep, and its table beside the paper's,
+each cell with ours (mean ± std, n), the paper's, Δ and a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import loaders, study_view, ui
+
+st.title("Paper")
+url, token = ui.connection()
+
+studies = ui.call(loaders.studies, url, token)
+by_name = {s["name"]: s for s in studies}
+names = list(by_name)
+wanted = st.query_params.get("study")
+name: str = st.selectbox(
+    "Study", names, index=names.index(wanted) if wanted in by_name else 0, key="study_name",
+    format_func=lambda n: f"{n} · {by_name[n]['title']}",
+)  # fmt: skip
+st.query_params["study"] = name
+info = by_name[name]
+st.markdown(info["reproduces"])
+st.caption(f"Statistic: {info['statistic_text']}. Study version {info['version']}.")
+if info["notes"]:
+    with st.expander("Notes"):
+        for note in info["notes"]:
+            st.markdown(f"- {note}")
+
+# -- launch ----------------------------------------------------------------------------
+c1, c2, c3 = st.columns(3)
+datasets = list(info["datasets"])
+dataset: str = c1.selectbox(
+    "Dataset", datasets, index=datasets.index(info["paper_dataset"]),
+    key=f"study_dataset_{name}", help="The paper's dataset is the default; others have no paper numbers.",
+)  # fmt: skip
+seeds = int(c2.number_input("Seeds", 1, 10, info["defaults"]["seeds"], key=f"study_seeds_{name}"))
+rounds = int(
+    c3.number_input("Rounds", 1, 10_000, info["defaults"]["rounds"], key=f"study_rounds_{name}")
+)
+definition = ui.call(loaders.study, url, token, name, dataset, seeds, rounds)
+st.markdown(
+    f"**{definition['runs']}** runs · estimated CPU time "
+    f"**{definition['est_cpu_s'] / 60:.0f} min** on one core (an estimate from measured "
+    "per-algorithm round times; the workers' cores divide it)."
+)
+with st.expander("The sweep it creates"):
+    st.json(definition["sweep"], expanded=False)
+if st.button("Launch study", key="study_launch", type="primary"):
+    launched = ui.try_call(
+        ui.client().launch_study, name, dataset=dataset, seeds=seeds, rounds=rounds
+    )
+    if launched:
+        loaders.study.clear()
+        st.session_state[f"study_sweep_{name}"] = launched["sweep"]["id"]
+        st.success(
+            f"Queued study sweep {launched['sweep']['name']}: {launched['runs']} runs.",
+            icon=":material/check:",
+        )
+        definition = ui.call(loaders.study, url, token, name, dataset, seeds, rounds)
+
+# -- progress and table ---------------------------------------------------------------------
+sweeps: list[dict[str, Any]] = definition.get("launched") or []
+if not sweeps:
+    st.info("Not launched yet: the paper's numbers for this study are below.")
+    st.subheader("The paper")
+    st.dataframe(
+        study_view.paper_matrix(definition["rows"], definition["columns"], definition["paper"]),
+        key="study_paper_only",
+    )
+    st.stop()
+
+labels = {s["sweep_id"]: f"{s['name']} · {s['created_at'][:16]}" for s in sweeps}
+ids = list(labels)
+chosen = st.session_state.get(f"study_sweep_{name}")
+sweep_id: str = st.selectbox(
+    "Launched sweep", ids, index=ids.index(chosen) if chosen in labels else 0,
+    key=f"study_sweep_pick_{name}", format_func=lambda i: labels[i],
+)  # fmt: skip
+sweep = next(s for s in sweeps if s["sweep_id"] == sweep_id)
+fraction, text = study_view.progress(sweep["status_counts"], sweep["count"])
+st.progress(fraction, text=text)
+
+results = ui.try_call(loaders.study_results, url, token, name, sweep_id)
+if results is None:
+    st.stop()
+if results.get("sweep_version") not in (None, info["version"]):
+    st.warning(
+        f"This sweep was launched as version {results['sweep_version']} of the study; "
+        f"its table is read with version {info['version']}."
+    )
+counts = study_view.verdict_counts(results)
+st.markdown(
+    " · ".join(
+        f"**{counts[v]}** {v}"
+        for v in ("within", "better", "worse", "no paper number", "no runs yet", "reference")
+        if counts.get(v)
+    )  # fmt: skip
+)
+unit = results["unit"]
+# Side by side when narrow; a wide table (Table 1's seven algorithms) gets the full width each.
+left, right = (st.container(), st.container()) if len(results["columns"]) > 3 else st.columns(2)
+left.subheader(f"Ours ({unit})")
+left.dataframe(study_view.ours_matrix(results), key="study_ours")
+right.subheader(f"The paper ({unit})")
+paper_cells = [
+    {"row": c["row"], "column": c["column"], "mean": c["paper_mean"], "std": c["paper_std"]}
+    for c in results["cells"]
+    if c["paper_mean"] is not None
+]
+right.dataframe(
+    study_view.paper_matrix(results["rows"], results["columns"], paper_cells), key="study_paper"
+)
+st.subheader("Cell by cell")
+cells = study_view.cells_frame(results)
+st.dataframe(
+    cells.style.map(study_view.verdict_style, subset=["verdict"]),
+    hide_index=True,
+    key="study_cells",
+)
+st.caption(
+    f"{results['statistic_text']}. Verdict: within the paper's ± (|Δ| ≤ the paper's std), "
+    "better or worse beyond it; 'no paper number' where the paper has no such cell."
+)
+st.download_button(
+    "CSV", cells.to_csv(index=False), f"study-{name}-{results['dataset']}.csv", "text/csv",
+    key="study_csv",
+)  # fmt: skip
