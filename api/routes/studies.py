@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from api import service
-from api.deps import SessionDep, UserDep, parse_uuid
+from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import metrics as metrics_repo
@@ -120,13 +120,20 @@ def launch_study(
     request: Request,
     session: SessionDep,
     user: UserDep,
+    settings: SettingsDep,
     body: StudyOverrides | None = None,
 ) -> dict[str, Any]:
     """Create the study's sweep (the paper's original, or the overrides) and queue its runs."""
     study = _study(name)
     p = _plan(study, body or StudyOverrides())
     sweep, _ = service.submit_sweep(
-        session, user, p.sweep.name, p.sweep.base, p.sweep.grid, request.app.state.enqueue
+        session,
+        user,
+        p.sweep.name,
+        p.sweep.base,
+        p.sweep.grid,
+        request.app.state.enqueue,
+        queue_prefix=settings.queue_prefix,
     )
     return {
         "study": study.name,
