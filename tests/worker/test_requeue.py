@@ -1,0 +1,60 @@
+"""`fedgen-lab requeue` sends each queued run's task again, on the prefixed queue, via api.queue."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from api.config import Settings
+from api.db import make_engine, make_sessionmaker
+from api.migrate import upgrade
+from api.queue import TASK_NAME, Sender
+from tests.factories import create_run, create_user
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_requeue_resends_queued_runs_to_their_queue(tmp_path: Path) -> None:
+    """One queued run, one finished: exactly the queued one is sent, to <prefix>cpu."""
+    db_url = f"sqlite:///{tmp_path / 'lab.db'}"
+    broker = f"sqla+sqlite:///{tmp_path / 'broker.db'}"
+    prefix = f"rq{uuid.uuid4().hex[:8]}-"
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    with make_sessionmaker(engine)() as s:
+        user, _ = create_user(s)
+        queued = create_run(s, user, seed=1)
+        done = create_run(s, user, seed=2)
+        done.status = "succeeded"
+        s.commit()
+    engine.dispose()
+    env = dict(
+        os.environ,
+        FEDGEN_HOME=str(tmp_path / "home"),
+        FEDGEN_DATABASE_URL=db_url,
+        FEDGEN_BROKER_URL=broker,
+        FEDGEN_QUEUE_PREFIX=prefix,
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "worker.lab_cli", "requeue"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "re-sent 1 queued run(s)"
+    sender = Sender(Settings(home=tmp_path / "home", broker_url=broker, queue_prefix=prefix))
+    with sender._celery().connection_for_read() as conn, conn.SimpleQueue(prefix + "cpu") as q:
+        msg = q.get(timeout=10)
+        msg.ack()
+        assert q.qsize() == 0
+    assert msg.headers["task"] == TASK_NAME
+    assert msg.payload[0] == [str(queued.id)]
