@@ -18,7 +18,12 @@ from fedgen.events import RoundEvent, RunInfo, RunSummary
 
 
 class DbSink:
-    """Writes RunInfo, rounds (metrics + users + checkpoints together) and keeps the lease fresh."""
+    """Writes RunInfo, rounds (metrics + users + checkpoints together) and keeps the lease fresh.
+
+    Rounds go through metrics_repo.write_round on one connection held for the run: no pool
+    checkout and ping per round. On PostgreSQL a round is a single statement, so the connection
+    runs in AUTOCOMMIT (one round trip per round, atomic); elsewhere each round is a transaction.
+    """
 
     def __init__(
         self,
@@ -37,12 +42,9 @@ class DbSink:
         self.rounds_skipped = 0
         self.summary: RunSummary | None = None
         bind = factory.kw.get("bind")
-        # Postgres/psycopg: rounds go through one held AUTOCOMMIT connection, each round a single
-        # atomic statement (metrics_repo.write_round_pg): one round-trip instead of pool checkout,
-        # ping, BEGIN, 3 statements and COMMIT.
-        self._engine: Engine | None = (
-            bind if isinstance(bind, Engine) and metrics_repo.pg_fast_path(bind) else None
-        )
+        if not isinstance(bind, Engine):
+            raise TypeError("DbSink needs a sessionmaker bound to an Engine")
+        self._engine = bind
         self._conn: Connection | None = None
 
     def on_start(self, info: RunInfo) -> None:
@@ -68,20 +70,8 @@ class DbSink:
                 sha = ck.sha256
                 path = self.store.put(str(self.run_id), ck.round, ck.kind, sha, ck.data)
                 ckpts.append({"kind": ck.kind, "size": ck.size, "sha256": sha, "path": path})
-        users = [
-            {
-                "user": u.user,
-                "test_acc": u.test_acc,
-                "test_loss": u.test_loss,
-                "num_test": u.num_test,
-                "selected": u.selected,
-                "train_ms": u.train_ms,
-                "train_loss": u.train_loss,
-            }
-            for u in event.users
-        ]
         try:
-            inserted = self._write(event.round, event.metrics, users, ckpts)
+            inserted = self._write(event, ckpts)
         except metrics_repo.LeaseLost:
             raise  # another worker owns the run now and may have written these very paths
         except BaseException:
@@ -93,33 +83,36 @@ class DbSink:
         else:
             self.rounds_skipped += 1
 
-    def _write(
-        self,
-        round_: int,
-        metrics: dict[str, float],
-        users: list[dict[str, Any]],
-        ckpts: list[dict[str, Any]],
-    ) -> bool:
-        row: dict[str, Any] = {
-            "round_": round_,
-            "metrics": metrics,
-            "users": users,
-            "checkpoints": ckpts,
-            "lease_s": self.lease_s,
-        }
-        if self._engine is None:
-            with session_scope(self.factory) as s:
-                return metrics_repo.write_round(s, self.run_id, self.token, **row)
+    def _connection(self) -> Connection:
+        if self._conn is None or self._conn.closed or self._conn.invalidated:
+            self.close()
+            conn = self._engine.connect()
+            if self._engine.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            self._conn = conn
+        return self._conn
+
+    def _write(self, event: RoundEvent, ckpts: list[dict[str, Any]]) -> bool:
         for attempt in (0, 1):
-            if self._conn is None or self._conn.closed or self._conn.invalidated:
-                self.close()
-                self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            conn = self._connection()
             try:
-                return metrics_repo.write_round_pg(self._conn, self.run_id, self.token, **row)
+                with conn.begin():
+                    return metrics_repo.write_round(
+                        conn,
+                        self.run_id,
+                        self.token,
+                        round_=event.round,
+                        metrics=event.metrics,
+                        users=event.users,
+                        checkpoints=ckpts,
+                        lease_s=self.lease_s,
+                    )
             except DBAPIError as exc:
                 self.close()
-                # A dropped connection (server restart, idle kill): the statement either committed
-                # whole or not at all, and a replay is idempotent, so one retry is safe.
+                # A connection dropped (server restart, idle kill) between rounds: the round
+                # committed whole or not at all and a replay is idempotent, so one retry on a new
+                # connection is safe. Any other database error goes up: execute_run hands the
+                # lease back and Celery retries the task.
                 if attempt or not exc.connection_invalidated:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover

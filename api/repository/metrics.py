@@ -1,30 +1,57 @@
-"""Per-round and per-user metrics: the one-transaction round write and the columnar reads."""
+"""Per-round and per-user metrics: write_round (the one way a round is stored) and the reads."""
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Text, case, cast, func, literal_column, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Float,
+    Integer,
+    Text,
+    Uuid,
+    bindparam,
+    case,
+    cast,
+    false,
+    func,
+    literal_column,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
-from api.db import dumps_str, loads_json
+from api.db import loads_json
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
+from fedgen.events import UserRoundMetrics
 
 
 class LeaseLost(RuntimeError):
     """The worker no longer holds the run's lease; it must stop writing."""
 
 
-def _insert(session: Session, table: Any) -> Any:
-    dialect = session.get_bind().dialect.name
-    mod = postgresql if dialect == "postgresql" else sqlite
-    return mod.insert(table)
+# A per-user row is the event's dataclass: one field per column of user_metrics (a test checks that
+# they agree), so a new per-user metric is a field in fedgen/events.py plus a column, nothing here.
+USER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(UserRoundMetrics))
+_CKPT_FIELDS = ("id", "kind", "size", "sha256", "path")
+
+
+def _user_values(user: UserRoundMetrics | Mapping[str, Any]) -> tuple[Any, ...]:
+    if isinstance(user, UserRoundMetrics):
+        return tuple(getattr(user, name) for name in USER_FIELDS)
+    if extra := user.keys() - set(USER_FIELDS):
+        raise TypeError(f"unexpected user metric keys {sorted(extra)}")
+    return tuple(user.get(name) for name in USER_FIELDS)
 
 
 def _finite(v: Any) -> float | None:
@@ -35,202 +62,170 @@ def _finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-# One statement, one round-trip (Postgres): lock the run if this worker holds its lease, insert the
-# round (ON CONFLICT DO NOTHING makes a replay a no-op), the user and checkpoint rows only when the
-# round row was new (all users in one INSERT ... SELECT FROM unnest), and renew the lease. The
-# sub-statements share one snapshot and talk only through RETURNING, so the run UPDATE learns from
-# `rm` whether the round was new. A lease mismatch locks nothing, inserts nothing and updates nothing.
-_PG_WRITE_ROUND = """
-WITH lease AS (
-    SELECT id FROM runs WHERE id = %(run)s AND lease_token = %(token)s FOR UPDATE
-), rm AS (
-    INSERT INTO round_metrics (run_id, round, test_acc, metrics, created_at)
-    SELECT id, %(round)s, %(acc)s, %(metrics)s::json, %(now)s FROM lease
-    ON CONFLICT DO NOTHING
-    RETURNING round
-), um AS (
-    INSERT INTO user_metrics (run_id, round, "user", test_acc, test_loss, num_test, selected, train_ms, train_loss)
-    SELECT %(run)s, %(round)s, u.* FROM unnest(
-        %(u_user)s::int[], %(u_acc)s::float8[], %(u_loss)s::float8[], %(u_num)s::int[],
-        %(u_sel)s::bool[], %(u_ms)s::float8[], %(u_tloss)s::float8[]
-    ) AS u WHERE EXISTS (SELECT 1 FROM rm)
-    ON CONFLICT DO NOTHING
-), ck AS (
-    INSERT INTO checkpoints (id, run_id, round, kind, size, sha256, path, created_at)
-    SELECT c.id, %(run)s, %(round)s, c.kind, c.size, c.sha256, c.path, %(now)s FROM unnest(
-        %(c_id)s::uuid[], %(c_kind)s::varchar[], %(c_size)s::bigint[], %(c_sha)s::varchar[], %(c_path)s::varchar[]
-    ) AS c(id, kind, size, sha256, path) WHERE EXISTS (SELECT 1 FROM rm)
-    ON CONFLICT DO NOTHING
-), upd AS (
-    UPDATE runs SET
-        heartbeat_at = %(now)s,
-        lease_expires_at = %(expires)s,
-        current_round = CASE WHEN EXISTS (SELECT 1 FROM rm) AND current_round < %(round)s
-                             THEN %(round)s ELSE current_round END,
-        last_acc = CASE WHEN EXISTS (SELECT 1 FROM rm) AND %(acc)s::float8 IS NOT NULL
-                             AND current_round < %(round)s THEN %(acc)s::float8 ELSE last_acc END,
-        best_acc = CASE WHEN EXISTS (SELECT 1 FROM rm) AND %(acc)s::float8 IS NOT NULL
-                             AND (best_acc IS NULL OR best_acc < %(acc)s::float8)
-                        THEN %(acc)s::float8 ELSE best_acc END
-    WHERE id IN (SELECT id FROM lease)
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM rm)
-"""
-
-_USER_KEYS = ("user", "test_acc", "test_loss", "num_test", "selected", "train_ms", "train_loss")
-_USER_KEY_SET = frozenset(_USER_KEYS)
-
-
-def pg_fast_path(bind: Engine | Connection) -> bool:
-    """True when write_round_pg can be used: PostgreSQL through psycopg (v3)."""
-    return bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg"
-
-
-def write_round_pg(
-    conn: Connection,
-    run_id: uuid.UUID,
-    token: str,
-    *,
-    round_: int,
-    metrics: dict[str, float],
-    users: Sequence[dict[str, Any]],
-    checkpoints: Sequence[dict[str, Any]],
-    lease_s: float,
-) -> bool:
-    """write_round as the single statement _PG_WRITE_ROUND on `conn` (psycopg prepares it).
-
-    On a connection in AUTOCOMMIT mode the statement is its own transaction: one round-trip per
-    round. Inside an open transaction it is part of it, like the portable path. Raises LeaseLost
-    when the lease is not held (nothing was written).
-    """
-    now = utcnow()
-    clean = {k: f for k, v in metrics.items() if (f := _finite(v)) is not None}
-    acc = clean.get("test_acc")
-    for u in users:
-        if extra := u.keys() - _USER_KEY_SET:
-            raise TypeError(f"unexpected user metric keys {sorted(extra)}")
-    col = {k: [u.get(k) for u in users] for k in _USER_KEYS}
-    params = {
-        "run": run_id,
-        "token": token,
-        "round": round_,
-        "acc": acc,
-        "metrics": dumps_str(clean),
-        "now": now,
-        "expires": now + timedelta(seconds=lease_s),
-        "u_user": col["user"],
-        "u_acc": col["test_acc"],
-        "u_loss": col["test_loss"],
-        "u_num": col["num_test"],
-        "u_sel": col["selected"],
-        "u_ms": col["train_ms"],
-        "u_tloss": col["train_loss"],
-        "c_id": [uuid.uuid4() for _ in checkpoints],
-        "c_kind": [c["kind"] for c in checkpoints],
-        "c_size": [c["size"] for c in checkpoints],
-        "c_sha": [c["sha256"] for c in checkpoints],
-        "c_path": [c["path"] for c in checkpoints],
+def _progress(new: ColumnElement[bool]) -> dict[str, Any]:
+    """SET of the run row: renew the lease; if `new` (the round was inserted) advance the run's
+    current round, last and best accuracy (a replay, or an older round, leaves them)."""
+    rnd, acc = bindparam("round", type_=Integer), cast(bindparam("acc"), Float)
+    later = new & (Run.current_round < rnd)
+    has_acc = new & acc.is_not(None)
+    return {
+        "heartbeat_at": bindparam("now"),
+        "lease_expires_at": bindparam("expires"),
+        "current_round": case((later, rnd), else_=Run.current_round),
+        "last_acc": case((has_acc & later, acc), else_=Run.last_acc),
+        "best_acc": case(
+            (has_acc & (Run.best_acc.is_(None) | (Run.best_acc < acc)), acc), else_=Run.best_acc
+        ),
     }
-    held, inserted = conn.exec_driver_sql(_PG_WRITE_ROUND, params).one()
-    if held != 1:
-        raise LeaseLost(f"run {run_id}: lease lost before round {round_} was written")
-    return bool(inserted)
+
+
+def _arrays(table: Any, names: Sequence[str], prefix: str) -> Any:
+    """unnest() of one array parameter per column (typed like the column): the rows of `table`
+    as a set of columns, so any number of rows is one statement with a fixed text."""
+    arrays = [cast(bindparam(f"{prefix}{n}"), postgresql.ARRAY(table.c[n].type)) for n in names]
+    return func.unnest(*arrays).table_valued(*names).render_derived(name=prefix.rstrip("_"))
+
+
+@cache
+def _pg_statement() -> Any:
+    """The whole round as one PostgreSQL statement (data-modifying CTEs): one round trip.
+
+    Lock the run if this worker holds its lease; insert the round (ON CONFLICT DO NOTHING makes a
+    replay a no-op); insert user and checkpoint rows only when the round row was new; renew the
+    lease and advance the run. The CTEs share one snapshot and talk only through RETURNING, so
+    `new` is "rm returned a row". A lease mismatch locks, inserts and updates nothing.
+    """
+    ins = postgresql.insert
+    run, rnd = bindparam("run", type_=Uuid), bindparam("round", type_=Integer)
+    now: Any = bindparam("now")
+    lease = (
+        select(Run.id)
+        .where(Run.id == run, Run.lease_token == bindparam("token"))
+        .with_for_update()
+        .cte("lease")
+    )
+    rm = (
+        ins(RoundMetrics)
+        .from_select(
+            ["run_id", "round", "test_acc", "metrics", "created_at"],
+            select(
+                lease.c.id,
+                rnd,
+                cast(bindparam("acc"), Float),
+                bindparam("metrics", type_=RoundMetrics.metrics.type),
+                now,
+            ),
+        )
+        .on_conflict_do_nothing()
+        .returning(RoundMetrics.round)
+        .cte("rm")
+    )
+    new = select(rm.c.round).exists()
+    users = _arrays(UserMetrics.__table__, USER_FIELDS, "u_")
+    um = (
+        ins(UserMetrics)
+        .from_select(["run_id", "round", *USER_FIELDS], select(run, rnd, *users.c).where(new))
+        .on_conflict_do_nothing()
+        .cte("um")
+    )
+    cks = _arrays(CheckpointRow.__table__, _CKPT_FIELDS, "c_")
+    ck = (
+        ins(CheckpointRow)
+        .from_select(
+            ["run_id", "round", "created_at", *_CKPT_FIELDS],
+            select(run, rnd, now, *cks.c).where(new),
+        )
+        .on_conflict_do_nothing()
+        .cte("ck")
+    )
+    upd = (
+        update(Run)
+        .where(Run.id.in_(select(lease.c.id)))
+        .values(_progress(new))
+        .returning(Run.id)
+        .cte("upd")
+    )
+    count = func.count
+    return select(
+        select(count()).select_from(upd).scalar_subquery(),
+        select(count()).select_from(rm).scalar_subquery(),
+    ).add_cte(um, ck)
+
+
+@cache
+@cache
+def _sqlite_statements() -> tuple[Any, ...]:
+    """The same steps one statement at a time, for SQLite (no data-modifying CTEs; in-process, so
+    several statements cost no round trips). The caller's transaction makes them atomic."""
+    ins = sqlite.insert
+    lease = Run.id == bindparam("run"), Run.lease_token == bindparam("token")
+    return (
+        ins(RoundMetrics).on_conflict_do_nothing().returning(RoundMetrics.round),
+        ins(UserMetrics).on_conflict_do_nothing(),
+        ins(CheckpointRow).on_conflict_do_nothing(),
+        update(Run).where(*lease).values(_progress(false())),  # a replay: renew the lease only
+        update(Run).where(*lease).values(_progress(true())),  # a new round
+    )
 
 
 def write_round(
-    session: Session,
+    db: Session | Connection,
     run_id: uuid.UUID,
     token: str,
     *,
     round_: int,
-    metrics: dict[str, float],
-    users: Sequence[dict[str, Any]],
-    checkpoints: Sequence[dict[str, Any]],
+    metrics: Mapping[str, float],
+    users: Sequence[UserRoundMetrics | Mapping[str, Any]],
+    checkpoints: Sequence[Mapping[str, Any]],
     lease_s: float,
 ) -> bool:
     """Write a round's metrics, user rows and checkpoint rows; False if the round was already there.
 
-    Idempotent on (run, round): a replayed round writes nothing and only renews the lease.
-    Raises LeaseLost (the caller rolls back) when another worker holds the run.
-    On Postgres with psycopg this is one prepared statement (see _PG_WRITE_ROUND); elsewhere
-    the portable path below runs (SQLite, other drivers).
+    The one way a round is stored. Runs in the caller's transaction (a Session, or a Connection in
+    a transaction or in AUTOCOMMIT: on PostgreSQL the write is one statement, atomic either way).
+    Idempotent on (run, round): a replayed round writes nothing and only renews the lease. Metrics
+    that are not finite numbers are dropped. Raises LeaseLost (nothing was written; the caller
+    rolls back) when this worker no longer holds the run's lease.
     """
-    if pg_fast_path(session.get_bind()):
-        return write_round_pg(
-            session.connection(),
-            run_id,
-            token,
-            round_=round_,
-            metrics=metrics,
-            users=users,
-            checkpoints=checkpoints,
-            lease_s=lease_s,
-        )
+    conn = db.connection() if isinstance(db, Session) else db
     now = utcnow()
     clean = {k: f for k, v in metrics.items() if (f := _finite(v)) is not None}
-    return _write_round_portable(
-        session,
-        run_id,
-        token,
-        round_,
-        clean.get("test_acc"),
-        clean,
-        users,
-        checkpoints,
-        now,
-        lease_s,
-    )
-
-
-def _write_round_portable(
-    session: Session,
-    run_id: uuid.UUID,
-    token: str,
-    round_: int,
-    acc: float | None,
-    clean: dict[str, float],
-    users: Sequence[dict[str, Any]],
-    checkpoints: Sequence[dict[str, Any]],
-    now: Any,
-    lease_s: float,
-) -> bool:
-    """write_round through SQLAlchemy Core, for any dialect with ON CONFLICT (SQLite, Postgres)."""
-    ins = _insert(session, RoundMetrics).values(
-        run_id=run_id, round=round_, test_acc=acc, metrics=clean, created_at=now
-    )
-    stmt = ins.on_conflict_do_nothing().returning(RoundMetrics.round)
-    inserted = session.execute(stmt).scalar() is not None  # rowcount is unreliable here
-    values: dict[str, Any] = {
-        "heartbeat_at": now,
-        "lease_expires_at": now + timedelta(seconds=lease_s),
+    user_rows = [_user_values(u) for u in users]
+    ck_rows = [(uuid.uuid4(), *(c[n] for n in _CKPT_FIELDS[1:])) for c in checkpoints]
+    params: dict[str, Any] = {
+        "run": run_id,
+        "token": token,
+        "round": round_,
+        "acc": clean.get("test_acc"),
+        "metrics": clean,
+        "now": now,
+        "expires": now + timedelta(seconds=lease_s),
     }
-    if inserted:
-        if users:
-            rows = [{"run_id": run_id, "round": round_, **u} for u in users]
-            session.execute(_insert(session, UserMetrics).on_conflict_do_nothing(), rows)
-        for ck in checkpoints:
-            stmt = _insert(session, CheckpointRow).values(
-                id=uuid.uuid4(), run_id=run_id, round=round_, created_at=now, **ck
+    if conn.dialect.name != "sqlite":
+        columns = list(zip(*user_rows, strict=True)) or [()] * len(USER_FIELDS)
+        params |= {f"u_{n}": list(col) for n, col in zip(USER_FIELDS, columns, strict=True)}
+        columns = list(zip(*ck_rows, strict=True)) or [()] * len(_CKPT_FIELDS)
+        params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
+        held, inserted = conn.execute(_pg_statement(), params).one()
+    else:
+        round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
+        key = {"run_id": run_id, "round": round_}
+        row = {**key, "test_acc": params["acc"], "metrics": clean, "created_at": now}
+        inserted = conn.execute(round_ins, row).first() is not None  # rowcount is unreliable here
+        if inserted and user_rows:
+            conn.execute(
+                users_ins, [{**key, **dict(zip(USER_FIELDS, u, strict=True))} for u in user_rows]
             )
-            session.execute(stmt.on_conflict_do_nothing())
-        values["current_round"] = case(
-            (Run.current_round < round_, round_), else_=Run.current_round
-        )
-        if acc is not None:
-            values["last_acc"] = case((Run.current_round < round_, acc), else_=Run.last_acc)
-            values["best_acc"] = case(
-                (Run.best_acc.is_(None) | (Run.best_acc < acc), acc), else_=Run.best_acc
-            )
-    upd = (
-        update(Run)
-        .where(Run.id == run_id, Run.lease_token == token)
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if session.execute(upd).rowcount != 1:  # type: ignore[attr-defined]
+        if inserted and ck_rows:
+            rows = [
+                {**key, "created_at": now, **dict(zip(_CKPT_FIELDS, c, strict=True))}
+                for c in ck_rows
+            ]
+            conn.execute(ckpt_ins, rows)
+        held = conn.execute(renew[inserted], params).rowcount
+    if held != 1:
         raise LeaseLost(f"run {run_id}: lease lost before round {round_} was written")
-    return inserted
+    return bool(inserted)
 
 
 def round_history(

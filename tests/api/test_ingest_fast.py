@@ -1,8 +1,9 @@
-"""The one-statement Postgres round write, the held-connection DbSink, and the numpy downsampler."""
+"""write_round (one statement on Postgres, statement by statement on SQLite), DbSink, downsampler."""
 
 from __future__ import annotations
 
 import random
+import shutil
 import uuid
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.db import make_engine, make_sessionmaker
 from api.downsample import _downsample_python, downsample, to_columns
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics
 from api.repository import metrics as metrics_repo
@@ -88,27 +90,13 @@ def _snapshot(session: Session, rid: uuid.UUID) -> dict:
 
 
 def _write(
-    session: Session,
-    rid: uuid.UUID,
-    r: int,
-    acc: float | None,
-    *,
-    token: str = "tok",
-    portable: bool = False,
+    session: Session, rid: uuid.UUID, r: int, acc: float | None, *, token: str = "tok"
 ) -> bool:
     metrics = {"test_acc": acc, "loss": 1.5, "bad": float("nan"), "lr": 0.01}
     ck = CKPTS if r % 2 == 0 else []
-    if portable:
-        from api.models import utcnow
-
-        clean = {k: v for k, v in metrics.items() if metrics_repo._finite(v) is not None}
-        out = metrics_repo._write_round_portable(
-            session, rid, token, r, clean.get("test_acc"), clean, USERS, ck, utcnow(), 60
-        )
-    else:
-        out = metrics_repo.write_round(
-            session, rid, token, round_=r, metrics=metrics, users=USERS, checkpoints=ck, lease_s=60
-        )
+    out = metrics_repo.write_round(
+        session, rid, token, round_=r, metrics=metrics, users=USERS, checkpoints=ck, lease_s=60
+    )
     session.commit()
     return out
 
@@ -116,13 +104,20 @@ def _write(
 ACCS = [0.3, 0.5, None, 0.4, 0.6]
 
 
-def test_write_round_matches_portable_path(session: Session) -> None:
-    """write_round (one unnest statement on Postgres) stores exactly what the portable path stores."""
-    a, b = _leased_run(session), _leased_run(session)
-    for r, acc in enumerate(ACCS):
-        assert _write(session, a, r, acc) is True
-        assert _write(session, b, r, acc, portable=True) is True
-    sa, sb = _snapshot(session, a), _snapshot(session, b)
+def test_write_round_same_rows_on_both_dialects(
+    session: Session, sqlite_template: Path, tmp_path: Path
+) -> None:
+    """write_round stores the same rows here as in a SQLite database (Postgres: one statement)."""
+    path = tmp_path / "other.db"
+    shutil.copy(sqlite_template, path)
+    other = make_engine(f"sqlite:///{path}")
+    with make_sessionmaker(other)() as lite:
+        a, b = _leased_run(session), _leased_run(lite)
+        for r, acc in enumerate(ACCS):
+            assert _write(session, a, r, acc) is True
+            assert _write(lite, b, r, acc) is True
+        sa, sb = _snapshot(session, a), _snapshot(lite, b)
+    other.dispose()
     assert sa == sb
     assert len(sa["users"]) == 20 * len(ACCS)
     assert len(sa["ckpts"]) == 6
@@ -166,6 +161,30 @@ def _event(r: int) -> RoundEvent:
     users = [UserRoundMetrics(u, 0.5, 1.0, 100, u % 2 == 0, 12.5, 0.3) for u in range(20)]
     cks = [Checkpoint("full", r, b"abc")] if r % 2 == 0 else []
     return RoundEvent(r, {"test_acc": 0.1 * r, "test_loss": 1.0}, users, cks)
+
+
+def test_user_fields_are_user_metrics_columns() -> None:
+    """A per-user metric is a UserRoundMetrics field and a user_metrics column of the same name."""
+    columns = set(UserMetrics.__table__.c.keys()) - {"run_id", "round"}
+    assert set(metrics_repo.USER_FIELDS) == columns
+
+
+def test_sink_writes_dataclass_users(
+    factory: sessionmaker[Session], session: Session, tmp_path: Path
+) -> None:
+    """DbSink stores each UserRoundMetrics field as it is, None included."""
+    rid = _leased_run(session)
+    users = [
+        UserRoundMetrics(0, 0.25, 2.0, 7, False),
+        UserRoundMetrics(1, 0.75, 0.5, 9, True, 3.5, 0.1),
+    ]
+    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    sink.on_round(RoundEvent(0, {"test_acc": 0.5}, users))
+    sink.close()
+    assert _snapshot(session, rid)["users"] == [
+        (0, 0, 0.25, 2.0, 7, False, None, None),
+        (0, 1, 0.75, 0.5, 9, True, 3.5, 0.1),
+    ]
 
 
 def test_sink_held_connection_exactly_once(
