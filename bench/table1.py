@@ -8,12 +8,18 @@ of each seed, pooled over seeds; `fedgen.stats.pooled_top5`). Runs are spread ov
 
     python bench/table1.py [--rounds 200] [--seeds 0,1,2] [--alphas 0.05,0.1,1]
                            [--algorithms fedavg,...] [--jobs 2] [--profile official]
+                           [--save curves.json]
+
+With `--save`, each finished run is written to the file at once and runs already in
+it (same algorithm, alpha, seed, rounds and profile) are not run again: an
+interrupted grid resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -88,6 +94,31 @@ def _cell(curves: list[list[float]], eval_timing: str, rounds: int) -> tuple[str
     return f"{fm:.2f} ± {fs:.2f}{mark}", f"{tm:.2f} ± {ts:.2f}"
 
 
+def _load_saved(path: str, rounds: int, profile: str) -> list[dict[str, Any]]:
+    """Runs already in `path` for this rounds/profile (none without a file)."""
+    if not path:
+        return []
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        return []
+    if doc.get("rounds") != rounds or doc.get("profile") != profile:
+        raise SystemExit(
+            f"{path} holds {doc.get('rounds')} rounds / profile {doc.get('profile')}, "
+            f"not {rounds} / {profile}: choose another --save file"
+        )
+    runs: list[dict[str, Any]] = doc["runs"]
+    return runs
+
+
+def _write_saved(path: str, rounds: int, profile: str, runs: list[dict[str, Any]]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"rounds": rounds, "profile": profile, "runs": runs}, fh)
+    os.replace(tmp, path)
+
+
 def _commit() -> str:
     try:
         out = subprocess.run(
@@ -122,27 +153,36 @@ def main() -> None:
     t0 = time.perf_counter()
     results: dict[tuple[str, float], list[list[float]]] = {}
     walls: dict[str, list[float]] = {}
-    saved: list[dict[str, Any]] = []
+    saved = _load_saved(args.save, args.rounds, args.profile)
+    done = {(r["algorithm"], r["alpha"], r["seed"]): r for r in saved}
+    todo = [j for j in jobs if (j[0], j[1], j[2]) not in done]
+    if done:
+        print(f"{len(jobs) - len(todo)} of {len(jobs)} runs read from {args.save}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for i, (algo, alpha, seed, curve, wall) in enumerate(pool.map(one_run, jobs), 1):
-            results.setdefault((algo, alpha), []).append(curve)
-            walls.setdefault(algo, []).append(wall)
-            saved.append(
-                {
-                    "algorithm": algo,
-                    "alpha": alpha,
-                    "seed": seed,
-                    "acc": [round(a, 5) for a in curve],
-                }
-            )
+        for i, (algo, alpha, seed, curve, wall) in enumerate(pool.map(one_run, todo), 1):
+            entry = {
+                "algorithm": algo,
+                "alpha": alpha,
+                "seed": seed,
+                "acc": [round(a, 5) for a in curve],
+                "wall_s": round(wall, 1),
+            }
+            done[(algo, alpha, seed)] = entry
+            saved.append(entry)
+            if (
+                args.save
+            ):  # after every run, so an interrupted grid loses at most the runs in flight
+                _write_saved(args.save, args.rounds, args.profile, saved)
             print(
-                f"[{i}/{len(jobs)}] {algo} alpha={alpha:g} seed={seed}: final {curve[-1]:.4f} ({wall:.0f} s)",
+                f"[{i}/{len(todo)}] {algo} alpha={alpha:g} seed={seed}: final {curve[-1]:.4f} ({wall:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
-    if args.save:
-        with open(args.save, "w") as fh:
-            json.dump({"rounds": args.rounds, "profile": args.profile, "runs": saved}, fh)
+    for algo, alpha, seed, _, _ in jobs:
+        entry = done[(algo, alpha, seed)]
+        results.setdefault((algo, alpha), []).append(entry["acc"])
+        if "wall_s" in entry:
+            walls.setdefault(algo, []).append(entry["wall_s"])
     print(
         f"Fashion-MNIST, {args.rounds} rounds, seeds {seeds}, profile {args.profile}; "
         f"commit {_commit()}, {platform.node()} ({platform.machine()}), {args.jobs} jobs x 1 thread; "
