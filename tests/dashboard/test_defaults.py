@@ -93,3 +93,28 @@ def test_form_bounds_come_from_the_schema(app_path: str, lab_env: dict[str, Any]
     assert list(at.selectbox(key="submit_one_fidelity.profile").options) == ["paper", "official"]
     assert at.selectbox(key="submit_one_fidelity.profile").value == "official"
     assert at.selectbox(key="submit_one_data.name").value == "fashion-mnist"
+
+
+def test_compare_page_shows_the_difference_of_two_groups(
+    app_path: str, lab_env: dict[str, Any], lab: Lab
+) -> None:
+    """The Compare page's difference block shows the server's Welch figures for two groups."""
+    # Prepare
+    ids = lab_env["run_ids"]
+    with lab.client() as c:
+        runs = {i: c.get(f"/runs/{i}").json() for i in ids}
+        by_alg: dict[str, list[str]] = {}
+        for i, r in runs.items():
+            by_alg.setdefault(r["spec"]["algorithm"]["name"], []).append(i)
+        want = c.get(
+            "/difference",
+            params={"a": ",".join(by_alg["fedavg"]), "b": ",".join(by_alg["fedgen"]),
+                    "statistic": "final"},
+        ).json()  # fmt: skip
+    # Execute
+    at = open_page(app_path, "app_pages/compare.py", {"compare_ids": ids})
+    # Assert
+    assert not at.exception
+    shown = "\n".join(m.value for m in at.markdown)
+    assert f"FedAvg − FedGen: {100 * want['diff']:+.1f} points" in shown
+    assert "n = 2 vs 2" in shown
