@@ -1,13 +1,22 @@
-"""Sweep summaries (runs grouped by every field but the seed) and the timing table."""
+"""Aggregations the server reports: sweep summaries, the timing table, the difference of two groups.
+
+Every aggregate groups runs with one rule, `fedgen.specdict.group_items` (runs that share
+every spec field but the seed), unless the caller picks fields; then each group lists the
+fields that still differ inside it (`varying`) and the response carries a warning.
+
+Only finished runs count: n is the number of succeeded runs; queued, running, failed and
+cancelled runs are counted and listed apart (`excluded`), never inside mean ± std.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import uuid
-from typing import Any
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
@@ -16,54 +25,132 @@ from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
-from fedgen.specdict import differing_fields, group_key, group_label
-from fedgen.stats import common_final_round, mean_std, pooled_top5, reported_curve, summarize_curve
+from fedgen.specdict import (
+    differing_fields,
+    flatten,
+    group_items,
+    group_key,
+    group_label,
+    varying_within,
+)
+from fedgen.stats import (
+    common_final_round,
+    curve_statistic,
+    mean_std,
+    pooled_top5,
+    reported_curve,
+    summarize_curve,
+)
+
+FINISHED = "succeeded"
 
 
 def _nan_none(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _group_runs(runs: list[Run]) -> dict[str, list[Run]]:
-    groups: dict[str, list[Run]] = {}
-    for run in runs:
-        try:
-            key = group_key(parse_spec(run.spec))
-        except SpecError:
-            key = json.dumps({"invalid": str(run.id)})
-        groups.setdefault(key, []).append(run)
+def flat_spec(run: Run) -> dict[str, Any]:
+    """A run's spec, canonical (every default written out) and flattened to dotted fields."""
+    try:
+        return flatten(parse_spec(run.spec).model_dump(mode="json"))
+    except SpecError:  # a row from an older schema: a group of its own
+        return {"invalid": str(run.id)}
+
+
+@dataclass
+class RunGroup:
+    """Runs that form one aggregate: `fields` (what tells it from the other groups), members."""
+
+    key: str
+    members: list[Run]
+    fields: dict[str, Any]
+    varying: list[str] = field(default_factory=list)  # fields that differ inside the group
+
+    @property
+    def label(self) -> str:
+        """ "algorithm=fedgen, alpha=0.1" ("all" when nothing differs)."""
+        return group_label(self.fields)
+
+    @property
+    def finished(self) -> list[Run]:
+        """The members that count (succeeded)."""
+        return [r for r in self.members if r.status == FINISHED]
+
+    def excluded(self) -> dict[str, Any]:
+        """Members that do not count, by status: counts and ids."""
+        out = [r for r in self.members if r.status != FINISHED]
+        return {
+            "counts": dict(Counter(r.status for r in out)),
+            "run_ids": {
+                s: [str(r.id) for r in out if r.status == s] for s in {r.status for r in out}
+            },
+        }
+
+
+def group_runs(runs: list[Run], by: list[str] | None = None) -> list[RunGroup]:
+    """The runs grouped by every spec field but the seed (or by `by`), groups sorted by label."""
+    flats = {str(r.id): flat_spec(r) for r in runs}
+    by_id = {str(r.id): r for r in runs}
+    keyed = group_items(flats, by)
+    reps = {k: flats[ids[0]] for k, ids in keyed.items()}
+    shown = differing_fields(reps.values(), by)
+    groups = []
+    for key, ids in keyed.items():
+        rep = reps[key]
+        fields = {f: rep[f] for f in shown if f in rep}
+        varying = varying_within([flats[i] for i in ids]) if by is not None else []
+        groups.append(RunGroup(key, [by_id[i] for i in ids], fields, varying))
+    groups.sort(key=lambda g: g.label)
     return groups
 
 
-def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]:
-    """One row per group: label (the differing fields), n, final and top-5 accuracy mean ± std."""
+def warnings_of(groups: list[RunGroup]) -> list[str]:
+    """One line per group whose runs still differ in some field (only with chosen fields)."""
+    return [
+        f"group {g.label!r} mixes runs that differ in {', '.join(g.varying)}"
+        for g in groups
+        if g.varying
+    ]
+
+
+# -- sweep summary -------------------------------------------------------------------
+def sweep_summary(
+    session: Session, sweep_id: uuid.UUID, by: list[str] | None = None
+) -> dict[str, Any]:
+    """One row per group: n finished runs, final and top-5 accuracy mean ± std over them.
+
+    Returns {"group_by", "groups", "warnings"}; each group lists its unfinished runs apart.
+    """
     runs = sweeps_repo.runs_of_sweep(session, sweep_id)
-    groups = _group_runs(runs)
-    curves = metrics_repo.acc_curves(session, [r.id for r in runs])
-    flat = {k: json.loads(k) for k in groups}
-    differing = differing_fields(flat.values())
+    groups = group_runs(runs, by)
+    curves = metrics_repo.acc_curves(session, [r.id for r in groups_finished(groups)])
     rows: list[dict[str, Any]] = []
-    for key, members in groups.items():
+    for g in groups:
         # The accuracies each run's fidelity profile reports (official: not the post-final model).
         done: list[list[float]] = []
         finals = []
-        for r in members:
-            if r.status != "succeeded" or not curves[r.id]:
+        counted: list[Run] = []
+        for r in g.finished:
+            if not curves.get(r.id):
                 continue
             spec = ExperimentSpec.model_validate(r.spec)
             timing = resolve(spec).eval_timing
             done.append(reported_curve(curves[r.id], timing, spec.rounds))
             finals.append(summarize_curve(curves[r.id], timing, spec.rounds))
+            counted.append(r)
         final_m, final_s = mean_std([c.final for c in finals])
         top_m, top_s = pooled_top5(done)
-        fields = {f: flat[key][f] for f in differing if f in flat[key]}
         rows.append(
             {
-                "label": group_label(fields),
-                "fields": fields,
-                "n": len(members),
-                "n_succeeded": len(done),
-                "seeds": sorted(r.spec.get("seed", 0) for r in members),
+                "label": g.label,
+                "fields": g.fields,
+                "varying": g.varying,
+                "n": len(counted),
+                "n_succeeded": len(counted),
+                "n_total": len(g.members),
+                "status_counts": dict(Counter(r.status for r in g.members)),
+                "excluded": g.excluded(),
+                "seeds": sorted(int(r.spec.get("seed", 0)) for r in counted),
                 "final_mean": _nan_none(final_m),
                 "final_std": _nan_none(final_s),
                 # The round the final figures are from (R-1 under before_training, where the
@@ -71,11 +158,16 @@ def sweep_summary(session: Session, sweep_id: uuid.UUID) -> list[dict[str, Any]]
                 "final_round": common_final_round(finals),
                 "top5_mean": _nan_none(top_m),
                 "top5_std": _nan_none(top_s),
-                "run_ids": [str(r.id) for r in members],
+                "run_ids": [str(r.id) for r in counted],
+                "all_run_ids": [str(r.id) for r in g.members],
             }
         )
-    rows.sort(key=lambda r: r["label"])
-    return rows
+    return {"group_by": by, "groups": rows, "warnings": warnings_of(groups)}
+
+
+def groups_finished(groups: list[RunGroup]) -> list[Run]:
+    """Every finished run of the groups."""
+    return [r for g in groups for r in g.finished]
 
 
 def summary_csv(rows: list[dict[str, Any]]) -> str:
@@ -88,32 +180,41 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
         *field_names,
         "n",
         "n_succeeded",
+        "n_total",
         "final_mean",
         "final_std",
         "final_round",
         "top5_mean",
         "top5_std",
     ]
-    w.writerow(cols)
+    w.writerow([*cols, "varying"])
     for r in rows:
         w.writerow(
             [
                 r["label"],
                 *(r["fields"].get(f) for f in field_names),
                 *(r[c] if r[c] is not None else "" for c in cols[1 + len(field_names) :]),
+                " ".join(r["varying"]),
             ]
         )
     return buf.getvalue()
 
 
-def _stat(values: list[float], n_runs: int) -> dict[str, Any]:
-    m, s = mean_std(values)
-    return {
-        "n_runs": n_runs,
-        "n_rounds": len(values),
-        "mean_ms": _nan_none(m),
-        "std_ms": _nan_none(s),
-    }
+# -- timing (Table 3) ----------------------------------------------------------------
+# The setting a timing row was measured in (the issue's minimum; the group key holds the rest).
+TIMING_SETTING = (
+    "data.name",
+    "model.name",
+    "batch_size",
+    "local_steps",
+    "users_per_round",
+    "device",
+)
+
+
+def setting_key(flat: dict[str, Any]) -> str:
+    """The group key without the algorithm: rows of one setting share it (FedAvg is the reference)."""
+    return group_key({k: v for k, v in flat.items() if not k.startswith("algorithm.")})
 
 
 def timing_table(
@@ -122,27 +223,160 @@ def timing_table(
     algorithm: str | None,
     metric: str = "time_user_ms",
 ) -> dict[str, Any]:
-    """ms per user local update, mean ± std over runs and rounds; FedGen also by gen_batch_size."""
+    """ms per user local update, mean ± std over the rounds of finished runs, one row per group.
+
+    Runs are grouped by every spec field but the seed, so a row never mixes datasets,
+    models, batch sizes, devices or FedGen's B_G; each row carries that setting.
+    """
     runs = sweeps_repo.runs_for_timing(session, sweep_id, algorithm)
-    values = metrics_repo.metric_values(session, [r.id for r in runs], metric)
-    by_alg: dict[str, list[Run]] = {}
-    by_bg: dict[int, list[Run]] = {}
-    for r in runs:
-        if not values[r.id]:
-            continue
-        by_alg.setdefault(r.algorithm, []).append(r)
-        if r.algorithm == "fedgen":
-            by_bg.setdefault(int(r.spec["algorithm"].get("gen_batch_size", 32)), []).append(r)
-
-    def pooled(members: list[Run]) -> list[float]:
-        return [v for r in members for v in values[r.id]]
-
+    groups = group_runs(runs)
+    values = metrics_repo.metric_values(session, [r.id for r in groups_finished(groups)], metric)
+    rows: list[dict[str, Any]] = []
+    for g in groups:
+        timed = [r for r in g.finished if values.get(r.id)]
+        flat = flat_spec(g.members[0])
+        setting = {f: flat.get(f) for f in TIMING_SETTING}
+        alg = flat.get("algorithm.name")
+        if alg == "fedgen":
+            setting["algorithm.gen_batch_size"] = flat.get("algorithm.gen_batch_size")
+        pooled = [v for r in timed for v in values[r.id]]
+        m, s = mean_std(pooled)
+        rows.append(
+            {
+                "label": g.label,
+                "fields": g.fields,
+                "algorithm": alg,
+                "gen_batch_size": setting.get("algorithm.gen_batch_size"),
+                "setting": setting,
+                "setting_key": setting_key(flat),
+                "n": len(timed),
+                "n_runs": len(timed),
+                "n_rounds": len(pooled),
+                "mean_ms": _nan_none(m),
+                "std_ms": _nan_none(s),
+                "excluded": g.excluded(),
+                "run_ids": [str(r.id) for r in timed],
+            }
+        )
+    settings = {r["setting_key"] for r in rows}
     return {
         "metric": metric,
-        "algorithms": [
-            {"algorithm": a, **_stat(pooled(m), len(m))} for a, m in sorted(by_alg.items())
-        ],
-        "fedgen_by_gen_batch_size": [
-            {"gen_batch_size": b, **_stat(pooled(m), len(m))} for b, m in sorted(by_bg.items())
-        ],
+        "rows": rows,
+        "settings": len(settings),
+        "warnings": (
+            [f"{len(settings)} settings: compare rows only within one setting (setting_key)"]
+            if len(settings) > 1
+            else []
+        ),
+    }
+
+
+# -- difference of two groups --------------------------------------------------------
+Statistic = Literal["final", "top5"]
+
+
+class DifferenceError(ValueError):
+    """Input the difference cannot be computed from: (field, message) pairs."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
+
+
+def welch(a: list[float], b: list[float], level: float = 0.95) -> dict[str, Any]:
+    """Mean of a and b, diff = mean_a − mean_b, Welch–Satterthwaite CI and Welch's t-test p."""
+    from scipy import stats  # imported here: only this endpoint needs scipy
+
+    na, nb = len(a), len(b)
+    ma, mb = sum(a) / na, sum(b) / nb
+    va = sum((x - ma) ** 2 for x in a) / (na - 1)
+    vb = sum((x - mb) ** 2 for x in b) / (nb - 1)
+    diff = ma - mb
+    se2 = va / na + vb / nb
+    out: dict[str, Any] = {
+        "mean_a": ma,
+        "mean_b": mb,
+        "std_a": math.sqrt(va),
+        "std_b": math.sqrt(vb),
+        "diff": diff,
+        "n_a": na,
+        "n_b": nb,
+        "level": level,
+    }
+    if se2 == 0.0:  # both sides constant: no spread to test against
+        return out | {"se": 0.0, "df": None, "t": None, "p_value": None, "ci": [diff, diff]}
+    se = math.sqrt(se2)
+    df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    t = diff / se
+    p = float(2.0 * stats.t.sf(abs(t), df))
+    half = float(stats.t.ppf(0.5 + level / 2.0, df)) * se
+    return out | {"se": se, "df": df, "t": t, "p_value": p, "ci": [diff - half, diff + half]}
+
+
+def _side(
+    session: Session, name: str, ids: list[uuid.UUID], statistic: Statistic
+) -> tuple[list[float], list[Run], list[str], list[tuple[str, str]]]:
+    from api.repository import runs as runs_repo
+
+    found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
+    errors: list[tuple[str, str]] = []
+    missing = sorted({str(i) for i in ids} - {str(r.id) for r in found})
+    if missing:
+        errors.append((name, f"unknown run ids: {', '.join(missing)}"))
+    finished = [r for r in found if r.status == FINISHED]
+    curves = metrics_repo.acc_curves(session, [r.id for r in finished])
+    values: list[float] = []
+    used: list[Run] = []
+    for r in finished:
+        if not curves.get(r.id):
+            continue
+        spec = ExperimentSpec.model_validate(r.spec)
+        v = curve_statistic(curves[r.id], statistic, resolve(spec).eval_timing, spec.rounds)
+        if not math.isnan(v):
+            values.append(v)
+            used.append(r)
+    if not missing and len(values) < 2:
+        others = Counter(r.status for r in found if r not in used)
+        left = f" ({', '.join(f'{n} {s}' for s, n in sorted(others.items()))} not counted)"
+        errors.append(
+            (
+                name,
+                f"needs at least 2 finished runs, has {len(values)}{left if others else ''}",
+            )
+        )
+    flats = [flat_spec(r) for r in used]
+    varying = varying_within(flats)
+    return values, used, varying, errors
+
+
+def difference(
+    session: Session, a: list[uuid.UUID], b: list[uuid.UUID], statistic: Statistic
+) -> dict[str, Any]:
+    """Group a − group b on a per-run accuracy statistic (final or top-5), with Welch's test.
+
+    Raises DifferenceError naming `a`/`b` for unknown ids or fewer than 2 finished runs.
+    """
+    va, ra, vary_a, err_a = _side(session, "a", a, statistic)
+    vb, rb, vary_b, err_b = _side(session, "b", b, statistic)
+    if err_a or err_b:
+        raise DifferenceError(err_a + err_b)
+    warnings = [
+        f"runs of side {s} differ in {', '.join(v)}: not one setting"
+        for s, v in (("a", vary_a), ("b", vary_b))
+        if v
+    ]
+    fa, fb = flat_spec(ra[0]), flat_spec(rb[0])
+    between = differing_fields([fa, fb])
+    return {
+        "statistic": statistic,
+        "unit": "fraction (x100 = percentage points)",
+        **welch(va, vb),
+        "values_a": va,
+        "values_b": vb,
+        "run_ids_a": [str(r.id) for r in ra],
+        "run_ids_b": [str(r.id) for r in rb],
+        "label_a": group_label({f: fa.get(f) for f in between}),
+        "label_b": group_label({f: fb.get(f) for f in between}),
+        "differs_in": between,
+        "warnings": warnings,
     }

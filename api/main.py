@@ -14,7 +14,7 @@ from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit
 from api.queue import Enqueue, Sender
-from api.routes import checkpoints, events, metrics, misc, runs, studies, sweeps
+from api.routes import checkpoints, difference, events, metrics, misc, runs, studies, sweeps
 
 API_PREFIX = "/api/v1"
 
@@ -69,6 +69,7 @@ def create_app(
         misc.router,
         runs.router,
         metrics.router,
+        difference.router,
         events.router,
         checkpoints.router,
         sweeps.router,

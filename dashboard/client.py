@@ -256,6 +256,15 @@ class LabClient:
         """GET /spec/schema (JSON schema of ExperimentSpec)."""
         return self._json("GET", "/spec/schema")
 
+    def spec_defaults(self) -> dict[str, Any]:
+        """GET /spec/defaults: the full spec an empty submission gets (the Submit form's start)."""
+        return dict(self._json("GET", "/spec/defaults")["spec"])
+
+    def difference(self, a: list[str], b: list[str], statistic: str = "final") -> dict[str, Any]:
+        """GET /difference: group a − group b with Welch's 95 % CI and p-value."""
+        params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic}
+        return self._json("GET", "/difference", params=params)
+
     def create_sweep(
         self, name: str, base: dict[str, Any], grid: dict[str, list[Any]]
     ) -> dict[str, Any]:

@@ -126,10 +126,11 @@ def worst_users(users: pd.DataFrame, k: int = 5) -> pd.DataFrame:
 
 
 def compare_long(payload: dict[str, Any], metric: str = "test_acc") -> pd.DataFrame:
-    """GET /compare -> long frame (run_id, round, value, wall_s) for one metric.
+    """GET /compare -> long frame (run_id, round, value, wall_s, status) for one metric.
 
     `wall_s` is the cumulative `time_total_ms` in seconds. When the server has
-    downsampled, each kept point stands for the rounds since the previous one.
+    downsampled, each kept point stands for the rounds since the previous one. `status`
+    is the run's: the aggregates (dashboard.tables) count only succeeded runs.
     """
     frames = []
     for run in payload.get("runs") or []:
@@ -151,11 +152,12 @@ def compare_long(payload: dict[str, Any], metric: str = "test_acc") -> pd.DataFr
                     "round": rounds.astype(int),
                     "value": np.asarray([np.nan if v is None else v for v in values], dtype=float),
                     "wall_s": wall,
+                    "status": run.get("status"),
                 }
             )
         )
     if not frames:
-        return pd.DataFrame(columns=["run_id", "round", "value", "wall_s"])
+        return pd.DataFrame(columns=["run_id", "round", "value", "wall_s", "status"])
     return pd.concat(frames, ignore_index=True)
 
 

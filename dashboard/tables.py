@@ -1,4 +1,10 @@
-"""Pure table logic: seed groups, mean ± std curves, smoothing, time-to-target, paper tables."""
+"""Pure table logic: seed groups, mean ± std curves, smoothing, time-to-target, paper tables.
+
+Groups follow the one rule of `fedgen.specdict.group_items` (every spec field but the
+seed, unless fields are chosen; then `group_warnings` names what still differs inside a
+group). Statistics count finished (succeeded) runs only: a long frame with a `status`
+column has its unfinished runs counted apart (`unfinished`), never in a mean ± std.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,16 @@ import numpy as np
 import pandas as pd
 
 from dashboard import paper
-from fedgen.specdict import differing_fields, flatten, group_fields, group_key, group_label
+from fedgen.specdict import (
+    differing_fields,
+    flatten,
+    group_fields,
+    group_items,
+    group_label,
+    varying_within,
+)
+
+FINISHED = "succeeded"
 
 
 def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
@@ -31,19 +46,51 @@ def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dic
     clutter a FedAvg-vs-FedGen label); the algorithm comes first.
     """
     flat = {str(r.get("id")): spec_fields(r) for r in runs}
-    keys = by if by is not None else groupable_fields(runs)
-    shown = differing_fields(flat.values(), keys)
-    labels: dict[str, str] = {}
+    keyed = group_items(flat, by)
+    shown = differing_fields(flat.values(), by)
     out: dict[str, str] = {}
-    for run_id, f in flat.items():
-        key = group_key(f, keys)
-        if key not in labels:
-            label = group_label({k: f[k] for k in shown if k in f})
-            if label in labels.values():
-                label += f" #{len(labels) + 1}"
-            labels[key] = label
-        out[run_id] = labels[key]
+    seen: list[str] = []
+    for ids in keyed.values():
+        f = flat[ids[0]]
+        label = group_label({k: f[k] for k in shown if k in f})
+        if label in seen:
+            label += f" #{len(seen) + 1}"
+        seen.append(label)
+        out.update(dict.fromkeys(ids, label))
     return out
+
+
+def group_warnings(runs: list[dict[str, Any]], by: list[str] | None = None) -> dict[str, list[str]]:
+    """Group label -> the fields its runs still differ in (only groups that mix; {} by default).
+
+    The Compare page shows these as a warning when the user picks the fields to group by.
+    """
+    if by is None:
+        return {}
+    labels = group_labels(runs, by)
+    members: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        members.setdefault(labels[str(r.get("id"))], []).append(spec_fields(r))
+    out = {label: varying_within(flats) for label, flats in members.items()}
+    return {label: fields for label, fields in out.items() if fields}
+
+
+def finished_only(long: pd.DataFrame) -> pd.DataFrame:
+    """The rows of succeeded runs (all rows when the frame has no `status` column)."""
+    if "status" not in long.columns or long.empty:
+        return long
+    return long[long["status"] == FINISHED]
+
+
+def unfinished(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
+    """Per group and status: runs that are not counted (queued, running, failed, cancelled)."""
+    cols = [group_col, "status", "runs"]
+    if "status" not in long.columns or long.empty:
+        return pd.DataFrame(columns=cols)
+    rest = long[long["status"] != FINISHED].drop_duplicates("run_id")
+    if rest.empty:
+        return pd.DataFrame(columns=cols)
+    return rest.groupby([group_col, "status"]).size().rename("runs").reset_index()[cols]
 
 
 def ema(values: np.ndarray | list[float], weight: float) -> np.ndarray:
@@ -75,8 +122,13 @@ def smooth(long: pd.DataFrame, weight: float, column: str = "value") -> pd.DataF
 
 
 def aggregate(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
-    """Per group and round: mean, population std (0 for one run), n, and mean wall-clock."""
+    """Per group and round: mean, population std (0 for one run), n, and mean wall-clock.
+
+    Only finished runs count (see `finished_only`), and a round's band uses only the runs
+    that reached that round: `n` is per round, and `n_changes` says where it changes.
+    """
     cols = ["group", "round", "mean", "std", "n", "wall_s"]
+    long = finished_only(long)
     if long.empty:
         return pd.DataFrame(columns=cols)
     g = long.groupby([group_col, "round"])
@@ -91,32 +143,94 @@ def aggregate(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
     return out.rename(columns={group_col: "group"})[cols]
 
 
+def n_changes(agg: pd.DataFrame) -> pd.DataFrame:
+    """Rows of `aggregate` where a group's n differs from its previous round (and its first round).
+
+    The chart annotates these ("n=2 from round 120") so a kink where a seed drops out is
+    not read as a change in the algorithm.
+    """
+    cols = ["group", "round", "n", "wall_s"]
+    if agg.empty:
+        return pd.DataFrame(columns=cols)
+    a = agg.sort_values(["group", "round"])
+    prev = a.groupby("group")["n"].shift()
+    return a[prev.isna() | (prev != a["n"])][cols].reset_index(drop=True)
+
+
+def _censored_median(times: list[float], limit: float) -> tuple[float, bool]:
+    """Median of event times where inf = not reached (censored beyond `limit`).
+
+    Returns (median, censored): censored when the median falls on a seed that never
+    reached the target; the value is then `limit` and reads "> limit".
+    """
+    ordered = sorted(times)
+    k = len(ordered)
+    mid = ordered[(k - 1) // 2 : k // 2 + 1]
+    if any(math.isinf(v) for v in mid):
+        return limit, True
+    return float(np.mean(mid)), False
+
+
+def _fmt_median(value: float, censored: bool, digits: int) -> str:
+    if math.isnan(value):
+        return "–"
+    shown = f"{value:.{digits}f}"
+    return f"> {shown}" if censored else shown
+
+
 def time_to_target(long: pd.DataFrame, target: float, group_col: str = "group") -> pd.DataFrame:
-    """Per group: how many runs reach `target`, and mean ± std of the first round / seconds."""
-    cols = ["group", "runs", "reached", "round_mean", "round_std", "seconds_mean", "seconds_std"]
-    rows = []
+    """Per group: "reached k of n", and the median first round / seconds to reach `target`.
+
+    n counts finished runs; a run that never reached the target is censored at its last
+    round (and its total seconds), not dropped: the median counts it as beyond, and a
+    median that falls on such a run reads "> R" (`round_censored`). Never a mean over the
+    seeds that happened to reach the target. Unfinished runs are counted in `unfinished`.
+    """
+    cols = [
+        "group", "runs", "reached", "reached_text", "round_median", "round_median_text",
+        "round_censored", "seconds_median", "seconds_median_text", "unfinished",
+    ]  # fmt: skip
     if long.empty:
         return pd.DataFrame(columns=cols)
-    for group, gdf in long.groupby(group_col):
-        hit_rounds, hit_secs = [], []
+    rest = unfinished(long, group_col)
+    done = finished_only(long)
+    rows = []
+    for group in sorted(long[group_col].unique(), key=str):
+        gdf = done[done[group_col] == group]
+        rounds: list[float] = []
+        secs: list[float] = []
+        last_round, last_sec = 0.0, 0.0
         for _, rdf in gdf.groupby("run_id"):
-            hit = rdf[rdf["value"] >= target].sort_values("round")
-            if not hit.empty:
-                hit_rounds.append(float(hit["round"].iloc[0]))
-                hit_secs.append(float(hit["wall_s"].iloc[0]))
+            rdf = rdf.sort_values("round")
+            hit = rdf[rdf["value"] >= target]
+            if hit.empty:
+                rounds.append(math.inf)
+                secs.append(math.inf)
+                last_round = max(last_round, float(rdf["round"].iloc[-1]))
+                last_sec = max(last_sec, float(np.nan_to_num(rdf["wall_s"].iloc[-1])))
+            else:
+                rounds.append(float(hit["round"].iloc[0]))
+                secs.append(float(hit["wall_s"].iloc[0]))
+        n = len(rounds)
+        reached = sum(1 for r in rounds if not math.isinf(r))
+        r_med, r_cens = _censored_median(rounds, last_round) if n else (math.nan, False)
+        known = [x for x in secs if not math.isnan(x)]
+        s_med, s_cens = (
+            _censored_median(known, last_sec) if len(known) == n and n else (math.nan, False)
+        )
+        n_rest = int(rest.loc[rest[group_col] == group, "runs"].sum()) if not rest.empty else 0
         rows.append(
             {
                 "group": group,
-                "runs": gdf["run_id"].nunique(),
-                "reached": len(hit_rounds),
-                "round_mean": float(np.mean(hit_rounds)) if hit_rounds else math.nan,
-                "round_std": float(np.std(hit_rounds)) if hit_rounds else math.nan,
-                "seconds_mean": float(np.nanmean(hit_secs))
-                if hit_secs and not np.all(np.isnan(hit_secs))
-                else math.nan,
-                "seconds_std": float(np.nanstd(hit_secs))
-                if hit_secs and not np.all(np.isnan(hit_secs))
-                else math.nan,
+                "runs": n,
+                "reached": reached,
+                "reached_text": f"{reached} of {n}",
+                "round_median": r_med,
+                "round_median_text": _fmt_median(r_med, r_cens, 0),
+                "round_censored": r_cens,
+                "seconds_median": s_med,
+                "seconds_median_text": _fmt_median(s_med, s_cens, 1),
+                "unfinished": n_rest,
             }
         )
     return pd.DataFrame(rows, columns=cols)
@@ -143,7 +257,9 @@ def table1_long(groups: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=TABLE1_COLUMNS)
     rows = []
     for rec in groups.to_dict("records"):
-        key = paper.Setting(rec["dataset"], rec["setting"], int(rec["T"]))
+        key = paper.Setting(
+            rec["dataset"], rec.get("paper_setting") or rec["setting"], int(rec["T"])
+        )
         pub = paper.TABLE1.get(key, {}).get(rec["algorithm"])
         pm, ps = pub if pub else (math.nan, math.nan)
         rows.append(
@@ -230,16 +346,24 @@ def table1_latex(long: pd.DataFrame) -> str:
 def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
     """Ours vs paper ms per local update: FedAvg and FedGen by B_G, with the ratio to FedAvg.
 
-    `timing` has columns algorithm, gen_batch_size (None for non-FedGen), mean_ms, std_ms, n.
-    Absolute ms depend on the hardware; the ratio to FedAvg is what compares across machines.
+    `timing` has columns algorithm, gen_batch_size (None for non-FedGen), mean_ms, std_ms, n,
+    and optionally setting / setting_key: a row's ratio is to the FedAvg row of its own
+    setting (NaN when that setting has no FedAvg row). Absolute ms depend on the hardware;
+    the ratio to FedAvg is what compares across machines.
     """
-    cols = ["row", "ours_ms", "ours_std", "n", "ours_ratio", "paper_ms", "paper_std", "paper_ratio"]
+    cols = ["row", "ours_ms", "ours_std", "n", "ours_ratio", "paper_ms", "paper_std",
+            "paper_ratio", "setting"]  # fmt: skip
     if timing.empty:
         return pd.DataFrame(columns=cols)
-    avg = timing[timing["algorithm"] == "fedavg"]
-    base = float(avg["mean_ms"].iloc[0]) if not avg.empty else math.nan
+    keys = (
+        timing["setting_key"] if "setting_key" in timing.columns else pd.Series([""] * len(timing))
+    )
+    base: dict[str, float] = {}
+    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
+        if rec["algorithm"] == "fedavg":
+            base.setdefault(key, float(rec["mean_ms"]))
     rows = []
-    for rec in timing.to_dict("records"):
+    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
         alg, bg = rec["algorithm"], rec.get("gen_batch_size")
         if alg == "fedgen" and bg is not None and not (isinstance(bg, float) and math.isnan(bg)):
             label = f"FedGen B_G={int(bg)}"
@@ -247,16 +371,18 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
         else:
             label = paper.ALGORITHMS.get(alg, alg)
             pm, ps = paper.TABLE3_FEDAVG if alg == "fedavg" else (math.nan, math.nan)
+        ref = base.get(key, math.nan)
         rows.append(
             {
                 "row": label,
                 "ours_ms": rec["mean_ms"],
                 "ours_std": rec.get("std_ms", math.nan),
-                "n": rec.get("n"),
-                "ours_ratio": rec["mean_ms"] / base if base and not math.isnan(base) else math.nan,
+                "n": int(rec.get("n") or 0),
+                "ours_ratio": rec["mean_ms"] / ref if ref and not math.isnan(ref) else math.nan,
                 "paper_ms": pm,
                 "paper_std": ps,
                 "paper_ratio": pm / paper.TABLE3_FEDAVG[0],
+                "setting": rec.get("setting", ""),
             }
         )
     return pd.DataFrame(rows, columns=cols)
@@ -301,12 +427,18 @@ def summary_groups(
     """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
 
     A group lists only the fields that differ, so its Table 1 row comes from a member's spec.
-    Accuracies stored as fractions are scaled to % to sit beside the paper's numbers.
+    Accuracies stored as fractions are scaled to % to sit beside the paper's numbers. n is
+    the group's finished runs. Two groups that would share a Table 1 cell (same dataset,
+    setting, T and algorithm but another profile, rounds, ...) are never merged: their
+    `setting` gets the differing fields appended ("α=0.1 [fidelity.profile=paper]") and
+    `paper_setting` keeps the paper's row for the lookup.
     """
-    cols = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label"]
+    cols = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label", "paper_setting",
+            "n_total", "varying"]  # fmt: skip
     rows = []
     for g in summary.get("groups") or []:
-        member = next((runs_by_id[i] for i in g.get("run_ids") or [] if i in runs_by_id), None)
+        ids = list(g.get("run_ids") or []) + list(g.get("all_run_ids") or [])
+        member = next((runs_by_id[i] for i in ids if i in runs_by_id), None)
         if member is None:
             continue
         fields = spec_fields(member)
@@ -324,29 +456,62 @@ def summary_groups(
                 "algorithm": fields.get("algorithm.name"),
                 "mean": mean,
                 "std": std,
-                "n": g.get("n_succeeded", g.get("n")),
+                "n": int(g.get("n_succeeded", g.get("n")) or 0),
                 "label": g.get("label"),
+                "paper_setting": setting.setting,
+                "n_total": int(g.get("n_total", g.get("n")) or 0),
+                "varying": list(g.get("varying") or []),
+                "_fields": g.get("fields") or {},
             }
         )
+    # Groups that land on one cell: name what tells them apart (fields beyond the cell's own).
+    cell_of = {
+        "algorithm.name", "data.name", "local_steps", "partition.alpha", "users_per_round",
+        "partition.num_users",
+    }  # fmt: skip
+    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_cell.setdefault((r["dataset"], r["setting"], r["T"], r["algorithm"]), []).append(r)
+    for clash in (v for v in by_cell.values() if len(v) > 1):
+        for r in clash:
+            extra = {k: v for k, v in r["_fields"].items() if k not in cell_of}
+            r["setting"] = f"{r['setting']} [{group_label(extra)}]"
     return pd.DataFrame(rows, columns=cols)
 
 
+def _setting_text(setting: dict[str, Any]) -> str:
+    """{"data.name": "mnist", "batch_size": 32, ...} -> "mnist · official-cnn · B=32 · T=20 · 10/round · cpu"."""
+    parts = [
+        str(setting.get("data.name", "?")),
+        str(setting.get("model.name", "?")),
+        f"B={setting.get('batch_size', '?')}",
+        f"T={setting.get('local_steps', '?')}",
+        f"{setting.get('users_per_round', '?')}/round",
+        str(setting.get("device", "?")),
+    ]
+    return " · ".join(parts)
+
+
 def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
-    """GET /timing -> (algorithm, gen_batch_size, mean_ms, std_ms, n) with FedGen split by B_G."""
-    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n"]
+    """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n.
+
+    Rows keep the setting they were measured in (`setting_key` matches rows of one setting,
+    whatever the algorithm) so Table 3 never compares FedGen on one dataset with FedAvg on another.
+    """
+    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n", "setting", "setting_key"]
     rows: list[dict[str, Any]] = []
-    by_bg = payload.get("fedgen_by_gen_batch_size") or []
-    for a in payload.get("algorithms") or []:
-        if a.get("mean_ms") is None or (a["algorithm"] == "fedgen" and by_bg):
+    for r in payload.get("rows") or []:
+        if r.get("mean_ms") is None:
             continue
         rows.append(
-            {"algorithm": a["algorithm"], "gen_batch_size": None, "mean_ms": a["mean_ms"],
-             "std_ms": a.get("std_ms"), "n": a.get("n_runs")}
-        )  # fmt: skip
-    for b in by_bg:
-        if b.get("mean_ms") is not None:
-            rows.append(
-                {"algorithm": "fedgen", "gen_batch_size": b["gen_batch_size"], "mean_ms": b["mean_ms"],
-                 "std_ms": b.get("std_ms"), "n": b.get("n_runs")}
-            )  # fmt: skip
+            {
+                "algorithm": r.get("algorithm"),
+                "gen_batch_size": r.get("gen_batch_size"),
+                "mean_ms": r["mean_ms"],
+                "std_ms": r.get("std_ms"),
+                "n": int(r.get("n") or 0),
+                "setting": _setting_text(r.get("setting") or {}),
+                "setting_key": r.get("setting_key") or "",
+            }
+        )
     return pd.DataFrame(rows, columns=cols)

@@ -379,7 +379,9 @@ def load_spec_data(path: str | Path) -> Any:
     try:
         if p.suffix == ".json":
             return json.loads(text)
-        return yaml.safe_load(text)
+        # An empty file is the empty spec: every default (as `{"spec": {}}` over REST).
+        data = yaml.safe_load(text)
+        return {} if data is None else data
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise SpecError(
             [("(file)", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)

@@ -183,3 +183,27 @@ def run_label(spec: Mapping[str, Any] | ExperimentSpec) -> str:
             f"seed={get_dotted(d, 'seed', '?')}",
         ]
     )
+
+
+def group_items(
+    flats: Mapping[str, Mapping[str, Any]], fields: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """Item ids by group key (`group_key`), in first-seen order: the one grouping rule.
+
+    `flats`: id -> flattened spec. Default: runs that share every field but the seed (and
+    tags, note, checkpointing) form a group; `fields` picks the fields to group by instead.
+    """
+    chosen = None if fields is None else list(fields)
+    out: dict[str, list[str]] = {}
+    for item, flat in flats.items():
+        out.setdefault(group_key(flat, chosen), []).append(item)
+    return out
+
+
+def varying_within(flats: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Fields (other than the seed & co.) whose values still differ inside one group.
+
+    Empty for the default grouping; with chosen fields, the warning a page shows
+    ("runs in this group also differ in partition.alpha").
+    """
+    return differing_fields(flats)

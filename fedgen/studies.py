@@ -742,7 +742,8 @@ def paper_markdown(layout: Layout) -> str:
 
 def _cell_value(study: Study, members: Sequence[RunResult]) -> tuple[float, float, int]:
     if study.statistic == "ms_per_update":
-        timed = [m for m in members if m.user_ms]
+        # n counts finished runs only, as for accuracy: a failed or cancelled run's rounds are out.
+        timed = [m for m in members if m.succeeded and m.user_ms]
         m, s = mean_std([v for r in timed for v in r.user_ms])
         return m, s, len(timed)
     done = [

@@ -49,6 +49,16 @@ def validate_spec(body: SpecValidate, _user: UserDep) -> dict[str, Any]:
     return {"ok": True, "spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
 
 
+@router.get("/spec/defaults", tags=["spec"])
+def spec_defaults(_user: UserDep) -> dict[str, Any]:
+    """The full spec an empty submission (`{"spec": {}}`) gets: every default written out.
+
+    The same as `fedgen validate` of an empty file; the Submit form starts from it.
+    """
+    spec = service.validate_spec({})
+    return {"spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
+
+
 @router.get("/spec/schema", tags=["spec"])
 def spec_schema(_user: UserDep) -> dict[str, Any]:
     """The JSON schema of ExperimentSpec (the dashboard builds its form from it)."""
@@ -65,6 +75,10 @@ def me(user: UserDep) -> UserPublic:
 def timing(
     session: SessionDep, _user: UserDep, sweep_id: str | None = None, algorithm: str | None = None
 ) -> dict[str, Any]:
-    """ms per user local update by algorithm, and FedGen by gen_batch_size (Table 3)."""
+    """ms per user local update (Table 3): one row per group of finished runs, with its setting.
+
+    Runs are grouped by every spec field but the seed, so a row never mixes two settings
+    (dataset, model, batch size, T, users per round, device, FedGen's B_G, ...).
+    """
     sid = parse_uuid(sweep_id, "sweep") if sweep_id else None
     return analysis.timing_table(session, sid, algorithm)

@@ -7,8 +7,17 @@ from typing import Any
 import streamlit as st
 
 from dashboard import charts, loaders, ui
+from dashboard.difference import difference_block
 from dashboard.frames import compare_long
-from dashboard.tables import aggregate, group_labels, groupable_fields, smooth, time_to_target
+from dashboard.tables import (
+    aggregate,
+    group_labels,
+    group_warnings,
+    groupable_fields,
+    n_changes,
+    smooth,
+    time_to_target,
+)
 
 METRICS = ["test_acc", "test_loss", "user_acc_mean", "user_acc_min", "train_loss"]
 GROUP_MODES = [
@@ -72,6 +81,8 @@ if long.empty:
 if any(r.get("downsampled") for r in payload.get("runs", [])):
     st.caption(f"Curves downsampled by the server to at most {max_points} points per run.")
 labels = group_labels(chosen_runs, by)
+for label, differ in group_warnings(chosen_runs, by).items():
+    st.warning(f"Group {label!r} mixes runs that differ in {', '.join(differ)}.")
 long["group"] = long["run_id"].map(lambda i: labels.get(str(i), str(i)))
 smoothed = smooth(long, smoothing)
 x = "wall_s" if x_axis == "wall-clock" else "round"
@@ -83,6 +94,13 @@ else:
     agg = aggregate(smoothed)
     fig = charts.band_chart(agg, f"{title}: mean ± std over seeds", metric, x=x)
 st.plotly_chart(fig, key="cmp_chart")
+if agg is not None:
+    changes = n_changes(agg)
+    st.caption(
+        "Bands: finished runs only, each round over the runs that reached it. n per group: "
+        + "; ".join(f"{g}: " + ", ".join(f"n={n} from round {r}" for r, n in zip(d["round"], d["n"], strict=True))
+                    for g, d in changes.groupby("group"))
+    )  # fmt: skip
 
 st.subheader("Time to target accuracy")
 target = st.number_input(
@@ -91,9 +109,13 @@ target = st.number_input(
 if metric == "test_acc":
     ttt = time_to_target(long, float(target), "group" if mode != GROUP_MODES[2] else "run_id")
     st.dataframe(
-        ttt, hide_index=True, key="cmp_ttt",
-        column_config={c: st.column_config.NumberColumn(c, format="%.1f") for c in ttt.columns[3:]},
+        ttt[["group", "runs", "reached_text", "round_median_text", "seconds_median_text", "unfinished"]],
+        hide_index=True, key="cmp_ttt",
+        column_config={"runs": "n finished", "reached_text": "reached", "round_median_text": "median rounds",
+                       "seconds_median_text": "median seconds", "unfinished": "not finished"},
     )  # fmt: skip
+    st.caption("Median over finished runs; a run that never reached the target counts as beyond "
+               "its last round (\"> R\" when the median is such a run).")  # fmt: skip
 else:
     st.caption("Time to target is computed on test_acc.")
 if agg is not None:
@@ -101,3 +123,7 @@ if agg is not None:
         "Download mean ± std curves (CSV)", agg.to_csv(index=False), "compare.csv", "text/csv",
         key="cmp_csv",
     )  # fmt: skip
+if mode != GROUP_MODES[2]:
+    difference_block(
+        {g: [str(i) for i in ids] for g, ids in long.groupby("group")["run_id"].unique().items()}
+    )

@@ -82,33 +82,4 @@ def test_summary_groups_by_everything_but_seed(
     assert float(rows[0]["top5_mean"]) == pytest.approx(groups[0]["top5_mean"])
 
 
-def test_timing_table(client: TestClient, auth: dict, session: Session) -> None:
-    """ms per user update pooled over runs and rounds; FedGen split by gen_batch_size."""
-    alice = session.query(User).filter_by(name="alice").one()
-    sweep_id, runs = create_sweep_runs(
-        session,
-        alice,
-        {
-            "algorithm": [
-                "fedavg",
-                {"name": "fedgen", "gen_batch_size": 32},
-                {"name": "fedgen", "gen_batch_size": 64},
-            ]
-        },
-        base=make_spec(rounds=3),
-    )
-    for k, run in enumerate(runs):
-        seed_rounds(
-            session,
-            run,
-            [0.1, 0.2, 0.3, 0.4],
-            extra=lambda r, k=k: {"time_user_ms": 10.0 * (k + 1) + r},
-        )
-    body = client.get(f"{API}/timing?sweep_id={sweep_id}", headers=auth).json()
-    algs = {a["algorithm"]: a for a in body["algorithms"]}
-    assert algs["fedavg"]["mean_ms"] == pytest.approx(12.0)
-    assert algs["fedavg"]["n_rounds"] == 3
-    assert algs["fedgen"]["n_runs"] == 2
-    assert algs["fedgen"]["mean_ms"] == pytest.approx(27.0)
-    by_bg = {b["gen_batch_size"]: b["mean_ms"] for b in body["fedgen_by_gen_batch_size"]}
-    assert by_bg == {32: pytest.approx(22.0), 64: pytest.approx(32.0)}
+# The timing table (one row per setting): tests/api/test_comparable.py

@@ -13,6 +13,8 @@ from dashboard.tables import (
     aggregate,
     ema,
     group_labels,
+    group_warnings,
+    n_changes,
     pca_2d,
     summary_groups,
     table1_latex,
@@ -21,6 +23,7 @@ from dashboard.tables import (
     table3_frame,
     time_to_target,
     timing_rows,
+    unfinished,
 )
 
 
@@ -61,7 +64,7 @@ def test_ema_debiased() -> None:
 
 
 def test_aggregate_mean_std_and_time_to_target() -> None:
-    """Mean ± population std per round; first round reaching the target per run."""
+    """Mean ± population std per round; the median first round reaching the target."""
     # Prepare
     long = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "group": ["g"] * 4, "round": [0, 1, 0, 1],
                          "value": [0.2, 0.6, 0.4, 0.8], "wall_s": [1.0, 2.0, 1.0, 3.0]})  # fmt: skip
@@ -72,8 +75,87 @@ def test_aggregate_mean_std_and_time_to_target() -> None:
     assert np.allclose(agg["mean"], [0.3, 0.7])
     assert np.allclose(agg["std"], [0.1, 0.1])
     row = ttt.iloc[0]
-    assert (row.runs, row.reached, row.round_mean, row.seconds_mean) == (2, 2, 1.0, 2.5)
+    assert (row.runs, row.reached, row.round_median, row.seconds_median) == (2, 2, 1.0, 2.5)
+    assert row.reached_text == "2 of 2"
+    assert not row.round_censored
     assert time_to_target(long, 0.95).iloc[0].reached == 0
+
+
+def _long(curves: dict[str, tuple[str, list[float]]], group: str = "g") -> pd.DataFrame:
+    rows = [
+        {"run_id": rid, "group": group, "round": r, "value": v, "wall_s": float(r), "status": st}
+        for rid, (st, vals) in curves.items()
+        for r, v in enumerate(vals)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_time_to_target_censors_seeds_that_never_reach() -> None:
+    """1 of 5 seeds reaches 0.8 at round 3: "1 of 5", median "> 4", not the one seed's 3."""
+    # Prepare
+    low = [0.1, 0.2, 0.3, 0.4, 0.5]
+    long = _long({"a": ("succeeded", [0.1, 0.2, 0.5, 0.85, 0.9]), "b": ("succeeded", low),
+                  "c": ("succeeded", low), "d": ("succeeded", low), "e": ("succeeded", low),
+                  "f": ("running", [0.9, 0.95])})  # fmt: skip
+    # Execute
+    row = time_to_target(long, 0.8).iloc[0]
+    # Assert
+    assert row.reached_text == "1 of 5"
+    assert row.runs == 5
+    assert row.unfinished == 1  # the running seed reached 0.8 at round 0 and is not counted
+    assert row.round_censored
+    assert row.round_median == 4.0
+    assert row.round_median_text == "> 4"
+    assert row.seconds_median_text == "> 4.0"
+
+
+def test_time_to_target_median_of_reached_when_most_reach() -> None:
+    """3 of 4 reach (rounds 1, 2, 3), one never: the median (2 and 3) is 2.5, not censored."""
+    # Prepare
+    long = _long({"a": ("succeeded", [0.0, 0.9]), "b": ("succeeded", [0.0, 0.0, 0.9]),
+                  "c": ("succeeded", [0.0, 0.0, 0.0, 0.9]), "d": ("succeeded", [0.0] * 4)})  # fmt: skip
+    # Execute
+    row = time_to_target(long, 0.5).iloc[0]
+    # Assert
+    assert row.reached_text == "3 of 4"
+    assert row.round_median == 2.5
+    assert row.round_median_text == "2"  # "{:.0f}" of 2.5 rounds to even
+    assert not row.round_censored
+
+
+def test_aggregate_counts_finished_runs_and_reports_n_changes() -> None:
+    """Unfinished runs stay out of the band; a seed that stops early lowers n from there on."""
+    # Prepare
+    long = _long({"a": ("succeeded", [0.1, 0.2, 0.3, 0.4]), "b": ("succeeded", [0.3, 0.4]),
+                  "c": ("cancelled", [0.9, 0.9, 0.9, 0.9]), "d": ("running", [0.9])})  # fmt: skip
+    # Execute
+    agg = aggregate(long)
+    changes = n_changes(agg)
+    rest = unfinished(long)
+    # Assert
+    assert agg["n"].tolist() == [2, 2, 1, 1]
+    assert agg["mean"].tolist() == pytest.approx([0.2, 0.3, 0.3, 0.4])
+    assert changes[["round", "n"]].values.tolist() == [[0, 2], [2, 1]]
+    assert dict(zip(rest["status"], rest["runs"], strict=True)) == {"cancelled": 1, "running": 1}
+
+
+def test_groups_never_mix_datasets_or_profiles() -> None:
+    """Default groups split on dataset and profile; chosen fields warn about what still differs."""
+    # Prepare
+    runs = [_run("a", "fedgen", 0), _run("b", "fedgen", 1), _run("c", "fedgen", 0),
+            _run("d", "fedgen", 0)]  # fmt: skip
+    for r in runs:  # stored specs carry every default, the profile included
+        r["spec"]["fidelity"] = {"profile": "official"}  # type: ignore[index]
+    runs[2]["spec"]["data"] = {"name": "fashion-mnist"}  # type: ignore[index]
+    runs[3]["spec"]["fidelity"] = {"profile": "paper"}  # type: ignore[index]
+    # Execute
+    labels = group_labels(runs)
+    warned = group_warnings(runs, ["algorithm.name"])
+    # Assert
+    assert labels["a"] == labels["b"]
+    assert len({labels["a"], labels["c"], labels["d"]}) == 3
+    assert group_warnings(runs) == {}
+    assert warned == {"all": ["data.name", "fidelity.profile"]}  # one algorithm: one group
 
 
 def test_table1_against_paper() -> None:
@@ -127,19 +209,50 @@ def test_summary_groups_scales_to_percent() -> None:
     assert df.iloc[0]["std"] == pytest.approx(1.0)
 
 
-def test_table3_ratio_to_fedavg() -> None:
-    """FedGen rows by B_G, each with its ratio to FedAvg beside the paper's ratio."""
+def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
+    """FedGen rows by B_G, each with its ratio to the FedAvg row of its own setting."""
+
     # Prepare
-    payload = {"algorithms": [{"algorithm": "fedavg", "mean_ms": 10.0, "std_ms": 1.0, "n_runs": 2},
-                              {"algorithm": "fedgen", "mean_ms": 13.0, "std_ms": 1.0, "n_runs": 2}],
-               "fedgen_by_gen_batch_size": [{"gen_batch_size": 8, "mean_ms": 12.0, "std_ms": 1.0, "n_runs": 1},
-                                            {"gen_batch_size": 64, "mean_ms": 14.0, "std_ms": 1.0, "n_runs": 1}]}  # fmt: skip
+    def row(alg: str, bg: int | None, ms: float, key: str, ds: str = "mnist") -> dict[str, object]:
+        setting = {"data.name": ds, "model.name": "official-cnn", "batch_size": 32,
+                   "local_steps": 20, "users_per_round": 10, "device": "cpu"}  # fmt: skip
+        return {"algorithm": alg, "gen_batch_size": bg, "mean_ms": ms, "std_ms": 1.0, "n": 2,
+                "setting": setting, "setting_key": key}  # fmt: skip
+
+    payload = {"rows": [row("fedavg", None, 10.0, "k1"), row("fedgen", 8, 12.0, "k1"),
+                        row("fedgen", 64, 14.0, "k1"),
+                        row("fedgen", 8, 5.0, "k2", "synthetic")]}  # fmt: skip
     # Execute
     t3 = table3_frame(timing_rows(payload))
     # Assert
-    assert t3["row"].tolist() == ["FedAvg", "FedGen B_G=8", "FedGen B_G=64"]
-    assert t3["ours_ratio"].tolist() == pytest.approx([1.0, 1.2, 1.4])
+    assert t3["row"].tolist() == ["FedAvg", "FedGen B_G=8", "FedGen B_G=64", "FedGen B_G=8"]
+    assert t3["ours_ratio"].tolist()[:3] == pytest.approx([1.0, 1.2, 1.4])
+    assert math.isnan(t3["ours_ratio"].iloc[3])  # no FedAvg measured on the synthetic setting
+    assert t3["setting"].iloc[3].startswith("synthetic")
+    assert t3["n"].tolist() == [2, 2, 2, 2]
     assert t3["paper_ratio"].iloc[1] == pytest.approx(57.20 / 47.66)
+
+
+def test_summary_groups_keep_groups_that_share_a_table1_cell_apart() -> None:
+    """Two profiles of one algorithm are two Table 1 rows, both beside the paper's number."""
+    # Prepare
+    summary = {"groups": [
+        {"label": "fidelity.profile=official", "run_ids": ["a"], "n": 3, "top5_mean": 0.9,
+         "top5_std": 0.01, "fields": {"fidelity.profile": "official"}},
+        {"label": "fidelity.profile=paper", "run_ids": ["b"], "n": 2, "top5_mean": 0.8,
+         "top5_std": 0.01, "fields": {"fidelity.profile": "paper"}},
+    ]}  # fmt: skip
+    runs = {"a": _run("a", "fedgen", 0), "b": _run("b", "fedgen", 0)}
+    # Execute
+    df = summary_groups(summary, runs)
+    long = table1_long(df)
+    # Assert
+    assert df["setting"].tolist() == [
+        "α=0.1 [fidelity.profile=official]",
+        "α=0.1 [fidelity.profile=paper]",
+    ]
+    assert df["n"].tolist() == [3, 2]
+    assert long["paper_mean"].tolist() == [93.03, 93.03]
 
 
 def test_pca_2d_separates_clusters() -> None:

@@ -167,6 +167,24 @@ def test_study_table_pools_top5_over_seeds() -> None:
     assert (table.runs_total, table.runs_done) == (3, 2)
 
 
+def test_table3_cell_counts_finished_runs_only() -> None:
+    """A failed run's per-update times stay out of the Table 3 mean and its n."""
+    # Prepare
+    p = plan("table3", StudyOverrides(seeds=2, rounds=4))
+    fedavg = [s for s in p.specs if s.algorithm.name == "fedavg"]
+    results = [
+        RunResult(fedavg[0], True, user_ms=[10.0, 12.0]),
+        RunResult(fedavg[1], False, user_ms=[500.0, 500.0]),
+    ]
+    # Execute
+    table = study_table("table3", p.dataset, results)
+    # Assert
+    (cell,) = [c for c in table.cells if c.row == "FedAvg"]
+    assert cell.mean == pytest.approx(11.0)
+    assert cell.n == 1
+    assert cell.runs == 2
+
+
 def test_bad_overrides_and_unknown_names() -> None:
     """Overrides are validated with the field named; an unknown study names the known ones."""
     with pytest.raises(ValueError, match="seeds"):

@@ -1,0 +1,50 @@
+"""The difference between two groups of runs, with its uncertainty (Welch's t-test)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from api import analysis
+from api.deps import SessionDep, UserDep
+from api.errors import FieldErrors
+
+router = APIRouter(tags=["metrics"])
+Ids = Annotated[str, Query(min_length=1, max_length=40_000, description="comma-separated run ids")]
+
+
+def _ids(name: str, text: str) -> list[uuid.UUID]:
+    out: list[uuid.UUID] = []
+    bad: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            out.append(uuid.UUID(part))
+        except ValueError:
+            bad.append(part)
+    if bad:
+        raise FieldErrors([(name, f"not run ids: {', '.join(repr(b) for b in bad[:5])}")])
+    return out
+
+
+@router.get("/difference")
+def difference(
+    session: SessionDep,
+    _user: UserDep,
+    a: Ids,
+    b: Ids,
+    statistic: Literal["final", "top5"] = "final",
+) -> dict[str, Any]:
+    """Group a − group b: means, diff, 95 % CI (Welch–Satterthwaite), Welch's p, n_a, n_b.
+
+    Each run contributes one value (its final or top-5 accuracy under its fidelity
+    profile); only succeeded runs count. 422 for unknown ids or fewer than 2 finished
+    runs on a side; runs of one side that differ in a setting give a `warnings` entry.
+    """
+    try:
+        return analysis.difference(session, _ids("a", a), _ids("b", b), statistic)
+    except analysis.DifferenceError as exc:
+        raise FieldErrors(exc.errors) from None
