@@ -12,6 +12,7 @@ from api.models import Run, User
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
+from api.repository import workers as workers_repo
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -35,6 +36,12 @@ def create_user(session: Session, name: str = "alice", is_admin: bool = False) -
     user, token = users_repo.create_user(session, name, is_admin)
     session.commit()
     return user, token
+
+
+def live_worker(session: Session, queue: str = "cpu", slots: int = 1, name: str = "w1") -> None:
+    """A live worker row (heartbeat now) for `queue`: the dispatcher sends up to `slots` runs."""
+    workers_repo.register(session, name, [queue], slots)
+    session.commit()
 
 
 def create_run(
