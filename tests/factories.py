@@ -45,16 +45,21 @@ def live_worker(session: Session, queue: str = "cpu", slots: int = 1, name: str 
 
 
 def create_run(
-    session: Session, owner: User, sweep_id: uuid.UUID | None = None, **overrides: Any
+    session: Session,
+    owner: User,
+    sweep_id: uuid.UUID | None = None,
+    *,
+    queue: str = "cpu",
+    **overrides: Any,
 ) -> Run:
-    """A queued run of make_spec(**overrides) (committed)."""
+    """A queued run of make_spec(**overrides) on `queue` (the full name, prefix included)."""
     spec = parse_spec(make_spec(**overrides))
     run = runs_repo.create_run(
         session,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
         owner_id=owner.id,
-        queue="cpu",
+        queue=queue,
         sweep_id=sweep_id,
     )
     session.commit()

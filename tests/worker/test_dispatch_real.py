@@ -226,9 +226,7 @@ def test_lost_message_is_resent_and_never_doubled(
     redis_own.start()
     with pg_factory() as session:
         user, _ = create_user(session)
-        run = create_run(session, user)
-        session.execute(Run.__table__.update().values(queue=q))
-        session.commit()
+        run = create_run(session, user, queue=q)
         live_worker(session, q, slots=1)  # a worker that is alive but not consuming yet
     sender = Sender(s)
     assert dispatch_once(pg_factory, sender, s, "t").sent == [str(run.id)]
@@ -263,10 +261,8 @@ def test_two_owners_one_slot_lab_mate_starts_before_the_third(
     with pg_factory() as session:
         alice, _ = create_user(session, "alice")
         bob, _ = create_user(session, "bob")
-        a = [create_run(session, alice, seed=i) for i in range(3)]
-        b1 = create_run(session, bob, seed=9)
-        session.execute(Run.__table__.update().values(queue=q))
-        session.commit()
+        a = [create_run(session, alice, queue=q, seed=i) for i in range(3)]
+        b1 = create_run(session, bob, queue=q, seed=9)
     lab["start_worker"]()
     ids = [r.id for r in (*a, b1)]
     _wait(
