@@ -8,7 +8,8 @@ under the one-row `dispatcher` lease) reads a snapshot of the runs and live work
   doubling per send up to dispatch_backoff_max_s) and whose message is missing from the broker
   (fewer messages wait in its queue than runs were sent there), so one run never has two
   messages waiting at once;
-- treats a running run whose lease expired like a waiting one (it goes first).
+- treats a running run whose lease expired like a waiting one (it goes first), and marks
+  cancelled such a run whose cancel was asked for.
 A send is recorded (committed) before the message goes out, and undone when the broker
 refuses it, so a crash between the two is a lost message the next passes repair.
 Workers call this from their dispatch loop (worker/reaper.py); the API calls it once after a
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from api.config import Settings
 from api.fairshare import Snapshot, Waiting, free_slots, orders
+from api.models import utcnow
 from api.queue import Enqueue
 from api.repository import runs as runs_repo
 
@@ -95,6 +97,8 @@ def dispatch_pass(
         return report
     session.commit()
     try:
+        # A cancelled run whose worker died needs no worker: it is cancelled, not re-sent.
+        runs_repo.cancel_orphans(session, now or utcnow())
         snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now)
         session.commit()
         resend, new = plan(snap, waiting, queues)

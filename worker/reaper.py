@@ -19,6 +19,7 @@ import os
 import socket
 import threading
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
@@ -75,7 +76,9 @@ def start_dispatcher(
         while True:
             try:
                 tick()
-            except Exception:  # keep going through DB/broker outages
+            except OperationalError as exc:  # database down: say so briefly, try next pass
+                log.warning("dispatch pass skipped: database unavailable (%s)", type(exc).__name__)
+            except Exception:  # keep going through any other outage
                 log.exception("dispatch pass failed")
             if stop.wait(settings.reaper_s):
                 break

@@ -399,6 +399,17 @@ def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
     return True
 
 
+def cancel_orphans(session: Session, now: datetime) -> int:
+    """Mark cancelled the cancel-requested running runs whose worker died (lease expired)."""
+    stmt = (
+        update(Run)
+        .where(Run.cancel_requested.is_(True), Run.status == "running", Run.lease_expires_at < now)
+        .values(status="cancelled", finished_at=now, lease_token=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+
+
 def release_dispatch_lease(session: Session, holder: str) -> None:
     """Let the lease go (only if `holder` still has it)."""
     session.execute(

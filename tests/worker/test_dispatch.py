@@ -214,6 +214,28 @@ def test_expired_lease_is_resent_once_not_every_pass(session: Session, fast: Set
     assert all(s == [] for s in sends[1:])
 
 
+def test_cancelled_run_of_a_dead_worker_is_cancelled_not_resent(
+    session: Session, fast: Settings
+) -> None:
+    """Cancel asked, then the worker died: the pass marks it cancelled and sends nothing."""
+    user, _ = create_user(session)
+    run = create_run(session, user)
+    live_worker(session, "cpu", slots=1)
+    broker = Broker()
+    _pass(session, broker, fast)
+    _claim(session, run)
+    runs_repo.request_cancel(session, run.id)
+    session.commit()
+    later = utcnow() + timedelta(seconds=61)
+    session.execute(update(Worker).values(heartbeat_at=later))
+    session.commit()
+    assert _pass(session, broker, fast, now=later).sent == []
+    session.expire_all()
+    row = session.get(Run, run.id)
+    assert row is not None
+    assert row.status == "cancelled"
+
+
 def test_exhausted_retries_queued_run_is_resent(session: Session, fast: Settings) -> None:
     """A task that gave up (message acked, run still queued) leaves no message: the run is re-sent."""
     user, _ = create_user(session)
