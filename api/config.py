@@ -40,7 +40,19 @@ class Settings(BaseSettings):
     heartbeat_s: float = Field(20.0, gt=0, description="How often a worker renews its lease.")
     queue_prefix: str = Field("", max_length=50, description="Prefix of the queue names (gpu/cpu).")
     reaper_s: float = Field(
-        60.0, gt=0, description="How often a worker re-sends runs with expired leases."
+        5.0,
+        gt=0,
+        description="How often a worker runs a dispatch pass (sends queued runs to free slots, "
+        "re-sends lost messages and runs with expired leases) and renews its `workers` row.",
+    )
+    dispatch_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="A sent run not claimed within this is re-sent if its message is missing; "
+        "each further re-send waits twice as long, up to dispatch_backoff_max_s.",
+    )
+    dispatch_backoff_max_s: float = Field(
+        300.0, gt=0, description="The longest wait between two sends of one unclaimed run."
     )
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)
@@ -59,6 +71,11 @@ class Settings(BaseSettings):
         if self.checkpoint_dir is None:
             self.checkpoint_dir = self.home / "checkpoints"
         return self
+
+    @property
+    def worker_ttl_s(self) -> float:
+        """A worker whose row was not renewed for this long counts as gone (3 missed passes)."""
+        return 3 * self.reaper_s + 5
 
     @property
     def checkpoint_root(self) -> Path:

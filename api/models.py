@@ -1,4 +1,5 @@
-"""ORM tables: users and tokens, sweeps, runs, per-round and per-user metrics, checkpoints.
+"""ORM tables: users and tokens, sweeps, runs, per-round and per-user metrics, checkpoints,
+and the dispatcher's tables (live workers, the one-row dispatcher lease).
 
 Portable types only (Uuid, JSON, timezone-aware DateTime) so the same models
 serve SQLite and PostgreSQL; migrations/ mirrors them (a test checks no diff).
@@ -119,6 +120,13 @@ class Run(Base):
         ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
     )
     status: Mapped[str] = mapped_column(String(16), default="queued")
+    # low | normal | high: a submission attribute (not part of the spec); orders the queue.
+    priority: Mapped[str] = mapped_column(String(8), default="normal", server_default="normal")
+    # Set when the dispatcher sends the run's task, cleared when a worker claims it. A run sent and
+    # not claimed by next_dispatch_at is re-sent if its message is missing (back-off per run).
+    dispatched_at: Mapped[datetime | None]
+    dispatch_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_dispatch_at: Mapped[datetime | None]
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(200))
     lease_token: Mapped[str | None] = mapped_column(String(64))
@@ -183,3 +191,27 @@ class CheckpointRow(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     path: Mapped[str] = mapped_column(String(1000))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Worker(Base):
+    """A live worker process and the queue it consumes (one row per queue); slots = runs at once.
+
+    Each process renews heartbeat_at from its dispatch loop; a row older than the worker TTL
+    counts as dead, so its slots stop counting toward the queue's free slots.
+    """
+
+    __tablename__ = "workers"
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    queue: Mapped[str] = mapped_column(String(64), primary_key=True)
+    slots: Mapped[int] = mapped_column(Integer, default=1)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class DispatcherLease(Base):
+    """One row (id 1): who runs a dispatch pass now, until when; a pass takes it, then lets it go."""
+
+    __tablename__ = "dispatcher"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    holder: Mapped[str | None] = mapped_column(String(200))
+    expires_at: Mapped[datetime | None]

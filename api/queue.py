@@ -73,6 +73,16 @@ class Sender:
         queue = queue_for_device(device, self.settings.queue_prefix)
         self._celery().send_task(TASK_NAME, args=[run_id], queue=queue)
 
+    def waiting(self, queue: str) -> int:
+        """How many messages wait in `queue` (the full name, prefix included) on the broker.
+
+        The dispatcher re-sends an unclaimed run only when fewer messages wait than runs it sent
+        there, so a message still in the queue is never doubled.
+        """
+        with self._celery().connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+            return int(conn.default_channel.queue_declare(queue=queue).message_count)
+
     def check(self) -> None:
         """Raise unless the broker accepts a connection (the /ready probe)."""
         with self._celery().connection_for_write() as conn:

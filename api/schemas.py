@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -30,16 +30,25 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Priority = Literal["low", "normal", "high"]
+PRIORITY_DOC = (
+    "Queue priority of the submitted run(s): high goes before normal before low, each tier "
+    "shared round-robin across owners; `high` is for admins only (403 otherwise)."
+)
+
+
 class RunCreate(_In):
-    """POST /runs: a spec, validated by fedgen.spec.ExperimentSpec."""
+    """POST /runs: a spec, validated by fedgen.spec.ExperimentSpec, and its queue priority."""
 
     spec: dict[str, Any]
+    priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class RunClone(_In):
     """POST /runs/{id}/clone: a partial nested spec merged over the original."""
 
     changes: dict[str, Any] = Field(default_factory=dict)
+    priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class SpecValidate(_In):
@@ -54,6 +63,7 @@ class SweepCreate(_In):
     name: str = Field("sweep", min_length=1, max_length=200, pattern=r"^[^\x00]*$")
     base: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+    priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class RunPublic(_FromRow):
@@ -77,6 +87,16 @@ class RunPublic(_FromRow):
     best_acc: float | None
     error: str | None
     cancel_requested: bool
+    priority: Priority
+    queue_position: int | None = Field(
+        None,
+        description="Queued runs: 1 = the next to get a free slot of its queue (fair-share order).",
+    )
+    expected_start: datetime | None = Field(
+        None,
+        description="Queued runs: estimated start (running runs' median round time x rounds "
+        "left, and the runs ahead per slot); null when unknown (no live worker, no round yet).",
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

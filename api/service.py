@@ -1,13 +1,26 @@
-"""Services between handlers and the repository; submit commits, then enqueues (rule 9)."""
+"""Services between handlers and the repository.
+
+Submitting only writes queued rows (rule 9: commit first); the dispatcher (api.dispatch, run by
+the workers) sends them. After the commit, submit runs one dispatch pass so a run starts at once
+when its queue has a free slot; when that fails or finds the lease taken, the workers' next pass
+sends it (FEDGEN_REAPER_S), so nothing depends on it.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import threading
 import uuid
 from typing import Any
 
+from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
+from api import fairshare
+from api.config import Settings
+from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
 from api.models import Run, Sweep, User
 from api.queue import Enqueue, queue_for_device
@@ -30,12 +43,26 @@ def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec
         raise FieldErrors(exc.errors, prefix) from None
 
 
-def _enqueue_all(enqueue: Enqueue, runs: list[Run]) -> None:
-    for run in runs:
-        try:
-            enqueue(str(run.id), str(run.spec.get("device", "cpu")))
-        except Exception:  # the row stays queued; `fedgen-lab requeue` can send it again
-            log.exception("could not enqueue run %s", run.id)
+def check_priority(user: User, priority: str) -> None:
+    """403 naming the field unless the user may submit at this priority (high: admins only)."""
+    if priority == "high" and not user.is_admin:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "priority: 'high' is for admins only (use low or normal)"
+        )
+
+
+def _dispatch_now(
+    session: Session, enqueue: Enqueue, settings: Settings | None, queues: set[str]
+) -> None:
+    """One dispatch pass over the submitted runs' queues; any failure is left to the workers."""
+    if settings is None:
+        return
+    holder = f"api:{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+    try:
+        dispatch_pass(session, enqueue, settings, holder, queues=queues)
+    except Exception:  # the rows are committed; the workers' dispatcher sends them
+        session.rollback()
+        log.exception("dispatch after submission failed; the workers' dispatcher will send")
 
 
 def submit_run(
@@ -46,8 +73,11 @@ def submit_run(
     sweep_id: uuid.UUID | None = None,
     *,
     queue_prefix: str,
+    priority: str = "normal",
+    settings: Settings | None = None,
 ) -> Run:
-    """Insert a queued run (recording the queue it is sent to), commit, then enqueue its task."""
+    """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
+    check_priority(user, priority)
     run = runs_repo.create_run(
         session,
         spec=spec.model_dump(mode="json"),
@@ -56,9 +86,10 @@ def submit_run(
         queue=queue_for_device(spec.device, queue_prefix),
         sweep_id=sweep_id,
         versions=versions(),
+        priority=priority,
     )
     session.commit()
-    _enqueue_all(enqueue, [run])
+    _dispatch_now(session, enqueue, settings, {run.queue})
     return run
 
 
@@ -70,10 +101,20 @@ def clone_run(
     enqueue: Enqueue,
     *,
     queue_prefix: str,
+    priority: str = "normal",
+    settings: Settings | None = None,
 ) -> Run:
     """A new run from an existing run's spec with `changes` merged in."""
     spec = validate_spec(merge(run.spec, changes), prefix="changes.")
-    return submit_run(session, user, spec, enqueue, queue_prefix=queue_prefix)
+    return submit_run(
+        session,
+        user,
+        spec,
+        enqueue,
+        queue_prefix=queue_prefix,
+        priority=priority,
+        settings=settings,
+    )
 
 
 def submit_sweep(
@@ -85,8 +126,11 @@ def submit_sweep(
     enqueue: Enqueue,
     *,
     queue_prefix: str,
+    priority: str = "normal",
+    settings: Settings | None = None,
 ) -> tuple[Sweep, list[Run]]:
-    """Expand the grid (all specs validated first), insert sweep and runs, commit, enqueue."""
+    """Expand the grid (all specs validated first), insert sweep and runs, commit, dispatch."""
+    check_priority(user, priority)
     try:
         sweep_spec = SweepSpec(name=name, base=base, grid=grid)
         specs = expand(sweep_spec)
@@ -103,14 +147,32 @@ def submit_sweep(
             queue=queue_for_device(s.device, queue_prefix),
             sweep_id=sweep.id,
             versions=recorded,
+            priority=priority,
         )
         for s in specs
     ]
     session.commit()
-    _enqueue_all(enqueue, runs)
+    _dispatch_now(session, enqueue, settings, {r.queue for r in runs})
     return sweep, runs
 
 
 def run_public(run: Run) -> RunPublic:
-    """ORM row (owner loaded) -> RunPublic."""
+    """ORM row (owner loaded) -> RunPublic, without queue fields (see runs_public)."""
     return RunPublic.model_validate(run)
+
+
+def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[RunPublic]:
+    """RunPublic of each run; queued ones get queue_position and expected_start.
+
+    The snapshot of the queue is read once for the whole list, only when a run is queued.
+    """
+    out = [RunPublic.model_validate(r) for r in runs]
+    if not any(r.status == "queued" for r in runs):
+        return out
+    where = fairshare.positions(runs_repo.queue_snapshot(session, settings.worker_ttl_s))
+    for pub in out:
+        if pub.status == "queued":
+            rid = uuid.UUID(pub.id)
+            if rid in where:
+                pub.queue_position, pub.expected_start = where[rid]
+    return out

@@ -12,6 +12,7 @@ from api.models import Run, User
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
+from api.repository import workers as workers_repo
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -37,17 +38,28 @@ def create_user(session: Session, name: str = "alice", is_admin: bool = False) -
     return user, token
 
 
+def live_worker(session: Session, queue: str = "cpu", slots: int = 1, name: str = "w1") -> None:
+    """A live worker row (heartbeat now) for `queue`: the dispatcher sends up to `slots` runs."""
+    workers_repo.register(session, name, [queue], slots)
+    session.commit()
+
+
 def create_run(
-    session: Session, owner: User, sweep_id: uuid.UUID | None = None, **overrides: Any
+    session: Session,
+    owner: User,
+    sweep_id: uuid.UUID | None = None,
+    *,
+    queue: str = "cpu",
+    **overrides: Any,
 ) -> Run:
-    """A queued run of make_spec(**overrides) (committed)."""
+    """A queued run of make_spec(**overrides) on `queue` (the full name, prefix included)."""
     spec = parse_spec(make_spec(**overrides))
     run = runs_repo.create_run(
         session,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
         owner_id=owner.id,
-        queue="cpu",
+        queue=queue,
         sweep_id=sweep_id,
     )
     session.commit()

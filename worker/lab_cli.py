@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
 from api.config import get_settings
@@ -31,14 +32,19 @@ def default_queues() -> str:
 def _cmd_worker(args: argparse.Namespace) -> int:
     from api.queue import Sender, prefixed
     from worker.celery_app import celery_app, worker_sessionmaker
-    from worker.reaper import start_reaper
+    from worker.reaper import start_dispatcher
 
     s = get_settings()
     s.ensure_dirs()
     queues = prefixed(args.queues or default_queues(), s.queue_prefix)
-    start_reaper(worker_sessionmaker(), Sender(s).send, s.reaper_s)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "-")
     name = args.name or f"{queues.split(',')[0]}{visible}-{os.getpid()}@%h"
+    # The workers row carries the node name Celery records on the runs (%h: the host name).
+    node = name.replace("%h", socket.gethostname())
+    slots = args.concurrency if args.pool == "threads" else 1
+    start_dispatcher(
+        worker_sessionmaker(), Sender(s), s, name=node, queues=queues.split(","), slots=slots
+    )
     # solo/threads: no fork after CUDA init; one run at a time per GPU.
     argv = [
         "worker",

@@ -1,46 +1,99 @@
-"""Re-send the task of runs whose worker died (lease expired).
+"""Each worker process's dispatch loop: keep its `workers` row alive, and dispatch.
 
-With a 7-day Redis visibility timeout (so hour-long runs are not started twice),
-the message of a worker killed with SIGKILL would wait a week; instead every
-worker periodically re-sends runs with expired leases. Duplicates are harmless:
-the claim lets exactly one delivery run, and it resumes from the last checkpoint.
+Every FEDGEN_REAPER_S the loop renews the process's rows in `workers` (name, queue, slots,
+heartbeat), then runs one `api.dispatch.dispatch_pass`, which only one process at a time
+performs (the one-row dispatcher lease). That pass sends queued runs to free slots in fair
+order, re-sends runs whose message was lost (after a back-off per run) and runs whose lease
+expired (their worker died). So an accepted run reaches a worker after a broker outage, a lost
+message, a failed send at submission, or exhausted task retries, with no manual step.
+
+`register_worker` is also what a supervisor starting several worker processes (`--slots`)
+calls for each of them (each with its own name and 1 slot) if it runs no loop of its own.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import socket
 import threading
-from collections.abc import Callable
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.repository import runs as runs_repo
+from api.config import Settings
+from api.db import session_scope
+from api.dispatch import PassReport, dispatch_pass
+from api.queue import Sender
+from api.repository import workers as workers_repo
 
 log = logging.getLogger(__name__)
 
 
-def reap_once(factory: sessionmaker[Session], send: Callable[[str, str], None]) -> int:
-    """Send one task per stale run; returns how many."""
+def register_worker(
+    factory: sessionmaker[Session], name: str, queues: list[str], slots: int
+) -> None:
+    """Insert or renew the worker's row for each (full, prefixed) queue name it consumes."""
+    with session_scope(factory) as s:
+        workers_repo.register(s, name, queues, slots)
+
+
+def unregister_worker(factory: sessionmaker[Session], name: str) -> None:
+    """Drop the worker's rows, so its slots stop counting at once (a dead one ages out)."""
+    with session_scope(factory) as s:
+        workers_repo.unregister(s, name)
+
+
+def dispatch_once(
+    factory: sessionmaker[Session], sender: Sender, settings: Settings, holder: str
+) -> PassReport:
+    """One dispatch pass with the sender's broker (sending and counting waiting messages)."""
     with factory() as s:
-        stale = runs_repo.stale_runs(s)
-    for rid, device in stale:
-        log.warning("run %s has an expired lease; sending it again", rid)
-        send(str(rid), device)
-    return len(stale)
+        return dispatch_pass(s, sender.send, settings, holder, waiting=sender.waiting)
 
 
-def start_reaper(
-    factory: sessionmaker[Session], send: Callable[[str, str], None], interval_s: float
+def start_dispatcher(
+    factory: sessionmaker[Session],
+    sender: Sender,
+    settings: Settings,
+    *,
+    name: str,
+    queues: list[str],
+    slots: int = 1,
 ) -> threading.Event:
-    """A daemon thread calling reap_once every interval; set the returned event to stop it."""
+    """A daemon thread: register, then every reaper_s renew the row and dispatch. Set the event to stop."""
     stop = threading.Event()
+    holder = f"{name}:{socket.gethostname()}:{os.getpid()}"
+
+    def tick() -> None:
+        register_worker(factory, name, queues, slots)
+        report = dispatch_once(factory, sender, settings, holder)
+        if report.sent or report.resent:
+            log.info("dispatched %s, re-sent %s", report.sent, report.resent)
 
     def loop() -> None:
-        while not stop.wait(interval_s):
+        while True:
             try:
-                reap_once(factory, send)
-            except Exception:  # keep reaping after transient DB/broker errors
-                log.exception("reaper pass failed")
+                tick()
+            except OperationalError as exc:  # database down: say so briefly, try next pass
+                log.warning("dispatch pass skipped: database unavailable (%s)", type(exc).__name__)
+            except Exception:  # keep going through any other outage
+                log.exception("dispatch pass failed")
+            if stop.wait(settings.reaper_s):
+                break
+        try:
+            unregister_worker(factory, name)
+        except Exception:  # noqa: BLE001 - the row ages out anyway
+            log.warning("could not remove worker %s from the workers table", name)
 
-    threading.Thread(target=loop, name="fedgen-reaper", daemon=True).start()
+    def on_exit() -> None:
+        stop.set()
+        try:
+            unregister_worker(factory, name)
+        except Exception:  # noqa: BLE001 - the row ages out anyway
+            pass
+
+    atexit.register(on_exit)
+    threading.Thread(target=loop, name="fedgen-dispatch", daemon=True).start()
     return stop

@@ -1,4 +1,4 @@
-"""Runs: create, read, filter, cancel, delete, and the worker's lease protocol."""
+"""Runs: create, read, filter, cancel, delete, the worker's lease protocol, and dispatch state."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, case, delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
-from api.models import Run, User, utcnow
+from api.fairshare import Active, Snapshot, Waiting
+from api.models import DispatcherLease, Run, User, Worker, utcnow
 from fedgen.status import TERMINAL
 
 
@@ -42,6 +44,7 @@ def create_run(
     queue: str,
     sweep_id: uuid.UUID | None = None,
     versions: dict[str, Any] | None = None,
+    priority: str = "normal",
 ) -> Run:
     """Insert a queued run (flushed, not committed)."""
     run = Run(
@@ -55,6 +58,8 @@ def create_run(
         owner_id=owner_id,
         sweep_id=sweep_id,
         status="queued",
+        priority=priority,
+        dispatch_count=0,
         attempt=0,
         current_round=-1,
         cancel_requested=False,
@@ -165,6 +170,10 @@ def claim(
             heartbeat_at=now,
             started_at=func.coalesce(Run.started_at, now),
             error=None,
+            # Claimed: no longer on its way; the next send (after a lease expiry) starts afresh.
+            dispatched_at=None,
+            dispatch_count=0,
+            next_dispatch_at=None,
         )
         .execution_options(synchronize_session=False)
     )
@@ -251,3 +260,161 @@ def stale_runs(session: Session) -> list[tuple[uuid.UUID, str]]:
     """(id, device) of running runs whose lease expired: their worker died."""
     stmt = select(Run.id, Run.spec).where(Run.status == "running", Run.lease_expires_at < utcnow())
     return [(rid, str(spec.get("device", "cpu"))) for rid, spec in session.execute(stmt).all()]
+
+
+def _needs_worker(now: datetime) -> Any:
+    # Queued, or running with an expired lease (its worker died or handed the lease back).
+    return and_(
+        Run.cancel_requested.is_(False),
+        or_(Run.status == "queued", and_(Run.status == "running", Run.lease_expires_at < now)),
+    )
+
+
+def queue_snapshot(session: Session, worker_ttl_s: float, now: datetime | None = None) -> Snapshot:
+    """Waiting runs, runs holding a live lease, live workers' slots per queue, owners' last start."""
+    now = now or utcnow()
+    waiting = [
+        Waiting(
+            id=r.id,
+            queue=r.queue,
+            owner_id=r.owner_id,
+            priority=r.priority,
+            created_at=r.created_at,
+            rounds=r.rounds,
+            current_round=r.current_round,
+            resumed=r.status == "running",
+            dispatched_at=r.dispatched_at,
+            dispatch_count=r.dispatch_count,
+            next_dispatch_at=r.next_dispatch_at,
+        )
+        for r in session.execute(
+            select(
+                Run.id,
+                Run.queue,
+                Run.owner_id,
+                Run.priority,
+                Run.created_at,
+                Run.rounds,
+                Run.current_round,
+                Run.status,
+                Run.dispatched_at,
+                Run.dispatch_count,
+                Run.next_dispatch_at,
+            ).where(_needs_worker(now))
+        )
+    ]
+    active = [
+        Active(*row)
+        for row in session.execute(
+            select(
+                Run.id, Run.queue, Run.owner_id, Run.started_at, Run.current_round, Run.rounds
+            ).where(Run.status == "running", Run.lease_expires_at >= now)
+        )
+    ]
+    slots = {
+        q: int(n)
+        for q, n in session.execute(
+            select(Worker.queue, func.sum(Worker.slots))
+            .where(Worker.heartbeat_at >= now - timedelta(seconds=worker_ttl_s))
+            .group_by(Worker.queue)
+        )
+    }
+    owners = {w.owner_id for w in waiting}
+    last_start = (
+        {
+            o: at
+            for o, at in session.execute(
+                select(Run.owner_id, func.max(Run.started_at))
+                .where(Run.owner_id.in_(owners), Run.started_at.is_not(None))
+                .group_by(Run.owner_id)
+            )
+            if at is not None
+        }
+        if owners
+        else {}
+    )
+    return Snapshot(now=now, waiting=waiting, active=active, slots=slots, last_start=last_start)
+
+
+def mark_dispatched(
+    session: Session, run_id: uuid.UUID, count: int, next_at: datetime, now: datetime
+) -> str | None:
+    """Record a send of a run that still needs a worker and was sent `count` times since its
+    last claim; returns the run's spec device, or None when someone else got there first."""
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.dispatch_count == count, _needs_worker(now))
+        .values(dispatched_at=now, dispatch_count=count + 1, next_dispatch_at=next_at)
+        .execution_options(synchronize_session=False)
+    )
+    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    spec = session.scalar(select(Run.spec).where(Run.id == run_id))
+    return str((spec or {}).get("device", "cpu"))
+
+
+def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
+    """Undo mark_dispatched after the send failed (broker down): the run waits unsent again."""
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.dispatch_count == count + 1)
+        .values(
+            dispatched_at=None,
+            dispatch_count=count,
+            next_dispatch_at=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(stmt)
+
+
+def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
+    """Become the one dispatcher for ttl_s (or renew); False while another holder has it."""
+    now = utcnow()
+    stmt = (
+        update(DispatcherLease)
+        .where(
+            DispatcherLease.id == 1,
+            or_(
+                DispatcherLease.expires_at.is_(None),
+                DispatcherLease.expires_at < now,
+                DispatcherLease.holder == holder,
+            ),
+        )
+        .values(holder=holder, expires_at=now + timedelta(seconds=ttl_s))
+        .execution_options(synchronize_session=False)
+    )
+    if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+        return True
+    if session.get(DispatcherLease, 1) is not None:
+        return False
+    # First pass ever: create the row, held. A concurrent creator wins the primary key.
+    try:
+        with session.begin_nested():
+            session.add(
+                DispatcherLease(id=1, holder=holder, expires_at=now + timedelta(seconds=ttl_s))
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def cancel_orphans(session: Session, now: datetime) -> int:
+    """Mark cancelled the cancel-requested running runs whose worker died (lease expired)."""
+    stmt = (
+        update(Run)
+        .where(Run.cancel_requested.is_(True), Run.status == "running", Run.lease_expires_at < now)
+        .values(status="cancelled", finished_at=now, lease_token=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+
+
+def release_dispatch_lease(session: Session, holder: str) -> None:
+    """Let the lease go (only if `holder` still has it)."""
+    session.execute(
+        update(DispatcherLease)
+        .where(DispatcherLease.id == 1, DispatcherLease.holder == holder)
+        .values(expires_at=None)
+        .execution_options(synchronize_session=False)
+    )

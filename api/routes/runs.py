@@ -24,12 +24,18 @@ NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 def submit_run(
     body: RunCreate, request: Request, session: SessionDep, user: UserDep, settings: SettingsDep
 ) -> RunPublic:
-    """Validate a spec, queue a run for it."""
+    """Validate a spec, queue a run for it (at `priority`; high: admins only)."""
     spec = service.validate_spec(body.spec)
     run = service.submit_run(
-        session, user, spec, request.app.state.enqueue, queue_prefix=settings.queue_prefix
+        session,
+        user,
+        spec,
+        request.app.state.enqueue,
+        queue_prefix=settings.queue_prefix,
+        priority=body.priority,
+        settings=settings,
     )
-    return service.run_public(run)
+    return service.runs_public(session, [run], settings)[0]
 
 
 @router.get("")
@@ -64,13 +70,13 @@ def list_runs(
         created_before=created_before,
     )
     rows, count = runs_repo.list_runs(session, filters, limit, offset)
-    return RunsPublic(data=[service.run_public(r) for r in rows], count=count)
+    return RunsPublic(data=service.runs_public(session, rows, settings), count=count)
 
 
 @router.get("/{run_id}")
-def get_run(run: RunDep) -> RunPublic:
-    """One run."""
-    return service.run_public(run)
+def get_run(run: RunDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
+    """One run; a queued one with its queue_position and expected_start."""
+    return service.runs_public(session, [run], settings)[0]
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
@@ -114,5 +120,7 @@ def clone_run(
         body.changes,
         request.app.state.enqueue,
         queue_prefix=settings.queue_prefix,
+        priority=body.priority,
+        settings=settings,
     )
-    return service.run_public(clone)
+    return service.runs_public(session, [clone], settings)[0]

@@ -134,6 +134,7 @@ def launch_study(
         p.sweep.grid,
         request.app.state.enqueue,
         queue_prefix=settings.queue_prefix,
+        settings=settings,
     )
     return {
         "study": study.name,

@@ -48,6 +48,8 @@ def submit_sweep(
         body.grid,
         request.app.state.enqueue,
         queue_prefix=settings.queue_prefix,
+        priority=body.priority,
+        settings=settings,
     )
     return _public(session, sweep, user.name)
 

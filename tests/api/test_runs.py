@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.models import Run
-from tests.factories import make_spec
+from tests.factories import live_worker, make_spec
 
 API = "/api/v1"
 
@@ -17,9 +17,11 @@ def _h(token: str) -> dict[str, str]:
 
 
 def test_submit_returns_202_and_enqueues(
-    client: TestClient, auth: dict[str, str], enqueued: list
+    client: TestClient, auth: dict[str, str], enqueued: list, session: Session
 ) -> None:
-    """A valid spec is stored queued and its task sent after the commit."""
+    """A valid spec is stored queued and, a worker slot being free, its task sent after the commit."""
+    # Prepare
+    live_worker(session, "cpu", slots=1)
     # Execute
     r = client.post(f"{API}/runs", json={"spec": make_spec(seed=3)}, headers=auth)
     # Assert
@@ -102,9 +104,12 @@ def test_list_filters_and_pagination(client: TestClient, tokens: dict[str, str])
     assert client.get(f"{API}/runs?status=bogus", headers=h).status_code == 422
 
 
-def test_clone_with_changes(client: TestClient, auth: dict[str, str], enqueued: list) -> None:
+def test_clone_with_changes(
+    client: TestClient, auth: dict[str, str], enqueued: list, session: Session
+) -> None:
     """Clone merges nested changes and validates the result."""
     # Prepare
+    live_worker(session, "cpu", slots=2)
     rid = client.post(f"{API}/runs", json={"spec": make_spec()}, headers=auth).json()["id"]
     # Execute
     r = client.post(

@@ -12,7 +12,7 @@ from api.models import Run
 from fedgen.paper import TABLE1, TABLE3_FEDAVG, TABLE3_FEDGEN, Setting
 from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.studies import STUDIES
-from tests.factories import seed_rounds
+from tests.factories import live_worker, seed_rounds
 
 API = "/api/v1"
 
@@ -46,9 +46,11 @@ def test_definition_carries_the_paper_numbers(client: TestClient, auth: dict) ->
 
 
 def test_launch_creates_the_sweep_in_one_request(
-    client: TestClient, auth: dict, enqueued: list
+    client: TestClient, auth: dict, enqueued: list, session: Session
 ) -> None:
     """POST /studies/table2 with overrides creates and queues the whole sweep."""
+    # Prepare
+    live_worker(session, "cpu", slots=12)
     # Execute
     r = client.post(
         f"{API}/studies/table2",
@@ -75,9 +77,11 @@ def test_launch_creates_the_sweep_in_one_request(
 
 
 def test_launch_without_body_uses_the_paper_setting(
-    client: TestClient, auth: dict, enqueued: list
+    client: TestClient, auth: dict, enqueued: list, session: Session
 ) -> None:
     """No body: the paper's dataset, 3 seeds, 200 rounds."""
+    # Prepare
+    live_worker(session, "cpu", slots=30)
     # Execute
     body = client.post(f"{API}/studies/fig5-delay", headers=auth).json()
     # Assert

@@ -12,13 +12,16 @@ from sqlalchemy.orm import Session
 
 from api.models import User
 from fedgen.stats import mean_std, pooled_top5, reported_curve
-from tests.factories import create_sweep_runs, make_spec, seed_rounds
+from tests.factories import create_sweep_runs, live_worker, make_spec, seed_rounds
 
 API = "/api/v1"
 
 
-def test_submit_sweep_expands_and_enqueues(client: TestClient, auth: dict, enqueued: list) -> None:
-    """algorithms x alphas x seeds become runs in one request."""
+def test_submit_sweep_expands_and_enqueues(
+    client: TestClient, auth: dict, enqueued: list, session: Session
+) -> None:
+    """algorithms x alphas x seeds become runs in one request (12 free slots: all sent)."""
+    live_worker(session, "cpu", slots=12)
     body = {
         "name": "fg-vs-avg",
         "base": make_spec(),

@@ -113,7 +113,7 @@ def lab(db_url: str, broker: str, tmp_path: Path) -> Iterator[dict]:
     def send(run_id: uuid.UUID) -> None:
         app.send_task(TASK_NAME, args=[str(run_id)], queue=prefix + "cpu")
 
-    yield {"start": start, "send": send, "settings": settings}
+    yield {"start": start, "send": send, "settings": settings, "queue": prefix + "cpu"}
     for p in procs:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -155,7 +155,8 @@ def test_kill9_then_new_worker_finishes_exactly_once(
     # Long enough (about 2 s) that the kill always lands mid-run.
     long = {"rounds": 30, "local_steps": 40, "checkpoint_every": 2}
     ref = create_run(session, user, **long)
-    run = create_run(session, user, **long)
+    # On the worker's queue: the new worker's dispatcher re-sends it once the lease expires.
+    run = create_run(session, user, queue=lab["queue"], **long)
     execute_run(str(ref.id), factory, runner=runner_mod.run, settings=lab["settings"])
     w1 = lab["start"]()
     lab["send"](run.id)
@@ -163,7 +164,7 @@ def test_kill9_then_new_worker_finishes_exactly_once(
     os.killpg(w1.pid, signal.SIGKILL)
     w1.wait(10)
     assert _run(session, run.id).status == "running", "the run finished before the kill"
-    lab["start"]()  # its reaper re-sends the run once the lease expires
+    lab["start"]()  # its dispatcher re-sends the run once the lease expires
     _wait(
         lambda: _run(session, run.id).status == "succeeded",
         90,

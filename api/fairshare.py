@@ -1,0 +1,175 @@
+"""The queue order (fair share across owners, then priority) and the start-time estimate.
+
+Pure functions over snapshots of the runs table (api.repository.runs.queue_snapshot reads
+them): `fair_order` is THE order, used by the dispatcher (which run gets the next free slot)
+and by the API (`queue_position`), so the two can never disagree.
+
+The order within one queue:
+1. runs already sent and not yet claimed, then running runs whose lease expired (they are on
+   their way or were started already);
+2. then by priority tier: high, normal, low;
+3. within a tier, round-robin across owners: an owner's k-th waiting run comes in round
+   k + (runs the owner has running or on their way), so an owner with nothing running goes
+   first and one user's sweep holds back a lab-mate's run by at most one run per free slot;
+4. within a round, the owner served least recently first, then the older run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import statistics
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+PRIORITIES = ("low", "normal", "high")
+_RANK = {"high": 0, "normal": 1, "low": 2}
+_NEVER = datetime.min.isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A run that needs a worker: queued, or running with an expired lease (`resumed`)."""
+
+    id: uuid.UUID
+    queue: str
+    owner_id: uuid.UUID
+    priority: str
+    created_at: datetime
+    rounds: int
+    current_round: int
+    resumed: bool
+    dispatched_at: datetime | None
+    dispatch_count: int
+    next_dispatch_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Active:
+    """A running run with a live lease (what occupies a slot now)."""
+
+    id: uuid.UUID
+    queue: str
+    owner_id: uuid.UUID
+    started_at: datetime | None
+    current_round: int
+    rounds: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What the dispatcher and the queue estimate need, read at one time `now`."""
+
+    now: datetime
+    waiting: list[Waiting]
+    active: list[Active]
+    slots: dict[str, int]  # live workers' slots per queue
+    last_start: dict[uuid.UUID, datetime]  # owner -> their most recent run start
+
+    def queues(self) -> set[str]:
+        """Every queue that has a waiting run or a live worker."""
+        return {w.queue for w in self.waiting} | set(self.slots)
+
+
+def fair_order(
+    waiting: Iterable[Waiting],
+    busy_per_owner: Mapping[uuid.UUID, int],
+    last_start: Mapping[uuid.UUID, datetime],
+) -> list[Waiting]:
+    """The waiting runs of ONE queue in the order they get slots (see the module docstring).
+
+    busy_per_owner: runs each owner has running with a live lease in this queue.
+    last_start: each owner's most recent start (owners never served come first).
+    """
+    ahead: list[Waiting] = []
+    rest: dict[tuple[int, uuid.UUID], list[Waiting]] = defaultdict(list)
+    busy = dict(busy_per_owner)
+    for w in waiting:
+        if w.dispatched_at is not None or w.resumed:
+            ahead.append(w)
+            busy[w.owner_id] = busy.get(w.owner_id, 0) + 1
+        else:
+            rest[(_RANK.get(w.priority, 1), w.owner_id)].append(w)
+    ahead.sort(key=lambda w: (w.dispatched_at is None, w.dispatched_at or w.created_at, str(w.id)))
+    keyed: list[tuple[tuple[int, int, str, datetime, str], Waiting]] = []
+    for (rank, owner), runs in rest.items():
+        runs.sort(key=lambda w: (w.created_at, str(w.id)))
+        served = last_start[owner].isoformat() if owner in last_start else _NEVER
+        for k, w in enumerate(runs, start=busy.get(owner, 0)):
+            keyed.append(((rank, k, served, w.created_at, str(w.id)), w))
+    keyed.sort(key=lambda kw: kw[0])
+    return ahead + [w for _, w in keyed]
+
+
+def orders(snap: Snapshot) -> dict[str, list[Waiting]]:
+    """fair_order of every queue of the snapshot."""
+    by_queue: dict[str, list[Waiting]] = defaultdict(list)
+    for w in snap.waiting:
+        by_queue[w.queue].append(w)
+    out = {}
+    for q, runs in by_queue.items():
+        busy: dict[uuid.UUID, int] = defaultdict(int)
+        for a in snap.active:
+            if a.queue == q:
+                busy[a.owner_id] += 1
+        out[q] = fair_order(runs, busy, snap.last_start)
+    return out
+
+
+def free_slots(snap: Snapshot, queue: str) -> int:
+    """Live slots of the queue minus runs holding a lease there minus runs sent and unclaimed."""
+    used = sum(1 for a in snap.active if a.queue == queue)
+    sent = sum(1 for w in snap.waiting if w.queue == queue and w.dispatched_at is not None)
+    return snap.slots.get(queue, 0) - used - sent
+
+
+def median_round_s(snap: Snapshot, queue: str) -> float | None:
+    """Median seconds per round of the queue's running runs (elapsed / rounds done); None if none."""
+    times = [
+        (snap.now - a.started_at).total_seconds() / (a.current_round + 1)
+        for a in snap.active
+        if a.queue == queue and a.started_at is not None and a.current_round >= 0
+    ]
+    return statistics.median(times) if times else None
+
+
+def expected_starts(snap: Snapshot, queue: str, order: list[Waiting]) -> dict[uuid.UUID, datetime]:
+    """When each run of `order` should start; runs left out are unknown (no estimate).
+
+    Slots free up when their running run ends (median round time x its rounds left); each run
+    ahead then takes the earliest free slot for (median round time x its rounds). With no live
+    worker nothing is known; with no round time yet, only runs that fit in free slots are.
+    """
+    slots = snap.slots.get(queue, 0)
+    if slots <= 0:
+        return {}
+    per_round = median_round_s(snap, queue)
+    now = snap.now
+    running = [a for a in snap.active if a.queue == queue]
+    if per_round is None:
+        free = max(0, slots - len(running))
+        return {w.id: now for w in order[:free]}
+    ends = sorted(
+        now + timedelta(seconds=per_round * max(0, a.rounds - a.current_round - 1)) for a in running
+    )
+    heap = (ends + [now] * slots)[:slots] if len(ends) < slots else ends[:slots]
+    heapq.heapify(heap)
+    out: dict[uuid.UUID, datetime] = {}
+    for w in order:
+        start = heapq.heappop(heap)
+        out[w.id] = max(start, now)
+        left = w.rounds - w.current_round - 1 if w.resumed else w.rounds
+        heapq.heappush(heap, out[w.id] + timedelta(seconds=per_round * max(1, left)))
+    return out
+
+
+def positions(snap: Snapshot) -> dict[uuid.UUID, tuple[int, datetime | None]]:
+    """(queue_position from 1, expected_start or None) of every waiting run in the snapshot."""
+    out: dict[uuid.UUID, tuple[int, datetime | None]] = {}
+    for q, order in orders(snap).items():
+        starts = expected_starts(snap, q, order)
+        for i, w in enumerate(order, start=1):
+            out[w.id] = (i, starts.get(w.id))
+    return out

@@ -1,0 +1,35 @@
+"""The `workers` table: each worker process's row per queue (slots, heartbeat)."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from api.models import Worker, utcnow
+
+
+def register(session: Session, name: str, queues: list[str], slots: int) -> None:
+    """Insert or renew the rows of worker `name` (one per queue it consumes)."""
+    now = utcnow()
+    for queue in queues:
+        done = session.execute(
+            update(Worker)
+            .where(Worker.name == name, Worker.queue == queue)
+            .values(slots=slots, heartbeat_at=now)
+            .execution_options(synchronize_session=False)
+        ).rowcount  # type: ignore[attr-defined]
+        if not done:
+            session.add(
+                Worker(name=name, queue=queue, slots=slots, started_at=now, heartbeat_at=now)
+            )
+    session.flush()
+
+
+def unregister(session: Session, name: str) -> None:
+    """Remove the rows of worker `name` (it stops; its slots stop counting at once)."""
+    session.execute(delete(Worker).where(Worker.name == name))
+
+
+def list_workers(session: Session) -> list[Worker]:
+    """All rows, live or not (callers compare heartbeat_at with the worker TTL)."""
+    return list(session.scalars(select(Worker).order_by(Worker.queue, Worker.name)))
