@@ -135,7 +135,7 @@ def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
     assert not at.exception
     assert at.session_state[f"live_hist_{run_id}"]["rounds"] == list(range(7))
     charts = {c.proto.id for c in at.get("plotly_chart")}
-    assert len(charts) == 5
+    assert len(charts) == 6  # accuracy, loss, users, timing, generator losses, generator accuracy
 
 
 def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any]) -> None:
