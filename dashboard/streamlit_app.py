@@ -39,14 +39,19 @@ def sidebar() -> None:
             st.caption(f":red[{exc.message}]")
 
 
+RUNS = st.Page(_PAGES / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs")
+
+
+def _home() -> None:
+    """The root URL shows the Runs page at its own address, /runs (with the query string)."""
+    st.switch_page(RUNS, query_params=dict(st.query_params))
+
+
+# Streamlit serves the default page at "/" only, so a default Runs page would make /runs a
+# "Page not found": the hidden default page forwards to the Runs page instead.
 pages = [
-    st.Page(
-        _PAGES / "runs.py",
-        title="Runs",
-        icon=":material/table_rows:",
-        default=True,
-        url_path="runs",
-    ),
+    st.Page(_home, title="Runs", default=True, visibility="hidden", url_path="home"),
+    RUNS,
     st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
     st.Page(_PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"),
     st.Page(

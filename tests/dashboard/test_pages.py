@@ -44,20 +44,6 @@ def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any]) -> None:
     assert len(at.dataframe) >= 1
 
 
-def test_runs_page_cancel_own_queued_run(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
-    """Selecting the queued run and pressing Cancel requests a cancel through the API."""
-    # Prepare
-    at = open_page(app_path, "app_pages/runs.py")
-    # Execute
-    at.multiselect(key="runs_selected").set_value([lab_env["queued_id"]]).run()
-    at.button(key="runs_cancel").click().run()
-    # Assert
-    assert not at.exception
-    with lab.client() as c:
-        run = c.get(f"/runs/{lab_env['queued_id']}").json()
-    assert run["cancel_requested"] or run["status"] == "cancelled"
-
-
 def test_submit_shows_field_errors_from_the_api(app_path: str, lab_env: dict[str, Any]) -> None:
     """An invalid users_per_round comes back from /spec/validate and shows on the form."""
     # Prepare
