@@ -18,7 +18,9 @@ if _ROOT not in sys.path:
 from dashboard import loaders, ui  # noqa: E402
 from dashboard.client import ApiError, settings_from_env  # noqa: E402
 
-st.set_page_config(page_title="FedGen Lab", page_icon=":material/science:", layout="wide")
+# An emoji favicon is drawn in the page; a :material/...: one is fetched from fonts.gstatic.com,
+# which an offline lab cannot reach (a failed request in every page load).
+st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
 
 _PAGES = Path(__file__).parent / "app_pages"
 
