@@ -15,11 +15,14 @@ $(PY):
 	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 
-# torch and torchvision come from this machine's local wheels through pip.
+# torch and torchvision come from this machine's local wheels through pip. The .pth puts the
+# repository root on sys.path (bench/, scripts/, tests/ import as packages), which setuptools'
+# deprecated `editable_mode=compat` did, without its deprecation warning.
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
-	$(PIP) install -q -e '.[service,dashboard,dev]' --config-settings editable_mode=compat
+	$(PIP) install -q -e '.[service,dashboard,dev]'
+	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "fedgen-lab-root.pth").write_text("$(CURDIR)\n")'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -7,9 +7,11 @@ token is wrong or a request is rejected.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -152,6 +154,10 @@ class LabClient:
             ) from exc
         if resp.status_code < 400:
             return resp
+        self._raise_for(resp)
+
+    def _raise_for(self, resp: httpx.Response) -> NoReturn:
+        """Raise the ApiError that a response with status >= 400 stands for."""
         try:
             detail = resp.json().get("detail", resp.text)
         except ValueError:
@@ -211,6 +217,57 @@ class LabClient:
         """GET /runs/{id}/metrics: only rounds after `since_round` when given."""
         params = {"since_round": since_round, "max_points": max_points}
         return self._json("GET", f"/runs/{run_id}/metrics", params=params)
+
+    def stream_token(self, run_id: str) -> dict[str, Any]:
+        """POST /runs/{id}/stream-token: a short-lived `?token=` for that run's event stream."""
+        return self._json("POST", f"/runs/{run_id}/stream-token")
+
+    def events(
+        self, run_id: str, since_round: int | None = None, wait_s: float = 1.0
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The SSE stream's events available now: rounds > `since_round`, then status.
+
+        Reads GET /runs/{id}/events until the server ends the stream (terminal run) or
+        nothing new arrives for `wait_s` seconds (or `wait_s` has passed since the first
+        byte), so a page can call it on a timer without blocking long. Returns
+        (event name, data) pairs in order: ("round", {"round", "metrics"}), ("status", {...}).
+        """
+        params = {"since_round": since_round if since_round is not None else -1}
+        out: list[tuple[str, dict[str, Any]]] = []
+        timeout = httpx.Timeout(10.0, read=wait_s)
+        deadline = time.monotonic() + wait_s
+        name, data = "message", ""
+        try:
+            with self._http.stream(
+                "GET", f"/runs/{run_id}/events", params=params, timeout=timeout
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    self._raise_for(resp)
+                for line in resp.iter_lines():
+                    if line.startswith("event:"):
+                        name = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data += line[5:].strip()
+                    elif not line and data:
+                        try:
+                            out.append((name, json.loads(data)))
+                        except ValueError:
+                            pass  # a malformed event is skipped, not fatal to the page
+                        name, data = "message", ""
+                    if time.monotonic() > deadline and not data:
+                        break
+        except httpx.ReadTimeout:
+            pass  # nothing new within wait_s: what arrived so far is the answer
+        except httpx.TimeoutException as exc:
+            raise ApiUnreachable(
+                f"The lab server at {self.base_url} did not answer in time."
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(
+                f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
+            ) from exc
+        return out
 
     def compare(self, run_ids: list[str], max_points: int | None = None) -> dict[str, Any]:
         """GET /compare: several runs with (downsampled) curves."""

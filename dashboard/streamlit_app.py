@@ -18,7 +18,9 @@ if _ROOT not in sys.path:
 from dashboard import loaders, ui  # noqa: E402
 from dashboard.client import ApiError, settings_from_env  # noqa: E402
 
-st.set_page_config(page_title="FedGen Lab", page_icon=":material/science:", layout="wide")
+# An emoji favicon is drawn in the page; a :material/...: one is fetched from fonts.gstatic.com,
+# which an offline lab cannot reach (a failed request in every page load).
+st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
 
 _PAGES = Path(__file__).parent / "app_pages"
 
@@ -39,14 +41,19 @@ def sidebar() -> None:
             st.caption(f":red[{exc.message}]")
 
 
+RUNS = st.Page(_PAGES / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs")
+
+
+def _home() -> None:
+    """The root URL shows the Runs page at its own address, /runs (with the query string)."""
+    st.switch_page(RUNS, query_params=dict(st.query_params))
+
+
+# Streamlit serves the default page at "/" only, so a default Runs page would make /runs a
+# "Page not found": the hidden default page forwards to the Runs page instead.
 pages = [
-    st.Page(
-        _PAGES / "runs.py",
-        title="Runs",
-        icon=":material/table_rows:",
-        default=True,
-        url_path="runs",
-    ),
+    st.Page(_home, title="Runs", default=True, visibility="hidden", url_path="home"),
+    RUNS,
     st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
     st.Page(_PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"),
     st.Page(

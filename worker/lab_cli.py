@@ -61,6 +61,16 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         "--without-gossip",
         "--without-mingle",
     ]
+    if args.quiet:
+        import warnings
+
+        from celery.exceptions import SecurityWarning
+
+        # `celery --quiet worker`: the banner goes. Celery warns on every start as root (even
+        # with json only, where C_FORCE_ROOT changes nothing); in a root container (make demo)
+        # that is noise, so the quiet worker leaves it out.
+        argv.insert(0, "--quiet")
+        warnings.filterwarnings("ignore", category=SecurityWarning)
     celery_app.worker_main(argv)
     return 0
 
@@ -144,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--pool", choices=["solo", "threads"], default="solo")
     w.add_argument("--concurrency", type=int, default=1)
     w.add_argument("--loglevel", default="INFO")
+    w.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no Celery start-up banner and no superuser warning (the worker of `fedgen-lab up`)",
+    )
     w.set_defaults(fn=_cmd_worker)
     up = sub.add_parser("up", help="API + worker (+ dashboard) together; Ctrl-C stops all")
     up.add_argument("--host", default="127.0.0.1")

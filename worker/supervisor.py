@@ -84,7 +84,17 @@ def commands(
         ),
         (
             "worker",
-            [py, "-m", "worker.lab_cli", "worker", "--queues", "cpu,gpu", "--loglevel", "WARNING"],
+            [
+                py,
+                "-m",
+                "worker.lab_cli",
+                "worker",
+                "--queues",
+                "cpu,gpu",
+                "--loglevel",
+                "WARNING",
+                "--quiet",
+            ],  # fmt: skip
         ),
     ]
     app = DASHBOARD_APP
@@ -106,6 +116,8 @@ def commands(
                     "true",
                     "--browser.gatherUsageStats",
                     "false",
+                    "--client.toolbarMode",
+                    "minimal",
                 ],
             )
         )

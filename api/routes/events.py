@@ -1,4 +1,8 @@
-"""Server-Sent Events: each landed round as a `round` event, status changes as `status`."""
+"""Server-Sent Events: each landed round as a `round` event, status changes as `status`.
+
+Also POST /runs/{id}/stream-token: a short-lived token a browser's EventSource (which cannot
+send an Authorization header) passes as `?token=` to read that one run's stream.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,27 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
+from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import StreamRunDep
+from api.deps import CredsDep, RunDep, SessionDep, StreamSessionDep, authenticate, parse_uuid
+from api.models import ApiToken, Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from api.security import (
+    STREAM_TOKEN_TTL_S,
+    hash_token,
+    new_stream_token,
+    parse_stream_token,
+    stream_token_valid,
+)
 from fedgen.status import TERMINAL
 
 router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
 def _poll(
@@ -30,16 +44,92 @@ def _poll(
     return (st[0] if st else None), rows
 
 
+def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID) -> None:
+    """401 for a malformed, forged, expired or revoked stream token; 403 for another run's."""
+    claim = parse_stream_token(token)
+    api_token = session.get(ApiToken, claim.token_id) if claim else None
+    if claim is None or api_token is None or not stream_token_valid(claim, api_token.token_hash):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "invalid or expired stream token", _UNAUTHORIZED
+        )
+    if claim.run_id != run_id:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "this stream token is for another run")
+
+
+def load_stream_run(
+    run_id: str,
+    session: StreamSessionDep,
+    creds: CredsDep,
+    token: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="A stream token from POST /runs/{id}/stream-token, for clients that "
+            "cannot send an Authorization header (a browser's EventSource).",
+        ),
+    ] = None,
+) -> Run:
+    """The run of the path, authenticated by bearer token or by `?token=` (a stream token)."""
+    rid = parse_uuid(run_id)
+    if token is not None and creds is None:
+        _check_stream_token(session, token, rid)
+    else:
+        authenticate(session, creds)
+    run = runs_repo.get_run(session, rid)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    return run
+
+
+@router.post("/runs/{run_id}/stream-token")
+def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str, Any]:
+    """A token for `GET /runs/{id}/events?token=...`, valid for this run only, for 10 minutes.
+
+    It is signed with the caller's API token (never stored), so revoking that API token
+    revokes its stream tokens too.
+    """
+    assert creds is not None  # RunDep has authenticated the bearer token
+    api_token = session.scalar(
+        select(ApiToken).where(ApiToken.token_hash == hash_token(creds.credentials))
+    )
+    assert api_token is not None
+    token, expires = new_stream_token(api_token.id, api_token.token_hash, run.id)
+    return {
+        "token": token,
+        "run_id": str(run.id),
+        "expires_at": expires,
+        "ttl_s": STREAM_TOKEN_TTL_S,
+    }
+
+
 @router.get("/runs/{run_id}/events")
 async def run_events(
-    run: StreamRunDep,
+    run: Annotated[Run, Depends(load_stream_run)],
     request: Request,
-    after_round: Annotated[int, Query(ge=-1, le=MAX_ROUND)] = -1,
+    since_round: Annotated[
+        int,
+        Query(
+            ge=-1,
+            le=MAX_ROUND,
+            description="Exclusive: only rounds > since_round are sent (-1, the default, sends "
+            "every round from round 0). A client that already holds rounds 0..k passes k.",
+        ),
+    ] = -1,
+    after_round: Annotated[
+        int, Query(ge=-1, le=MAX_ROUND, description="Older name of since_round.")
+    ] = -1,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
-    """Stream rounds in order and status changes; the stream ends when the run is terminal."""
+    """Stream rounds in order and status changes; the stream ends when the run is terminal.
+
+    `since_round` is exclusive: the first `round` event is the first round after it. A
+    reconnecting EventSource sends `Last-Event-ID` (the last round it got), which counts
+    the same way. Each `round` event's data is `{"round": r, "metrics": {...}}` with id `r`;
+    each `status` event's data is `{"status": ..., "round": last round sent}`. Authenticate
+    with a bearer token, or with `?token=` from POST /runs/{id}/stream-token.
+    """
     run_id = run.id
-    start = after_round
+    start = max(since_round, after_round)
     if last_event_id and last_event_id.isdigit() and len(last_event_id) < 10:
         start = max(start, int(last_event_id))
     interval: float = request.app.state.settings_sse_poll_s

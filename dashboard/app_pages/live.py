@@ -1,4 +1,10 @@
-"""Live run: curves that extend as rounds land, fetching only new rounds (`since_round`)."""
+"""Live run: curves that extend as rounds land, read from the run's SSE event stream.
+
+Each tick of the fragment opens GET /runs/{id}/events?since_round=<last cached round>, takes
+what the server has (rounds after that one, then the status) and lets go after about a
+second without news, so one request per tick replaces polling the run, its metrics and its
+users. Per-user rows are fetched only when new rounds arrived.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, loaders, ui
+from dashboard import live_view, loaders, ui
 from dashboard.frames import (
     last_round,
     merge_history,
@@ -24,72 +30,91 @@ url, token = ui.connection()
 run_id, by_id = ui.pick_run(url, token, key="live_run")
 HIST = f"live_hist_{run_id}"
 USERS = f"live_users_{run_id}"
+STATUS = f"live_status_{run_id}"
 
 
-def poll(run_id: str) -> dict[str, Any]:
-    """Fetch the run, then only the rounds after the cached ones; return the run."""
+def pull(run_id: str) -> str:
+    """Take the stream's new rounds into the cached history; return the run's status."""
     c = ui.client()
-    run = ui.call(c.get_run, run_id)
     hist = st.session_state.get(HIST)
-    payload = ui.call(c.metrics, run_id, since_round=last_round(hist))
-    st.session_state[HIST] = merge_history(hist, payload)
+    since = last_round(hist)
+    events = ui.call(c.events, run_id, since_round=since, wait_s=1.0)
+    payload = live_view.events_payload(events)
+    if payload["rounds"] or hist is None:
+        st.session_state[HIST] = merge_history(hist, payload)
+    status = live_view.last_status(events) or st.session_state.get(STATUS)
+    status = status or by_id[run_id].get("status") or "?"
+    st.session_state[STATUS] = status
     users = st.session_state.get(USERS)
-    since = int(users["round"].max()) + 1 if users is not None and not users.empty else None
-    new_users = users_frame(ui.call(c.users, run_id, round_from=since))
-    if users is None or users.empty:
-        st.session_state[USERS] = new_users
-    elif not new_users.empty:
-        st.session_state[USERS] = pd.concat([users, new_users]).drop_duplicates(
-            ["round", "user"], keep="last"
-        )
-    return run
+    if payload["rounds"] or users is None:
+        first = int(users["round"].max()) + 1 if users is not None and not users.empty else None
+        new_users = users_frame(ui.call(c.users, run_id, round_from=first))
+        if users is None or users.empty:
+            st.session_state[USERS] = new_users
+        elif not new_users.empty:
+            st.session_state[USERS] = pd.concat([users, new_users]).drop_duplicates(
+                ["round", "user"], keep="last"
+            )
+    return str(status)
+
+
+def pct(value: Any) -> str:
+    """An accuracy as the tables show it: percent with two decimals."""
+    return "–" if value is None or pd.isna(value) else f"{100 * float(value):.2f} %"
 
 
 def panel() -> None:
-    """Progress and charts; polled by the fragment while the run is active."""
-    run = poll(run_id)
-    status = run["status"]
+    """Progress and charts; re-run by the fragment while the run is active."""
+    status = pull(run_id)
+    run = by_id[run_id]
     rounds = int(run.get("rounds") or 0)
-    current = int(run.get("current_round") or 0)
+    df = metrics_frame(st.session_state[HIST])
+    current = int(df["round"].max()) if not df.empty else int(run.get("current_round") or 0)
     st.progress(
-        min(current / rounds, 1.0) if rounds else 0.0, f"{status} · round {current}/{rounds}"
+        min(current / rounds, 1.0) if rounds else 0.0, f"{status} · round {current} of {rounds}"
     )
-    if run.get("error"):
-        st.error(f"The run failed: {run['error']}")
+    if status == "failed":
+        full = ui.try_call(ui.client().get_run, run_id)
+        if full and full.get("error"):
+            st.error(f"The run failed: {full['error']}")
     if status not in ACTIVE and st.session_state.get("live_was_active") == run_id:
         st.session_state["live_was_active"] = None
         loaders.runs.clear()
-        st.rerun(scope="app")  # stop polling: the page re-renders without run_every
-    df = metrics_frame(st.session_state[HIST])
+        st.rerun(scope="app")  # stop the timer: the page re-renders without run_every
     if df.empty:
         st.info("No rounds yet: the run is queued or still at round 0.")
         return
     m = st.columns(4)
-    m[0].metric("test acc", f"{df['test_acc'].iloc[-1]:.4f}" if "test_acc" in df else "–")
-    m[1].metric("best acc", f"{df['test_acc'].max():.4f}" if "test_acc" in df else "–")
+    m[0].metric("test accuracy", pct(df["test_acc"].iloc[-1]) if "test_acc" in df else "–")
+    m[1].metric("best test accuracy", pct(df["test_acc"].max()) if "test_acc" in df else "–")
     m[2].metric("rounds shown", len(df))
     if "time_total_ms" in df:
         m[3].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
     rev = f"live-{run_id}"
     c1, c2 = st.columns(2)
-    c1.plotly_chart(
-        charts.metric_lines(
-            df, ["test_acc", "user_acc_mean", "user_acc_min"], "Accuracy", "accuracy", rev
-        ),
-        key="live_acc",
-    )
-    c2.plotly_chart(
-        charts.metric_lines(df, ["test_loss", "train_loss"], "Loss", "loss", rev), key="live_loss"
-    )
+    c1.plotly_chart(live_view.accuracy_chart(df, rev), key="live_acc")
+    c2.plotly_chart(live_view.loss_chart(df, rev), key="live_loss")
     users = st.session_state.get(USERS)
     c3, c4 = st.columns(2)
     if users is not None and not users.empty:
-        c3.plotly_chart(charts.user_spread(user_band(users), rev), key="live_users")
+        c3.plotly_chart(live_view.user_spread_chart(user_band(users), rev), key="live_users")
         c3.caption("Worst users in the latest round")
-        c3.dataframe(worst_users(users), hide_index=True, key="live_worst")
-    c4.plotly_chart(charts.timing_breakdown(df, rev), key="live_timing")
-    if any(name.startswith("gen_") for name in df.columns):
-        st.plotly_chart(charts.generator_losses(df, rev), key="live_gen")
+        worst = worst_users(users)
+        c3.dataframe(
+            worst.assign(test_acc=worst["test_acc"] * 100),
+            hide_index=True,
+            key="live_worst",
+            column_config={
+                "test_acc": st.column_config.NumberColumn("test accuracy (%)", format="%.2f"),
+                "test_loss": st.column_config.NumberColumn("test loss", format="%.4f"),
+                "num_test": st.column_config.NumberColumn("test samples"),
+            },
+        )
+    c4.plotly_chart(live_view.timing_chart(df, rev), key="live_timing")
+    if live_view.has_generator(df):
+        g1, g2 = st.columns(2)
+        g1.plotly_chart(live_view.generator_loss_chart(df, rev), key="live_gen_loss")
+        g2.plotly_chart(live_view.generator_acc_chart(df, rev), key="live_gen_acc")
 
 
 active = by_id[run_id].get("status") in ACTIVE

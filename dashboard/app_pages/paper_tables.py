@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +17,7 @@ from dashboard.tables import (
     table3_frame,
     timing_rows,
 )
+from dashboard.versus_paper import NO_PAPER, number, versus_paper
 
 st.title("Paper tables")
 url, token = ui.connection()
@@ -48,12 +51,22 @@ if sweep_id:
         st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
     else:
         text, mask = table1_matrix(long)
+        for rec in long.to_dict("records"):
+            if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
+                key = (rec["dataset"], rec["setting"], rec["T"])
+                col = paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"])
+                text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
         styled = text.style.apply(
             lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
         )
         st.dataframe(styled, key="tables_t1")
         st.caption(
             "Cells: ours mean ± std (paper mean, Δ = ours − paper). Bold: best of our runs per row."
+        )
+        st.dataframe(versus_paper(long), hide_index=True, key="tables_t1_vs")
+        st.caption(
+            "n: finished runs (seeds) in the group. Within the paper's ±: |ours − paper| is at "
+            "most the paper's std."
         )
         d1, d2 = st.columns(2)
         d1.download_button(
@@ -82,8 +95,16 @@ if t3.empty:
 else:
     st.dataframe(
         t3, hide_index=True, key="tables_t3",
-        column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+        column_config={
+            **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+            "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
+        },
     )  # fmt: skip
+    if t3["paper_ms"].isna().any():
+        st.caption(
+            "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
+            "and FedGen by B_G only)."
+        )
     st.caption(
         "Absolute ms depend on the machine; compare the ratio to FedAvg "
         f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."

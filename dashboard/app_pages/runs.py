@@ -1,63 +1,103 @@
-"""Runs: filterable table, live while any run is active; compare, watch, cancel, clone."""
+"""Runs: status counts, the filterable table (live while any run is active); compare, watch,
+cancel or clone the runs picked in the table.
+
+The filters live in the URL (`?status=running&algorithm=fedgen&owner=...`), so a link
+reproduces the view. Queued runs show their queue position and expected start as the API
+reports them; running runs an ETA from their own median round time.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import streamlit as st
 import yaml
 
-from dashboard import loaders, ui
-from dashboard.client import ApiError
-from dashboard.frames import any_active, runs_frame
+from dashboard import loaders, runs_view, ui
+from dashboard.client import ApiError, LabClient
+from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHMS, DATASETS
 from fedgen.status import ACTIVE, RUN_STATUSES
 
 STATUSES = ["", *RUN_STATUSES]
+# widget key -> (query parameter, choices or None for free text)
+FILTERS: dict[str, tuple[str, list[str] | None]] = {
+    "runs_status": ("status", STATUSES),
+    "runs_alg": ("algorithm", ["", *ALGORITHMS]),
+    "runs_data": ("dataset", ["", *DATASETS]),
+    "runs_owner": ("owner", None),
+    "runs_tag": ("tag", None),
+}
 
 st.title("Runs")
 url, token = ui.connection()
 
+# Seed the filters from the link once per session; a value not among the choices is dropped.
+for key, (param, choices) in FILTERS.items():
+    if key not in st.session_state:
+        raw = st.query_params.get(param, "")
+        st.session_state[key] = raw if choices is None or raw in choices else ""
+
 c1, c2, c3, c4, c5 = st.columns(5)
 status = c1.selectbox("Status", STATUSES, key="runs_status", format_func=lambda s: s or "any")
 algorithm = c2.selectbox(
-    "Algorithm", ["", *ALGORITHMS], key="runs_alg", format_func=lambda s: s or "any"
+    "Algorithm", FILTERS["runs_alg"][1] or [], key="runs_alg", format_func=lambda s: s or "any"
 )
 dataset = c3.selectbox(
-    "Dataset", ["", *DATASETS], key="runs_data", format_func=lambda s: s or "any"
+    "Dataset", FILTERS["runs_data"][1] or [], key="runs_data", format_func=lambda s: s or "any"
 )
 owner = c4.text_input("Owner", key="runs_owner")
 tag = c5.text_input("Tag", key="runs_tag")
 filters = {"status": status, "algorithm": algorithm, "dataset": dataset, "owner": owner, "tag": tag}
+wanted = {k: v for k, v in filters.items() if v}
+if dict(st.query_params) != wanted:
+    st.query_params.from_dict(wanted)
 
 
-def actions(runs: list[dict[str, Any]], me: str | None) -> None:
-    """Compare / watch / cancel / clone the runs picked below the table."""
-    by_id = {str(r["id"]): r for r in runs}
-    picked = st.multiselect(
-        "Selected runs",
-        list(by_id),
-        key="runs_selected",
-        format_func=lambda i: ui.run_label(by_id[i]),
-    )
+@st.cache_data(ttl=10, show_spinner=False)
+def round_times(
+    url: str,
+    token: str,
+    run_id: str,
+    current_round: int,  # noqa: ARG001 (a cache key)
+) -> list[float | None]:
+    """time_total_ms per round of one run (for its ETA); cached per round reached."""
+    with LabClient(url, token) as c:
+        return list((c.metrics(run_id).get("metrics") or {}).get("time_total_ms") or [])
+
+
+def actions(picked: list[dict[str, Any]], me: str | None) -> None:
+    """Compare / watch / cancel / clone the runs picked in the table."""
+    ids = [str(r["id"]) for r in picked]
     b1, b2, b3, b4 = st.columns(4)
-    if b1.button("Compare selected", key="runs_compare", disabled=not picked):
-        st.session_state["compare_ids"] = picked
-        st.switch_page("app_pages/compare.py")
-    if b2.button("Watch live", key="runs_watch", disabled=len(picked) != 1):
-        st.session_state["live_run_id"] = picked[0]
-        st.switch_page("app_pages/live.py")
-    own = [i for i in picked if by_id[i].get("owner") == me]
+    b1.page_link(
+        "app_pages/compare.py",
+        label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",
+        icon=":material/compare_arrows:",
+        query_params=runs_view.compare_params(ids) if ids else None,
+        disabled=not ids,
+    )
+    b2.page_link(
+        "app_pages/live.py",
+        label="Watch live",
+        icon=":material/monitoring:",
+        query_params={"run": ids[0]} if len(ids) == 1 else None,
+        disabled=len(ids) != 1,
+    )
+    own = [r for r in picked if r.get("owner") == me]
+    cancellable = [r for r in own if r.get("status") in ACTIVE]
     if b3.button(
-        "Cancel", key="runs_cancel", disabled=not own, help="Your own queued or running runs"
+        f"Cancel {len(cancellable)}" if cancellable else "Cancel",
+        key="runs_cancel",
+        disabled=not cancellable,
+        help="Your own queued or running runs among those picked",
     ):
-        for run_id in own:
-            if by_id[run_id]["status"] not in ACTIVE:
-                continue
-            if ui.try_call(ui.client().cancel_run, run_id) is not None:
-                st.toast(f"Cancel requested for {run_id[:8]}")
+        for run in cancellable:
+            if ui.try_call(ui.client().cancel_run, str(run["id"])) is not None:
+                st.toast(f"Cancel requested for {ui.run_label(run)}")
         loaders.runs.clear()
-    with b4.popover("Clone…", disabled=len(own) != 1):
+    with b4.popover("Clone…", disabled=len(picked) != 1):
         changes_text = st.text_area(
             "Changes (YAML)",
             "seed: 1\n",
@@ -70,45 +110,66 @@ def actions(runs: list[dict[str, Any]], me: str | None) -> None:
             except yaml.YAMLError as exc:
                 st.error(f"Not valid YAML: {exc}")
                 return
-            new = ui.try_call(ui.client().clone_run, own[0], changes)
+            new = ui.try_call(ui.client().clone_run, ids[0], changes)
             if new:
                 st.success(f"Queued clone {new['id']}")
                 loaders.runs.clear()
 
 
 def table() -> None:
-    """The runs table and its actions (a fragment: reruns alone while runs are active)."""
-    runs = ui.call(loaders.runs, url, token, **filters)
-    if not runs:
-        st.info("No runs yet. Submit one on the **Submit** page or with `fedgen-lab submit`.")
+    """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
+    everything = ui.call(loaders.runs, url, token, **{**filters, "status": ""})
+    runs = [r for r in everything if not status or r.get("status") == status]
+    if not everything:
+        st.info(
+            "No runs yet. Submit one on the **Submit** page, run `make demo` (a FedGen vs "
+            "FedAvg sweep), or POST a spec to `/api/v1/runs` (the API docs are at `/docs`; "
+            "start the lab with `fedgen-lab up`)."
+        )
         return
-    df = runs_frame(runs)
+    counts = runs_view.status_counts(everything)
+    st.markdown(runs_view.counts_line(counts), help="Runs per status under the other filters")
+    now = datetime.now(UTC)
+    tz = runs_view.zone(st.context.timezone)
+    times = {
+        str(r["id"]): round_times(url, token, str(r["id"]), int(r.get("current_round") or 0))
+        for r in runs
+        if r.get("status") == "running"
+    }
+    df = runs_view.table(runs, now, tz, times)
     active = any_active(runs)
     st.caption(
-        f"{len(df)} runs" + (" · refreshing every 3 s while runs are active" if active else "")
+        f"{len(df)} runs shown · times in {getattr(tz, 'key', 'UTC')}"
+        + (" · refreshing every 3 s while runs are active" if active else "")
+        + " · tick rows to compare, watch, cancel or clone them"
     )
-    st.dataframe(
-        df.drop(columns=["current_round", "rounds", "created_at"]),
+    event = st.dataframe(
+        df,
         hide_index=True,
         key="runs_table",
+        on_select="rerun",
+        selection_mode="multi-row",
         column_config={
+            "run": st.column_config.TextColumn("run", width="medium"),
             "id": st.column_config.TextColumn("id", width="small"),
-            "best_acc": st.column_config.NumberColumn("best acc", format="%.4f"),
-            "last_acc": st.column_config.NumberColumn("last acc", format="%.4f"),
+            "best acc (%)": st.column_config.NumberColumn("best acc (%)", format="%.2f"),
+            "last acc (%)": st.column_config.NumberColumn("last acc (%)", format="%.2f"),
         },
     )
+    rows = [i for i in event.selection.rows if 0 <= i < len(runs)]
+    picked = [runs[i] for i in rows]
     me = None
     try:
         me = loaders.me(url, token).get("name")
     except ApiError:  # identity is optional for read-only use
         me = None
-    actions(runs, me)
+    actions(picked, me)
     with st.expander("Export"):
         st.download_button(
             "Download table as CSV", df.to_csv(index=False), "runs.csv", "text/csv", key="runs_csv"
         )
 
 
-runs_now = ui.call(loaders.runs, url, token, **filters)
+runs_now = ui.call(loaders.runs, url, token, **{**filters, "status": ""})
 interval = "3s" if any_active(runs_now) else None
 st.fragment(run_every=interval)(table)()

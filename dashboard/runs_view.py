@@ -1,0 +1,191 @@
+"""Pure helpers of the Runs page: readable times, durations, ETAs, queue fields, counts.
+
+Timestamps show both how long ago (or how soon) and the wall-clock time in the viewer's
+time zone. A running run's ETA is its own median round time times the rounds left (the
+median, so one slow first round with start-up work does not skew it). No Streamlit.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pandas as pd
+
+from fedgen import specdict
+from fedgen.status import RUN_STATUSES
+
+DASH = "—"
+TABLE_COLUMNS = [
+    "run", "status", "progress", "queue", "expected start", "ETA", "duration", "submitted",
+    "started", "finished", "best acc (%)", "last acc (%)", "owner", "id",
+]  # fmt: skip
+
+
+def zone(name: str | None) -> tzinfo:
+    """The viewer's time zone by IANA name; UTC when unknown."""
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
+def parse_ts(value: Any) -> datetime | None:
+    """An API timestamp (ISO 8601; naive means UTC) as an aware datetime, or None."""
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def duration(seconds: float | None) -> str:
+    """`42 s`, `3 min 05 s`, `2 h 07 min`, `3 d 4 h`; a dash for None."""
+    if seconds is None or seconds != seconds:
+        return DASH
+    s = max(int(round(seconds)), 0)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def relative(dt: datetime, now: datetime) -> str:
+    """`just now`, `42 s ago`, `5 min ago`, `in 3 h 02 min`, `2 d 4 h ago`."""
+    delta = (dt - now).total_seconds()
+    s = abs(int(round(delta)))
+    if s < 5:
+        return "just now"
+    if s < 60:
+        text = f"{s} s"
+    elif s < 3600:
+        text = f"{s // 60} min"
+    else:
+        text = duration(s)
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def local_time(dt: datetime, tz: tzinfo, now: datetime) -> str:
+    """`14:03` today, `Nov 30 14:03` another day, `2025-11-30 14:03` another year."""
+    loc, today = dt.astimezone(tz), now.astimezone(tz)
+    if loc.date() == today.date():
+        return loc.strftime("%H:%M")
+    if loc.year == today.year:
+        return loc.strftime("%b %d %H:%M")
+    return loc.strftime("%Y-%m-%d %H:%M")
+
+
+def when(value: Any, now: datetime, tz: tzinfo) -> str:
+    """A timestamp for people: `5 min ago (14:03)`; a dash when missing."""
+    dt = parse_ts(value)
+    return DASH if dt is None else f"{relative(dt, now)} ({local_time(dt, tz, now)})"
+
+
+def median_round_s(round_ms: list[float | None] | None) -> float | None:
+    """The median time of the run's rounds after round 0 (round 0 only evaluates), in s."""
+    vals = [float(v) for v in (round_ms or [])[1:] if v is not None and v == v]
+    return statistics.median(vals) / 1000.0 if vals else None
+
+
+def eta_seconds(run: dict[str, Any], round_ms: list[float | None] | None) -> float | None:
+    """Seconds until a running run finishes: median round time x rounds left."""
+    per_round = median_round_s(round_ms)
+    rounds, current = int(run.get("rounds") or 0), int(run.get("current_round") or 0)
+    if per_round is None or not rounds:
+        return None
+    return per_round * max(rounds - current, 0)
+
+
+def run_duration(run: dict[str, Any], now: datetime) -> str:
+    """Run time (start to finish, or to now while running); queued: waiting for ..."""
+    started, finished = parse_ts(run.get("started_at")), parse_ts(run.get("finished_at"))
+    if started is None:
+        created = parse_ts(run.get("created_at"))
+        if run.get("status") == "queued" and created is not None:
+            return f"waiting {duration((now - created).total_seconds())}"
+        return DASH
+    return duration(((finished or now) - started).total_seconds())
+
+
+def queue_cells(run: dict[str, Any], now: datetime, tz: tzinfo) -> tuple[str, str]:
+    """(position, expected start) of a queued run as the API reports them; dashes otherwise."""
+    if run.get("status") != "queued":
+        return DASH, DASH
+    pos = run.get("queue_position")
+    position = f"#{int(pos)}" if isinstance(pos, int | float) and pos == pos else DASH
+    expected = run.get("expected_start")
+    start = DASH
+    if expected is not None:
+        dt = parse_ts(expected)
+        start = f"{relative(dt, now)} ({local_time(dt, tz, now)})" if dt else str(expected)
+    return position, start
+
+
+def status_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """Runs per status, in the lifecycle order, statuses with no run left out."""
+    counts = Counter(str(r.get("status")) for r in runs)
+    return {s: counts[s] for s in RUN_STATUSES if counts[s]}
+
+
+def counts_line(counts: dict[str, int]) -> str:
+    """`2 queued · 1 running · 40 succeeded` (or `no runs`)."""
+    return " · ".join(f"{n} {s}" for s, n in counts.items()) or "no runs"
+
+
+def _pct(value: Any) -> float | None:
+    return None if value is None else 100.0 * float(value)
+
+
+def table(
+    runs: list[dict[str, Any]],
+    now: datetime,
+    tz: tzinfo,
+    round_ms: dict[str, list[float | None]] | None = None,
+) -> pd.DataFrame:
+    """One row per run with the columns the Runs page shows (same order as `runs`)."""
+    rows = []
+    for r in runs:
+        rid, status = str(r.get("id")), r.get("status")
+        rounds, current = int(r.get("rounds") or 0), int(r.get("current_round") or 0)
+        position, start = queue_cells(r, now, tz)
+        eta = DASH
+        if status == "running":
+            secs = eta_seconds(r, (round_ms or {}).get(rid))
+            if secs is not None:
+                done = now + pd.Timedelta(seconds=secs)
+                eta = f"{duration(secs)} ({local_time(done, tz, now)})"
+        rows.append(
+            {
+                "run": specdict.run_label(r.get("spec") or {}),
+                "status": status,
+                "progress": f"{max(current, 0)}/{rounds}",
+                "queue": position,
+                "expected start": start,
+                "ETA": eta,
+                "duration": run_duration(r, now),
+                "submitted": when(r.get("created_at"), now, tz),
+                "started": when(r.get("started_at"), now, tz),
+                "finished": when(r.get("finished_at"), now, tz),
+                "best acc (%)": _pct(r.get("best_acc")),
+                "last acc (%)": _pct(r.get("last_acc")),
+                "owner": r.get("owner"),
+                "id": rid,
+            }
+        )
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def compare_params(run_ids: list[str]) -> dict[str, str]:
+    """The Compare page's query string for these runs (`?runs=a,b,c`)."""
+    return {"runs": ",".join(run_ids)}

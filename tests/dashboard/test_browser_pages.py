@@ -1,0 +1,91 @@
+"""Headless Chromium on every page: /runs opens the Runs page (no "Page not found" dialog),
+no Deploy button, no failed request, no console error and no 404 but Streamlit's own probes.
+
+Opening a page's URL directly (`/runs`), Streamlit's frontend first asks whether the page
+path is the app's base path (`/runs/_stcore/health`, `/runs/_stcore/host-config`); the
+server answers 404 by design and the frontend goes on with `/`. Those two probes are the
+only 404s allowed, and only on a directly opened page URL; moving through the app from
+its root shows none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.stack import CHROMIUM, browser_page, lab_stack
+from tests.needs import needs
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# url path -> (title in the sidebar, the page's heading)
+PAGES = {
+    "runs": ("Runs", "Runs"),
+    "submit": ("Submit", "Submit"),
+    "live": ("Live run", "Live run"),
+    "compare": ("Compare", "Compare"),
+    "paper": ("Paper", "Paper"),
+    "tables": ("Sweep tables", "Paper tables"),
+    "inspect": ("Inspect", "Inspect"),
+}
+PROBE = re.compile(r"/(\w+)/_stcore/(health|host-config)$")
+
+
+class Watch:
+    """404 answers, failed requests and console errors of a page, since the last `reset`."""
+
+    def __init__(self, page: object) -> None:
+        self.missing: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        page.on("response", lambda r: self.missing.append(r.url) if r.status == 404 else None)  # type: ignore[attr-defined]
+        page.on("requestfailed", lambda r: self.failed.append(r.url))  # type: ignore[attr-defined]
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)  # type: ignore[attr-defined]
+
+    def reset(self) -> None:
+        self.missing, self.failed, self.errors = [], [], []
+
+
+def _settle(page: object) -> None:
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    page.wait_for_timeout(1500)  # type: ignore[attr-defined]
+
+
+@pytest.mark.timeout(300)
+def test_every_page_loads_clean(tmp_path: Path) -> None:
+    """/runs is the Runs page; every page by URL and by the sidebar loads without errors."""
+    needs(os.path.exists(CHROMIUM), f"Debian's chromium at {CHROMIUM}")
+    with lab_stack(tmp_path / "home", worker=False) as stack:
+        with browser_page(tmp_path / "profile") as page:
+            watch = Watch(page)
+            # Execute: from the root through the sidebar
+            page.goto(stack.dashboard_url)  # type: ignore[attr-defined]
+            _settle(page)
+            root_url = page.url  # type: ignore[attr-defined]
+            for title, _ in PAGES.values():
+                nav = page.locator('[data-testid="stSidebarNav"] a', has_text=title).first  # type: ignore[attr-defined]
+                nav.click()
+                _settle(page)
+            by_nav = (watch.missing, watch.failed, watch.errors)
+            # Execute: each page's own URL
+            direct: dict[str, tuple[bool, int, str]] = {}
+            watch.reset()
+            for path in PAGES:
+                page.goto(f"{stack.dashboard_url}/{path}")  # type: ignore[attr-defined]
+                _settle(page)
+                not_found = page.get_by_text("Page not found").count() > 0  # type: ignore[attr-defined]
+                deploy = page.locator('[data-testid="stAppDeployButton"]').count()  # type: ignore[attr-defined]
+                heading = page.locator('[data-testid="stMain"] h1').first.inner_text()  # type: ignore[attr-defined]
+                direct[path] = (not_found, deploy, heading.strip())
+    # Assert
+    assert root_url.rstrip("/").endswith("/runs")  # the root forwards to the Runs page's URL
+    assert by_nav == ([], [], [])
+    assert direct["runs"] == (False, 0, "Runs")
+    assert direct == {p: (False, 0, heading) for p, (_, heading) in PAGES.items()}
+    assert watch.failed == []
+    probes = [m for m in watch.missing if PROBE.search(m)]
+    assert probes == watch.missing, watch.missing
+    assert {PROBE.search(m).group(1) for m in probes} <= set(PAGES)  # type: ignore[union-attr]
+    assert all("404" in e for e in watch.errors), watch.errors

@@ -1,0 +1,130 @@
+"""The Runs page through AppTest on the real API: counts, queue fields, picking rows, URL state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from dashboard.client import LabClient
+from tests.dashboard.lab import Lab
+from tests.dashboard.test_pages import open_page, texts
+
+START = datetime.now(UTC) + timedelta(minutes=7)
+
+
+def _pick(at: Any, rows: list[int]) -> None:
+    at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": []}}
+    at.run()
+
+
+def _row_of(at: Any, run_id: str) -> int:
+    ids = list(at.dataframe[0].value["id"])
+    return ids.index(run_id)
+
+
+@pytest.fixture
+def queue_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's queue fields on queued runs (as the scheduler reports them)."""
+    real = LabClient.list_runs
+
+    def with_queue(self: LabClient, **filters: Any) -> dict[str, Any]:
+        body = real(self, **filters)
+        for run in body.get("data") or []:
+            if run["status"] == "queued":
+                run.update(queue_position=2, expected_start=START.isoformat())
+        return body
+
+    monkeypatch.setattr(LabClient, "list_runs", with_queue)
+
+
+def test_runs_page_counts_and_queue_fields(
+    app_path: str, lab_env: dict[str, Any], queue_fields: None
+) -> None:
+    """Status counts; a queued run shows its position and expected start; others a dash."""
+    # Execute
+    at = open_page(app_path, "app_pages/runs.py")
+    # Assert
+    assert not at.exception
+    assert "1 queued · 4 succeeded" in texts(at)
+    df = at.dataframe[0].value
+    queued = df[df["id"] == lab_env["queued_id"]].iloc[0]
+    assert queued["queue"] == "#2"
+    assert queued["expected start"].startswith("in 7 min") or queued["expected start"].startswith(
+        "in 6 min"
+    )
+    done = df[df["status"] == "succeeded"]
+    assert set(done["queue"]) == {"—"}
+    assert set(done["expected start"]) == {"—"}
+    assert done["best acc (%)"].between(1, 100).all()  # percent, as in the tables
+
+
+def test_runs_page_queue_fields_absent(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Without the API's queue fields the cells read a dash, never an error."""
+    at = open_page(app_path, "app_pages/runs.py")
+    assert not at.exception
+    df = at.dataframe[0].value
+    queued = df[df["id"] == lab_env["queued_id"]].iloc[0]
+    assert (queued["queue"], queued["expected start"]) == ("—", "—")
+    assert queued["duration"].startswith("waiting")
+
+
+def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Ticking two rows gives a Compare link carrying both run ids in the URL."""
+    # Prepare
+    at = open_page(app_path, "app_pages/runs.py")
+    picked = lab_env["run_ids"][:2]
+    # Execute
+    _pick(at, [_row_of(at, i) for i in picked])
+    # Assert
+    assert not at.exception
+    link = at.get("page_link")[0].proto
+    assert link.page == "compare"
+    assert link.label == "Compare 2 runs"
+    assert not link.disabled
+    assert link.query_string == "runs=" + "%2C".join(picked)
+
+
+def test_no_rows_picked_disables_compare(app_path: str, lab_env: dict[str, Any]) -> None:
+    """With nothing ticked the Compare link is disabled and carries no ids."""
+    at = open_page(app_path, "app_pages/runs.py")
+    link = at.get("page_link")[0].proto
+    assert link.disabled
+    assert link.query_string == ""
+
+
+def test_runs_page_cancel_own_queued_run(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """Ticking the queued run and pressing Cancel requests a cancel through the API."""
+    # Prepare
+    at = open_page(app_path, "app_pages/runs.py")
+    _pick(at, [_row_of(at, lab_env["queued_id"])])
+    # Execute
+    at.button(key="runs_cancel").click().run()
+    # Assert
+    assert not at.exception
+    with lab.client() as c:
+        run = c.get(f"/runs/{lab_env['queued_id']}").json()
+    assert run["cancel_requested"] or run["status"] == "cancelled"
+
+
+def test_runs_filters_live_in_the_url(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A link's ?status=&algorithm= sets the filters; changing one rewrites the link."""
+    # Prepare
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(app_path, default_timeout=30)
+    at.query_params["status"] = "succeeded"
+    at.query_params["algorithm"] = "fedgen"
+    at.query_params["dataset"] = "no-such-dataset"  # a stale link: dropped, not an error
+    # Execute
+    at.run()
+    shown = at.dataframe[0].value
+    at.selectbox(key="runs_alg").set_value("fedavg").run()
+    # Assert
+    assert not at.exception
+    assert set(shown["status"]) == {"succeeded"}
+    assert len(shown) == 2
+    assert all(r.startswith("fedgen") for r in shown["run"])
+    assert at.selectbox(key="runs_data").value == ""
+    assert dict(at.query_params) == {"status": "succeeded", "algorithm": "fedavg"}

@@ -1,0 +1,51 @@
+"""Runs page helpers: ETA from the run's own median round time, durations, readable times."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from dashboard import runs_view
+
+NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def _run(**kw: object) -> dict:
+    return {"id": "r1", "spec": {"algorithm": {"name": "fedgen"}, "seed": 3}, **kw}
+
+
+def test_eta_is_median_round_time_times_rounds_left() -> None:
+    """Round 0 (evaluation only) is left out; one slow round does not move the median."""
+    run = _run(status="running", rounds=10, current_round=4)
+    ms = [50.0, 2000.0, 2000.0, 9000.0, 2000.0]
+    assert runs_view.median_round_s(ms) == 2.0
+    assert runs_view.eta_seconds(run, ms) == 12.0
+    assert runs_view.eta_seconds(run, [50.0]) is None
+    df = runs_view.table([run], NOW, UTC, {"r1": ms})
+    assert df.loc[0, "ETA"] == "12 s (12:00)"
+
+
+def test_durations_and_times_read_like_words() -> None:
+    """Durations in s/min/h/d; timestamps relative plus the local wall-clock time."""
+    assert runs_view.duration(42) == "42 s"
+    assert runs_view.duration(185) == "3 min 05 s"
+    assert runs_view.duration(7620) == "2 h 07 min"
+    assert runs_view.duration(None) == "—"
+    earlier = (NOW - timedelta(minutes=5)).isoformat()
+    assert runs_view.when(earlier, NOW, runs_view.zone("Europe/Berlin")) == "5 min ago (12:55)"
+    assert runs_view.when(None, NOW, UTC) == "—"
+    assert runs_view.zone("Not/AZone") is UTC
+    finished = _run(
+        status="succeeded",
+        started_at="2026-12-01T10:00:00",  # naive: UTC
+        finished_at="2026-12-01T11:30:00+00:00",
+    )
+    assert runs_view.run_duration(finished, NOW) == "1 h 30 min"
+
+
+def test_status_counts_in_lifecycle_order() -> None:
+    """Counts follow queued, running, succeeded, failed, cancelled; empty statuses left out."""
+    runs = [_run(status=s) for s in ["succeeded", "queued", "succeeded", "failed"]]
+    counts = runs_view.status_counts(runs)
+    assert list(counts.items()) == [("queued", 1), ("succeeded", 2), ("failed", 1)]
+    assert runs_view.counts_line(counts) == "1 queued · 2 succeeded · 1 failed"
+    assert runs_view.counts_line({}) == "no runs"
