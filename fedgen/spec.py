@@ -190,6 +190,37 @@ class FedDFParams(_Strict):
     distill_batch_size: int = Field(128, ge=1, le=MAX_BATCH)
     distill_lr: float = Field(1e-3, gt=0.0, le=10.0)
     temperature: float = Field(1.0, gt=0.0, le=100.0)
+    distill_bn: Literal["eval", "train"] = Field(
+        "eval",
+        description="BatchNorm of the student while distilling: 'eval' normalises with the "
+        "statistics the global model is evaluated with; 'train' with each proxy batch's own.",
+    )
+    val_size: int = Field(
+        1000,
+        ge=0,
+        le=200_000,
+        description="Labelled held-out training samples (no user's, disjoint from the proxy) for "
+        "early stopping (Lin et al. 2020): the global model takes the student's best validated "
+        "step, the averaged model (step 0) included. 0 = no validation, all distill_steps kept.",
+    )
+    val_every: int = Field(
+        10, ge=1, le=100_000, description="Distillation steps between validation checks."
+    )
+    patience: int = Field(
+        3,
+        ge=0,
+        le=100_000,
+        description="Stop after this many validation checks without improvement; 0 = never stop "
+        "early (the best check is still kept).",
+    )
+    min_delta: float = Field(
+        1.0,
+        ge=0.0,
+        le=100.0,
+        description="Validation accuracy points (0-100 scale) a check must gain over the best so "
+        "far to count as an improvement and be kept; 0 = any strict gain. With 1,000 validation "
+        "samples one sample is about 0.1 point.",
+    )
 
 
 GeneratorPreset = Literal["default", "cnn0", "cnn1", "cnn2", "cnn3"]

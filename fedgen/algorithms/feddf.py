@@ -12,6 +12,16 @@ once per round over the whole proxy set. Proxy: `heldout` = training samples no
 user holds (`FederatedData.held_out_idx`), or another dataset by name, `proxy_size`
 samples drawn with a seed. Under `share: predictor` only the predictor is shared
 and distilled: the student predictor is applied to every teacher's own features.
+
+Early stopping (as Lin et al. 2020): `val_size` labelled held-out training
+samples, disjoint from the proxy, are checked at step 0 (the plain average),
+every `val_every` steps and at the last step, measured as the run evaluates (per
+user with its local state on the samples of its labels under the per-user
+protocol with local state); a check that beats the best so far by more than
+`min_delta` accuracy points is kept, distillation stops after `patience` checks
+without such a gain, and only the kept copy is written into the global model. In
+the FedGen paper's setting the teacher ensemble is weaker than the averaged model,
+so unchecked distillation lowers accuracy every round (docs/fidelity.md, FedDF).
 """
 
 from __future__ import annotations
@@ -41,23 +51,38 @@ class FedDF(Algorithm[FedDFParams]):
         self.rng.manual_seed(ctx.seed * 1_000_003 + 23)
 
     def _load_proxy(self) -> torch.Tensor:
+        """The proxy inputs; also sets the labelled validation split `val_x`, `val_y`."""
         rng = np.random.default_rng([self.ctx.seed, 29])
+        pool = self.data.held_out_idx
         if self.p.proxy == "heldout":
-            pool = self.data.held_out_idx
             if pool.numel() == 0:
                 raise ValueError(
                     "feddf proxy='heldout' needs training samples no user holds; none left"
                 )
-            pick = rng.permutation(pool.numel())[: self.p.proxy_size]
-            return self.data.train_x.index_select(0, pool[torch.from_numpy(pick).to(pool.device)])
-        ds = load_dataset(DataSpec(name=self.p.proxy, root=self.spec.data.root))
-        if tuple(ds.train_x.shape[1:]) != self.data.input_shape:
+            order = torch.from_numpy(rng.permutation(pool.numel())).to(pool.device)
+            proxy = self.data.train_x.index_select(0, pool[order[: self.p.proxy_size]])
+            # Validation: the next held-out samples of the same draw, never in the proxy.
+            val = pool[order[self.p.proxy_size : self.p.proxy_size + self.p.val_size]]
+        else:
+            ds = load_dataset(DataSpec(name=self.p.proxy, root=self.spec.data.root))
+            if tuple(ds.train_x.shape[1:]) != self.data.input_shape:
+                raise ValueError(
+                    f"feddf proxy {self.p.proxy!r} has inputs {tuple(ds.train_x.shape[1:])}, "
+                    f"the task has {self.data.input_shape}"
+                )
+            pick = rng.permutation(ds.train_x.shape[0])[: self.p.proxy_size]
+            proxy = ds.train_x[torch.from_numpy(pick)].to(self.ctx.device)
+            vrng = np.random.default_rng([self.ctx.seed, 31])
+            order = torch.from_numpy(vrng.permutation(pool.numel())).to(pool.device)
+            val = pool[order[: self.p.val_size]]
+        if self.p.val_size > 0 and val.numel() == 0:
             raise ValueError(
-                f"feddf proxy {self.p.proxy!r} has inputs {tuple(ds.train_x.shape[1:])}, "
-                f"the task has {self.data.input_shape}"
+                "feddf val_size > 0 needs labelled held-out training samples (no user's, not "
+                "in the proxy); none left: set algorithm.val_size 0 or a smaller proxy_size"
             )
-        pick = rng.permutation(ds.train_x.shape[0])[: self.p.proxy_size]
-        return ds.train_x[torch.from_numpy(pick)].to(self.ctx.device)
+        self.val_x = self.data.train_x.index_select(0, val)
+        self.val_y = self.data.train_y.index_select(0, val)
+        return proxy
 
     def _teacher_state(self, upload: ClientUpload) -> Tensors:
         return self.fed.trained_tensors(upload)
@@ -93,6 +118,36 @@ class FedDF(Algorithm[FedDFParams]):
         ]
         return torch.cat(feats)
 
+    @torch.no_grad()
+    def _val_acc(self, shared: Tensors) -> float:
+        """Validation accuracy of the global model with `shared` parameters, measured as the
+        run evaluates it: per user with its local state on the validation samples of its
+        labels, pooled (per-user protocol with local state), else one model on the whole
+        split (with the users' averaged BN statistics when those are kept local)."""
+        fed = self.fed
+        fed.work.eval()
+        base = {**fed.global_model.state_dict(), **shared}
+        if not fed.local_keys or self.fid.test_protocol == "global":
+            out = self._val_logits({**base, **self._eval_buffers()}, self.val_x)
+            return float((out.argmax(1) == self.val_y).float().mean())
+        correct, count = 0.0, 0
+        for u in self.data.users:
+            mask = u.label_counts.index_select(0, self.val_y) > 0
+            if not bool(mask.any()):
+                continue
+            out = self._val_logits({**base, **fed.user_local[u.index]}, self.val_x[mask])
+            correct += float((out.argmax(1) == self.val_y[mask]).sum())
+            count += int(mask.sum())
+        return correct / max(count, 1)
+
+    def _val_logits(self, state: Tensors, x: torch.Tensor) -> torch.Tensor:
+        step = self.spec.eval_batch_size
+        outs = [
+            functional_call(self.fed.work, state, (x[i : i + step],))
+            for i in range(0, x.shape[0], step)
+        ]
+        return torch.cat(outs) if outs else x.new_zeros((0, self.data.num_classes))
+
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         teachers = [self._teacher_state(u) for u in uploads]
         self.fed.aggregate(uploads)
@@ -111,15 +166,28 @@ class FedDF(Algorithm[FedDFParams]):
         student = self.fed.work
         with torch.no_grad():
             student.load_state_dict({**self.fed.global_model.state_dict(), **self._eval_buffers()})
-        student.eval()  # BN uses the statistics the global model is evaluated with
         params = (
             list(student.predictor.parameters())
             if feats is not None
             else list(student.parameters())
         )
         opt = torch.optim.Adam(params, lr=self.p.distill_lr, fused=True)
+        shared_keys = self.fed.shared_keys
+
+        def shared_now() -> Tensors:
+            state = student.state_dict()
+            return {k: state[k].detach().clone() for k in shared_keys}
+
+        validate = self.p.val_size > 0
+        margin = self.p.min_delta / 100.0  # points -> fraction, as _val_acc returns
+        best = shared_now() if validate else {}
+        best_acc = start_acc = self._val_acc(best) if validate else float("nan")
+        best_step, since_best, done = 0, 0, 0
         losses = []
         for s in range(steps):
+            # 'eval': BN uses the statistics the global model is evaluated with; 'train': the
+            # proxy batch's own (as the users train), running statistics left as they were.
+            student.train(self.p.distill_bn == "train")
             idx = batches[s]
             if feats is not None:
                 out = student.classify(feats.index_select(1, idx).flatten(0, 1))
@@ -131,11 +199,33 @@ class FedDF(Algorithm[FedDFParams]):
             loss.backward()  # type: ignore[no-untyped-call]
             opt.step()
             losses.append(loss.detach())
+            done = s + 1
+            if validate and (done % self.p.val_every == 0 or done == steps):
+                acc = self._val_acc(shared_now())
+                if acc > best_acc + margin:
+                    best, best_acc, best_step, since_best = shared_now(), acc, done, 0
+                else:
+                    since_best += 1
+                    if 0 < self.p.patience <= since_best:
+                        break
+        chosen = best if validate else shared_now()
         with torch.no_grad():
             state = self.fed.global_model.state_dict()
-            for k in self.fed.shared_keys:
-                state[k].copy_(student.state_dict()[k])
-        return {"distill_loss": float(torch.stack(losses).mean())}
+            for k in shared_keys:
+                state[k].copy_(chosen[k])
+        metrics = {
+            "distill_loss": float(torch.stack(losses).mean()),
+            "distill_steps_run": float(done),
+        }
+        if validate:
+            metrics.update(
+                {
+                    "distill_best_step": float(best_step),
+                    "val_acc_start": start_acc,
+                    "val_acc_best": best_acc,
+                }
+            )
+        return metrics
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()

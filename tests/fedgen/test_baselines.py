@@ -13,6 +13,7 @@ from fedgen.algorithms.feddistill import FedDistill
 from fedgen.events import MemorySink
 from fedgen.models.cnn import PREDICTOR_PREFIX
 from fedgen.runner import Simulation, run
+from fedgen.spec import SpecError
 from tests.fedgen.conftest import tiny_spec
 
 BASELINES: dict[str, dict[str, Any]] = {
@@ -127,3 +128,171 @@ def test_predictor_sharing_keeps_extractors_personal() -> None:
     w0 = sim.algo.fed.user_local[0]["features.7.weight"]
     w1 = sim.algo.fed.user_local[1]["features.7.weight"]
     assert not torch.equal(w0, w1)
+
+
+def _feddf_round_with_scripted_validation(
+    accs: list[float], patience: int, min_delta: float = 0.0
+) -> tuple[dict[str, float], list[dict[str, torch.Tensor]], dict[str, torch.Tensor]]:
+    """One FedDF round whose validation checks return `accs` in turn.
+
+    Returns the round's metrics, the shared parameters each check saw, and the
+    global model's shared parameters after the round.
+    """
+    algo_spec = {
+        **BASELINES["feddf"],
+        "distill_steps": 10,
+        "val_size": 50,
+        "val_every": 2,
+        "patience": patience,
+        "min_delta": min_delta,
+    }
+    sim = Simulation(_spec(algo_spec))
+    algo = sim.algo
+    seen: list[dict[str, torch.Tensor]] = []
+    script = iter(accs)
+
+    def scripted(shared: dict[str, torch.Tensor]) -> float:
+        seen.append({k: v.clone() for k, v in shared.items()})
+        return next(script)
+
+    algo._val_acc = scripted  # type: ignore[attr-defined]
+    sim.initial_event()
+    metrics = sim.round(1).metrics
+    state = algo.global_state()
+    return metrics, seen, {k: state[k] for k in seen[0]}
+
+
+def test_feddf_early_stopping_keeps_the_best_validated_step() -> None:
+    # Checks at steps 0, 2, 4, 6, 8, 10; the best is at step 4.
+    metrics, seen, kept = _feddf_round_with_scripted_validation(
+        [0.5, 0.4, 0.7, 0.6, 0.65, 0.55], patience=0
+    )
+    assert len(seen) == 6
+    assert metrics["distill_best_step"] == 4
+    assert metrics["distill_steps_run"] == 10
+    assert metrics["val_acc_start"] == 0.5
+    assert metrics["val_acc_best"] == 0.7
+    assert all(torch.equal(kept[k], seen[2][k]) for k in kept)
+    assert not all(torch.equal(seen[0][k], seen[2][k]) for k in kept)  # distillation moved it
+
+
+def test_feddf_early_stopping_keeps_the_average_when_distillation_never_helps() -> None:
+    metrics, seen, kept = _feddf_round_with_scripted_validation(
+        [0.5, 0.4, 0.45, 0.3, 0.2, 0.1], patience=0
+    )
+    assert metrics["distill_best_step"] == 0
+    assert all(torch.equal(kept[k], seen[0][k]) for k in kept)  # the averaged model
+
+
+def test_feddf_early_stopping_keeps_the_first_of_equal_checks() -> None:
+    # Only a strict gain counts: a tie with the plain average does not replace it.
+    metrics, seen, kept = _feddf_round_with_scripted_validation(
+        [0.5, 0.5, 0.5, 0.5, 0.5, 0.5], patience=0
+    )
+    assert metrics["distill_best_step"] == 0
+    assert all(torch.equal(kept[k], seen[0][k]) for k in kept)
+
+
+def test_feddf_early_stopping_stops_after_patience_checks() -> None:
+    # Best at step 2; checks at 4 and 6 do not improve: patience 2 stops at step 6.
+    metrics, seen, kept = _feddf_round_with_scripted_validation(
+        [0.5, 0.6, 0.55, 0.58, 0.9, 0.9], patience=2
+    )
+    assert len(seen) == 4
+    assert metrics["distill_steps_run"] == 6
+    assert metrics["distill_best_step"] == 2
+    assert all(torch.equal(kept[k], seen[1][k]) for k in kept)
+
+
+def test_feddf_min_delta_ignores_gains_below_the_margin() -> None:
+    # min_delta 1 point: +0.8 at step 2 is noise, +1.5 at step 6 counts, then +0.5 does not.
+    accs = [0.5, 0.508, 0.4, 0.515, 0.52, 0.3]
+    metrics, seen, kept = _feddf_round_with_scripted_validation(accs, patience=0, min_delta=1.0)
+    assert len(seen) == 6
+    assert metrics["distill_best_step"] == 6
+    assert metrics["val_acc_best"] == 0.515
+    assert all(torch.equal(kept[k], seen[3][k]) for k in kept)
+    # Without the margin the first gain is kept and later checks are measured against it.
+    metrics, _, _ = _feddf_round_with_scripted_validation(accs, patience=0, min_delta=0.0)
+    assert metrics["distill_best_step"] == 8
+
+
+def test_feddf_min_delta_counts_small_gains_towards_patience() -> None:
+    # Gains of 0.5 point are below the 1-point margin: two of them exhaust patience 2.
+    metrics, seen, kept = _feddf_round_with_scripted_validation(
+        [0.5, 0.505, 0.51, 0.9, 0.9, 0.9], patience=2, min_delta=1.0
+    )
+    assert len(seen) == 3
+    assert metrics["distill_steps_run"] == 4
+    assert metrics["distill_best_step"] == 0
+    assert all(torch.equal(kept[k], seen[0][k]) for k in kept)
+
+
+def test_feddf_without_validation_keeps_the_last_step() -> None:
+    sim = Simulation(_spec({**BASELINES["feddf"], "val_size": 0}))
+    sim.initial_event()
+    metrics = sim.round(1).metrics
+    assert metrics["distill_steps_run"] == BASELINES["feddf"]["distill_steps"]
+    assert "distill_best_step" not in metrics
+    assert "val_acc_start" not in metrics
+
+
+def test_feddf_validation_split_is_labelled_and_disjoint_from_the_proxy() -> None:
+    sim = Simulation(_spec({**BASELINES["feddf"], "val_size": 50}))
+    algo = sim.algo
+    held = sim.data.held_out_idx
+
+    def rows(x: torch.Tensor, y: torch.Tensor | None = None) -> set[tuple[float, ...]]:
+        return {
+            (*r.flatten().tolist(), *([] if y is None else [float(y[i])])) for i, r in enumerate(x)
+        }
+
+    assert algo.val_x.shape[0] == 50 == algo.val_y.shape[0]  # type: ignore[attr-defined]
+    val = rows(algo.val_x, algo.val_y)  # type: ignore[attr-defined]
+    # Every (image, label) pair is a held-out training sample with its true label ...
+    assert val <= rows(sim.data.train_x[held], sim.data.train_y[held])
+    # ... and no validation image is in the proxy.
+    assert not rows(algo.val_x) & rows(algo.proxy_x)  # type: ignore[attr-defined]
+
+
+def test_feddf_validation_needs_held_out_samples_left() -> None:
+    sim = Simulation(_spec({**BASELINES["feddf"], "val_size": 0}))
+    held = int(sim.data.held_out_idx.numel())
+    with pytest.raises(ValueError, match="val_size"):
+        Simulation(_spec({**BASELINES["feddf"], "proxy_size": held, "val_size": 10}))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("val_size", -1),
+        ("val_size", 200_001),
+        ("val_every", 0),
+        ("patience", -1),
+        ("min_delta", -0.1),
+        ("min_delta", 100.5),
+        ("distill_bn", "batch"),
+    ],
+)
+def test_feddf_early_stopping_fields_are_bounded(field: str, value: Any) -> None:
+    with pytest.raises(SpecError, match=field):
+        _spec({**BASELINES["feddf"], field: value})
+
+
+def _feddf_after_one_round(distill_bn: str) -> tuple[dict[str, torch.Tensor], list[Any]]:
+    spec = _spec({**BASELINES["feddf"], "val_size": 0, "distill_bn": distill_bn})
+    sim = Simulation(spec)
+    sim.initial_event()
+    sim.round(1)
+    algo = sim.algo
+    return algo.global_state(), [dict(d) for d in algo.fed.user_local]
+
+
+def test_feddf_distill_bn_mode_changes_the_student_not_the_users_statistics() -> None:
+    g_eval, local_eval = _feddf_after_one_round("eval")
+    g_train, local_train = _feddf_after_one_round("train")
+    # Same uploads, same proxy batches: only the student's BN normalisation differs.
+    assert not torch.equal(g_eval["features.0.weight"], g_train["features.0.weight"])
+    for a, b in zip(local_eval, local_train, strict=True):
+        assert a.keys() == b.keys()
+        assert all(torch.equal(a[k], b[k]) for k in a)  # users' BN statistics untouched
