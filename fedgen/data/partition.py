@@ -373,7 +373,8 @@ def build_partition(
         return group_partition(
             ds.train_groups, ds.test_groups, num_users=p.num_users, num_classes=ds.num_classes
         )
-    draws = p.draws if p.draws is not None else default_draws
+    # `draws` is a knob field (fedgen.knobs), added to PartitionSpec when the class is built.
+    draws = getattr(p, "draws", None) or default_draws
     args: dict[str, Any] = {
         "num_users": p.num_users,
         "num_classes": ds.num_classes,
