@@ -151,10 +151,12 @@ def expected_starts(snap: Snapshot, queue: str, order: list[Waiting]) -> dict[uu
     if per_round is None:
         free = max(0, slots - len(running))
         return {w.id: now for w in order[:free]}
+    # When each slot frees: its running run's end, or now for an idle slot (a queue with more
+    # runs holding leases than live slots, e.g. after a worker died, keeps the earliest ends).
     ends = sorted(
         now + timedelta(seconds=per_round * max(0, a.rounds - a.current_round - 1)) for a in running
     )
-    heap = (ends + [now] * slots)[:slots] if len(ends) < slots else ends[:slots]
+    heap = (ends + [now] * max(0, slots - len(ends)))[:slots]
     heapq.heapify(heap)
     out: dict[uuid.UUID, datetime] = {}
     for w in order:
