@@ -150,7 +150,11 @@ def table() -> None:
         on_select="rerun",
         selection_mode="multi-row",
         column_config={
-            "run": st.column_config.TextColumn("run", width="medium"),
+            # no widths: Streamlit sizes the columns to their content
+            "ETA": st.column_config.TextColumn(
+                "ETA", help="Running runs: median round time × rounds left (finish time)"
+            ),
+            "queue": st.column_config.TextColumn("queue", help="Position among queued runs"),
             "id": st.column_config.TextColumn("id", width="small"),
             "best acc (%)": st.column_config.NumberColumn("best acc (%)", format="%.2f"),
             "last acc (%)": st.column_config.NumberColumn("last acc (%)", format="%.2f"),
