@@ -22,12 +22,6 @@ def _cmd_api(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_queues() -> str:
-    """`gpu` when this process is given GPUs through CUDA_VISIBLE_DEVICES, else `cpu`."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return "gpu" if visible not in ("", "-1") else "cpu"
-
-
 def _cmd_worker(args: argparse.Namespace) -> int:
     from worker.slots import SlotError, parse_devices, plan_slots, usable_cores, visible_devices
 
@@ -43,6 +37,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     except SlotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # `gpu` when this worker is given GPUs (--devices, CUDA_VISIBLE_DEVICES), else `cpu`.
     base_queues = args.queues or ("gpu" if devices else "cpu")
     if len(plan) == 1:
         # One slot: this process is the worker (today's single process), with the slot's share.
