@@ -1,7 +1,8 @@
 """The `fedgen` command: run, resume, partition, validate.
 
-fedgen run SPEC [--out DIR]     run a spec (or a sweep: a file with base + grid)
-fedgen resume DIR               continue a run directory from its last full checkpoint
+fedgen run SPEC [--out DIR] [--threads N]
+                                run a spec (or a sweep: a file with base + grid)
+fedgen resume DIR [--threads N] continue a run directory from its last full checkpoint
 fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
@@ -90,7 +91,28 @@ def _default_out(spec: ExperimentSpec) -> Path:
     return Path("runs") / f"{spec.algorithm.name}-{spec.spec_hash()}"
 
 
+def _apply_threads(args: argparse.Namespace) -> None:
+    """--threads: torch's intra- and inter-op threads, set before anything runs."""
+    if args.threads is not None:
+        from fedgen.threads import set_threads
+
+        set_threads(args.threads)
+
+
+def _threads_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"threads must be an integer >= 1, got {value!r}"
+        ) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"threads must be an integer >= 1, got {n}")
+    return n
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _apply_threads(args)
     data: Any = load_spec_data(args.spec)
     if isinstance(data, dict) and ("grid" in data or "base" in data):
         sweep = SweepSpec.model_validate(data)
@@ -110,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    _apply_threads(args)
     root = Path(args.dir)
     spec = load_spec(root / "spec.json")
     ckpt = latest_full_checkpoint(root)
@@ -177,9 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a spec or a sweep")
     r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
     r.add_argument("--out", help="output directory (default runs/<algorithm>-<spec hash>)")
+    r.add_argument(
+        "--threads",
+        type=_threads_arg,
+        default=None,
+        help="torch CPU threads (intra- and inter-op; default: torch's default, all cores); "
+        "use 1 when several runs share the machine",
+    )
     r.set_defaults(func=cmd_run)
     s = sub.add_parser("resume", help="continue a run directory from its last full checkpoint")
     s.add_argument("dir")
+    s.add_argument("--threads", type=_threads_arg, default=None, help="as for `fedgen run`")
     s.set_defaults(func=cmd_resume)
     pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
     pa.add_argument("spec")

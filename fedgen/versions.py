@@ -13,6 +13,7 @@ import sys
 from importlib import metadata
 
 import fedgen
+from fedgen.threads import current_threads
 
 
 def _version(package: str) -> str | None:
@@ -27,11 +28,18 @@ def _version(package: str) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    """{"fedgen", "torch", "numpy", "python"} -> version; a package not installed is left out."""
+    """{"fedgen", "torch", "numpy", "python"} -> version; a package not installed is left out.
+
+    A process that has loaded torch (a run) also records "torch_threads", the intra-op
+    threads it runs with (`fedgen run --threads`, a lab worker slot's share of the cores).
+    """
     out = {"fedgen": fedgen.__version__}
     for package in ("torch", "numpy"):
         found = _version(package)
         if found is not None:
             out[package] = found
     out["python"] = platform.python_version()
+    threads = current_threads()
+    if threads is not None:
+        out["torch_threads"] = str(threads)
     return out

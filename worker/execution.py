@@ -69,7 +69,11 @@ def device_label(spec_device: str) -> str:
 
 def _default_runner() -> Runner:
     from fedgen.runner import run  # imported late: torch loads only in the worker
+    from fedgen.threads import set_threads
 
+    threads = os.environ.get("FEDGEN_TORCH_THREADS")  # a slot's share (`fedgen-lab worker`)
+    if threads:
+        set_threads(int(threads))
     return run
 
 

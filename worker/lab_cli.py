@@ -23,20 +23,54 @@ def _cmd_api(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_queues() -> str:
-    """`gpu` when this process is given GPUs through CUDA_VISIBLE_DEVICES, else `cpu`."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return "gpu" if visible not in ("", "-1") else "cpu"
-
-
 def _cmd_worker(args: argparse.Namespace) -> int:
+    from worker.slots import SlotError, parse_devices, plan_slots, usable_cores, visible_devices
+
+    try:
+        devices = parse_devices(args.devices) if args.devices else visible_devices()
+        plan = plan_slots(
+            cores=usable_cores(),
+            slots=args.slots,
+            devices=devices,
+            per_device=args.slots_per_device,
+            threads=args.threads,
+        )
+    except SlotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # `gpu` when this worker is given GPUs (--devices, CUDA_VISIBLE_DEVICES), else `cpu`.
+    base_queues = args.queues or ("gpu" if devices else "cpu")
+    if len(plan) == 1:
+        # One slot: this process is the worker (today's single process), with the slot's share.
+        os.environ.update(plan[0].env())
+        return _run_celery_worker(args, base_queues)
+    from worker.slots import slot_commands
+    from worker.supervisor import supervise
+
+    first = base_queues.split(",")[0].strip()
+    name = args.name or f"{first}-{os.getpid()}@%h"
+    specs = slot_commands(
+        plan,
+        queues=base_queues,
+        name=name,
+        pool=args.pool,
+        concurrency=args.concurrency,
+        loglevel=args.loglevel,
+    )
+    gpus = sorted({s.device for s in plan if s.device is not None})
+    where = f"GPU(s) {','.join(gpus)}" if gpus else f"{usable_cores()} core(s)"
+    banner = f"{len(plan)} slots on {where}, {plan[0].threads} torch thread(s) each"
+    return supervise(specs, label="worker", die_with_parent=True, banner=banner)
+
+
+def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
     from api.queue import Sender, prefixed
     from worker.celery_app import celery_app, worker_sessionmaker
     from worker.reaper import start_dispatcher
 
     s = get_settings()
     s.ensure_dirs()
-    queues = prefixed(args.queues or default_queues(), s.queue_prefix)
+    queues = prefixed(base_queues, s.queue_prefix)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "-")
     name = args.name or f"{queues.split(',')[0]}{visible}-{os.getpid()}@%h"
     # The workers row carries the node name Celery records on the runs (%h: the host name).
@@ -144,11 +178,40 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument("--port", type=int, default=8000)
     api.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     api.set_defaults(fn=_cmd_api)
-    w = sub.add_parser("worker", help="start a Celery worker (solo pool; queue gpu/cpu)")
+    w = sub.add_parser(
+        "worker",
+        help="start Celery workers: N slots, each a solo-pool process running one run at a time",
+    )
     w.add_argument(
         "--queues",
         default=None,
-        help="comma list; default gpu if CUDA_VISIBLE_DEVICES is set, else cpu",
+        help="comma list; default gpu when GPUs are given (--devices, CUDA_VISIBLE_DEVICES), "
+        "else cpu",
+    )
+    w.add_argument(
+        "--slots",
+        type=int,
+        default=None,
+        help="runs at once on this machine, one process each (default: one per core on CPU, "
+        "one per GPU with GPUs; 1 = a single worker process)",
+    )
+    w.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per slot (default: cores // slots, at least 1)",
+    )
+    w.add_argument(
+        "--devices",
+        default=None,
+        help="GPUs to use, e.g. 0,1 (each slot gets one through CUDA_VISIBLE_DEVICES; "
+        "default: CUDA_VISIBLE_DEVICES if set)",
+    )
+    w.add_argument(
+        "--slots-per-device",
+        type=int,
+        default=None,
+        help="runs packed on each GPU (default 1)",
     )
     w.add_argument("--name", default=None)
     w.add_argument("--pool", choices=["solo", "threads"], default="solo")

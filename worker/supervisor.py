@@ -1,12 +1,16 @@
-"""`fedgen-lab up`: API + worker (+ dashboard) as child processes, all stopped together.
+"""Child processes stopped together: `fedgen-lab up` (API + worker + dashboard) and the
+slots of `fedgen-lab worker --slots N` (worker/slots.py).
 
 Each child gets its own process group, so stopping it also stops anything it
 spawned; SIGINT/SIGTERM to the parent, or any child exiting, stops them all
-(SIGTERM, then SIGKILL after a grace period). No process is left behind.
+(SIGTERM, then SIGKILL after a grace period). A child started with
+`die_with_parent` is also killed by the kernel if the parent dies without
+stopping it (kill -9). No process is left behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -33,9 +37,33 @@ class Child:
     proc: subprocess.Popen[bytes]
 
 
-def _start(name: str, argv: list[str], env: dict[str, str]) -> Child:
-    _say(f"[up] starting {name}: {' '.join(argv)}")
-    return Child(name, subprocess.Popen(argv, env=env, start_new_session=True))
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGKILL me when the parent dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):  # not Linux: stop_all still stops children
+        pass
+
+
+def _start(
+    name: str,
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    label: str = "up",
+    die_with_parent: bool = False,
+) -> Child:
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if die_with_parent else None,
+    )
+    _say(f"[{label}] started {name} (pid {proc.pid}): {' '.join(argv)}")
+    return Child(name, proc)
 
 
 def _signal_group(child: Child, sig: int) -> None:
@@ -124,10 +152,14 @@ def commands(
     return out
 
 
-def run_up(host: str, port: int, dashboard_port: int, dashboard: bool) -> int:
-    """Start everything, wait for a signal or a child's exit, stop everything; the exit code."""
-    env = dict(os.environ, FEDGEN_AUTO_UPGRADE="0", FEDGEN_API_URL=f"http://{host}:{port}/api/v1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+def supervise(
+    specs: list[tuple[str, list[str], dict[str, str]]],
+    *,
+    label: str,
+    die_with_parent: bool = False,
+    banner: str | None = None,
+) -> int:
+    """Start every (name, argv, env), wait for a signal or a child's exit, stop all; the exit code."""
     stopping = {"sig": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -137,19 +169,30 @@ def run_up(host: str, port: int, dashboard_port: int, dashboard: bool) -> int:
     children: list[Child] = []
     code = 0
     try:
-        for name, argv in commands(host, port, dashboard_port, dashboard):
-            children.append(_start(name, argv, env))
-        _say(f"[up] API http://{host}:{port}/api/v1  docs http://{host}:{port}/docs")
+        for name, argv, env in specs:
+            children.append(_start(name, argv, env, label=label, die_with_parent=die_with_parent))
+        if banner:
+            _say(f"[{label}] {banner}")
         while not stopping["sig"]:
             dead = [c for c in children if c.proc.poll() is not None]
             if dead:
-                _say(f"[up] {dead[0].name} exited with {dead[0].proc.returncode}; stopping")
+                _say(f"[{label}] {dead[0].name} exited with {dead[0].proc.returncode}; stopping")
                 code = dead[0].proc.returncode or 1
                 break
             time.sleep(0.2)
     finally:
-        _say("[up] stopping all processes")
+        _say(f"[{label}] stopping all processes")
         stop_all(children)
         for s, h in old.items():
             signal.signal(s, h)
     return code
+
+
+def run_up(host: str, port: int, dashboard_port: int, dashboard: bool) -> int:
+    """Start everything, wait for a signal or a child's exit, stop everything; the exit code."""
+    env = dict(os.environ, FEDGEN_AUTO_UPGRADE="0", FEDGEN_API_URL=f"http://{host}:{port}/api/v1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    specs = [(name, argv, env) for name, argv in commands(host, port, dashboard_port, dashboard)]
+    return supervise(
+        specs, label="up", banner=f"API http://{host}:{port}/api/v1  docs http://{host}:{port}/docs"
+    )

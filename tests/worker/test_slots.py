@@ -1,0 +1,236 @@
+"""`fedgen-lab worker --slots`: the slot plan, and real slot processes against Postgres + Redis."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.config import Settings
+from api.db import make_engine, make_sessionmaker
+from api.models import Run
+from api.queue import Sender
+from tests.factories import create_run, create_user
+from tests.needs import needs
+from worker.slots import Slot, SlotError, plan_slots, slot_commands, usable_cores
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = [sys.executable, "-m", "worker.lab_cli"]
+
+
+# -- the plan -------------------------------------------------------------------------------
+def test_default_is_one_slot_per_core_with_one_thread() -> None:
+    """CPU default: N = cores, each slot one torch thread."""
+    plan = plan_slots(cores=8)
+    assert [s.name for s in plan] == [f"slot{i}" for i in range(8)]
+    assert {s.threads for s in plan} == {1}
+    assert {s.device for s in plan} == {None}
+
+
+def test_threads_are_the_cores_divided_among_slots() -> None:
+    """--slots N: cores // N threads each, never below one; --threads overrides."""
+    assert [s.threads for s in plan_slots(cores=8, slots=2)] == [4, 4]
+    assert [s.threads for s in plan_slots(cores=8, slots=3)] == [2, 2, 2]
+    assert [s.threads for s in plan_slots(cores=2, slots=4)] == [1, 1, 1, 1]
+    assert [s.threads for s in plan_slots(cores=8, slots=2, threads=3)] == [3, 3]
+    assert plan_slots(cores=8, slots=1) == [Slot("slot0", 8)]
+
+
+def test_gpus_one_slot_each_or_k_packed() -> None:
+    """One slot per GPU by default; --slots-per-device K packs K runs on each GPU."""
+    plan = plan_slots(cores=16, devices=["0", "1"])
+    assert [(s.device, s.threads) for s in plan] == [("0", 8), ("1", 8)]
+    packed = plan_slots(cores=16, devices=["2", "3"], per_device=3)
+    assert [s.device for s in packed] == ["2", "2", "2", "3", "3", "3"]
+    assert {s.threads for s in packed} == {2}
+    env = packed[4].env()
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"
+    assert env["FEDGEN_TORCH_THREADS"] == env["OMP_NUM_THREADS"] == "2"
+    assert "CUDA_VISIBLE_DEVICES" not in plan_slots(cores=2, slots=2)[0].env()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "flag"),
+    [
+        ({"slots": 0}, "--slots"),
+        ({"slots": 10_000}, "--slots"),
+        ({"threads": 0}, "--threads"),
+        ({"per_device": 2}, "--slots-per-device"),
+        ({"devices": ["0"], "per_device": 0}, "--slots-per-device"),
+        ({"devices": ["0", "1"], "slots": 3}, "--slots 3"),
+    ],
+)
+def test_bad_flags_name_the_flag(kwargs: dict, flag: str) -> None:
+    """Out-of-range or contradicting flags: an error naming the flag."""
+    with pytest.raises(SlotError, match=re.escape(flag)):
+        plan_slots(cores=4, **kwargs)
+
+
+def test_bad_flags_exit_2_without_a_traceback() -> None:
+    """The command prints the error and exits 2."""
+    out = subprocess.run(
+        [*LAB, "worker", "--slots", "0"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert out.returncode == 2
+    assert "--slots must be between 1" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_slot_commands_single_slot_workers_with_own_names_and_one_reaper() -> None:
+    """Each slot is a `worker --slots 1` with its thread share and its own node name."""
+    plan = plan_slots(cores=4, slots=2)
+    cmds = slot_commands(
+        plan, queues="cpu", name="cpu-7@%h", pool="solo", concurrency=1, loglevel="INFO"
+    )
+    names = [argv[argv.index("--name") + 1] for _, argv, _ in cmds]
+    assert names == ["cpu-7-slot0@%h", "cpu-7-slot1@%h"]
+    for _, argv, env in cmds:
+        assert argv[argv.index("--slots") + 1] == "1"
+        assert argv[argv.index("--threads") + 1] == "2"
+        assert env["FEDGEN_TORCH_THREADS"] == "2"
+    # Every slot registers itself as a worker of one slot (the dispatcher counts free slots).
+    assert all("--no-reaper" not in argv for _, argv, _ in cmds)
+
+
+# -- real slot processes ----------------------------------------------------------------------
+def _redis_ok() -> bool:
+    try:
+        import redis
+
+        return bool(redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping())
+    except Exception:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait(cond: Callable[[], bool], what: str, timeout: float = 240.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+@pytest.fixture
+def pg_lab(pg_url: str, tmp_path: Path) -> Iterator[dict]:
+    """A Postgres schema + Redis with a unique queue prefix, and a sessionmaker on it."""
+    needs(_redis_ok(), "Redis at 127.0.0.1:6379")
+    prefix = f"s{uuid.uuid4().hex[:8]}-"
+    broker = "redis://127.0.0.1:6379/0"
+    env = dict(
+        os.environ,
+        FEDGEN_DATABASE_URL=pg_url,
+        FEDGEN_BROKER_URL=broker,
+        FEDGEN_HOME=str(tmp_path / "home"),
+        FEDGEN_QUEUE_PREFIX=prefix,
+        FEDGEN_REAPER_S="1",
+        PYTHONPATH=str(ROOT),
+    )
+    settings = Settings(
+        database_url=pg_url, broker_url=broker, home=tmp_path / "home", queue_prefix=prefix
+    )
+    engine = make_engine(pg_url, pool_size=2)
+    factory = make_sessionmaker(engine)
+    yield {"env": env, "settings": settings, "factory": factory, "log": tmp_path / "worker.log"}
+    with engine.begin() as c:
+        c.exec_driver_sql("TRUNCATE runs, users CASCADE")
+    engine.dispose()
+
+
+def _start_worker(lab: dict, *args: str) -> subprocess.Popen[bytes]:
+    log = lab["log"].open("wb")
+    return subprocess.Popen(
+        [*LAB, "worker", "--queues", "cpu", "--loglevel", "INFO", *args],
+        env=lab["env"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _slot_pids(log: Path) -> list[int]:
+    return [
+        int(p) for p in re.findall(r"\[worker\] started slot\d+ \(pid (\d+)\)", log.read_text())
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_two_slots_run_two_simulations_at_once(pg_lab: dict) -> None:
+    """--slots 2: two real runs' running intervals overlap, on two slots, one thread share each.
+
+    Both slots are up (two 'ready' lines) before the runs are sent, so each idle slot takes
+    one: with one process (prefetch 1, acks_late) the second run would start only after the
+    first finished, and the intervals could not overlap.
+    """
+    factory: sessionmaker[Session] = pg_lab["factory"]
+    proc = _start_worker(pg_lab, "--slots", "2")
+    try:
+        _wait(lambda: pg_lab["log"].read_text().count(" ready.") >= 2, "two ready slots", 120)
+        with factory() as s:
+            user, _ = create_user(s)
+            spec = {"rounds": 12, "local_steps": 15, "data": {"synthetic_samples": 1500}}
+            runs = [create_run(s, user, seed=i, **spec).id for i in range(2)]
+        send = Sender(pg_lab["settings"]).send
+        for rid in runs:
+            send(str(rid), "cpu")
+
+        def rows() -> list[Run]:
+            with factory() as s:
+                return [s.get(Run, rid) for rid in runs]
+
+        _wait(lambda: all(r.status in ("succeeded", "failed") for r in rows()), "both runs")
+        a, b = rows()
+        assert (a.status, b.status) == ("succeeded", "succeeded"), (a.error, b.error)
+        intervals = (a.started_at, a.finished_at, b.started_at, b.finished_at)
+        assert a.started_at < b.finished_at, intervals  # the runs overlap:
+        assert b.started_at < a.finished_at, intervals  # each started before the other ended
+        assert a.worker != b.worker
+        assert {a.worker.split("@")[0][-5:], b.worker.split("@")[0][-5:]} == {"slot0", "slot1"}
+        expected = str(max(1, usable_cores() // 2))
+        assert a.versions["torch_threads"] == b.versions["torch_threads"] == expected
+        slots = _slot_pids(pg_lab["log"])
+        assert len(slots) == 2
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        _wait(lambda: not any(_alive(p) for p in slots), "slot processes to exit", 30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_kill9_of_the_supervisor_takes_its_slots_along(pg_lab: dict) -> None:
+    """kill -9 of the slot supervisor alone (not its group): the kernel stops every slot."""
+    proc = _start_worker(pg_lab, "--slots", "2")
+    try:
+        _wait(lambda: len(_slot_pids(pg_lab["log"])) == 2, "two slot processes", 60)
+        slots = _slot_pids(pg_lab["log"])
+        assert all(_alive(p) for p in slots)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        _wait(lambda: not any(_alive(p) for p in slots), "slot processes to die", 30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
