@@ -4,19 +4,70 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.routing import BaseRoute, Match
 
 from api import errors
 from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
-from api.limits import BodyLimit
+from api.limits import BodyLimit, Limits
+from api.openapi import build_openapi
 from api.queue import Enqueue, Sender
 from api.routes import checkpoints, events, metrics, misc, runs, studies, sweeps
 
 API_PREFIX = "/api/v1"
+
+
+class AllowedMethods:
+    """`Allow` lists every method of the path: OPTIONS answers 204 with it, and so does each 405.
+
+    (Starlette's 405 names only the methods of the first route matching the path.) CORS
+    preflights never get here: CORSMiddleware answers them first.
+    """
+
+    def __init__(self, app: Any, routes: list[BaseRoute]) -> None:
+        self.app = app
+        self.routes = routes
+
+    def allowed(self, scope: dict[str, Any]) -> list[str]:
+        methods: set[str] = set()
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match != Match.NONE:
+                methods |= set(getattr(route, "methods", None) or ())
+        if methods:
+            methods.add("OPTIONS")
+        return sorted(methods)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS":
+            allow = self.allowed({**scope, "method": "GET"})
+            if allow:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 204,
+                        "headers": [(b"allow", ", ".join(allow).encode())],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+
+        async def send_allow(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                allow = ", ".join(self.allowed(scope)).encode()
+                message = {**message, "headers": [*headers, (b"allow", allow)]}
+            await send(message)
+
+        await self.app(scope, receive, send_allow)
 
 
 def create_app(
@@ -59,7 +110,9 @@ def create_app(
     app.state.enqueue = enqueue or sender.send
     app.state.broker_check = broker_check or sender.check
     app.state.settings_sse_poll_s = sse_poll_s
+    app.state.limits = Limits(s.submit_rate, s.auth_fail_rate)
     errors.install(app)
+    app.add_middleware(AllowedMethods, routes=app.router.routes)
     app.add_middleware(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
     )
@@ -83,4 +136,5 @@ def create_app(
     app.add_api_route(
         "/ready", misc.ready, methods=["GET"], tags=["health"], include_in_schema=False
     )
+    app.openapi = lambda: build_openapi(app, s)  # type: ignore[method-assign]
     return app

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import StreamRunDep
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from api.schemas import AUTHED, error_responses
 from fedgen.status import TERMINAL
 
 router = APIRouter(tags=["events"])
@@ -30,7 +31,29 @@ def _poll(
     return (st[0] if st else None), rows
 
 
-@router.get("/runs/{run_id}/events")
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "Server-Sent Events: `round` (id = round) and `status` events",
+            "content": {
+                "text/event-stream": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["event", "data"],
+                        "properties": {
+                            "event": {"type": "string", "enum": ["round", "status"]},
+                            "data": {"type": "string", "description": "JSON"},
+                            "id": {"type": "string", "description": "the round"},
+                        },
+                    }
+                }
+            },
+        },
+        **error_responses(*AUTHED, 404, 422),
+    },
+)
 async def run_events(
     run: StreamRunDep,
     request: Request,
