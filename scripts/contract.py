@@ -25,7 +25,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-HOOKS = Path(__file__).resolve().parent.parent / "tests" / "api" / "contract_hooks.py"
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS = ROOT / "tests" / "api" / "contract_hooks.py"
 PG_BASE = os.environ.get(
     "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         out = subprocess.run(
             [py, "-m", "worker.lab_cli", "users", "create", "contract", "--admin"],
             env=env,
+            cwd=ROOT,
             check=True,
             capture_output=True,
             text=True,
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         api = subprocess.Popen(
             [py, "-m", "worker.lab_cli", "api", "--port", str(port), "--log-level", "warning"],
             env=env,
+            cwd=ROOT,
         )
         _wait_up(f"{base}/health", api)
         st = shutil.which("schemathesis", path=str(Path(py).parent)) or "schemathesis"
@@ -118,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         proc = subprocess.run(
             cmd,
-            env={**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS), "NO_COLOR": "1"},
+            # The hooks import this checkout's fedgen and api, not an installed copy.
+            env={
+                **os.environ,
+                "SCHEMATHESIS_HOOKS": str(HOOKS),
+                "NO_COLOR": "1",
+                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
