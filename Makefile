@@ -9,7 +9,7 @@ FMNIST := /usr/share/datasets/fashion-mnist
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 HAS_APT := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
 
-.PHONY: demo test install data services browser lint bench clean
+.PHONY: demo test install data services browser lint bench clean contract
 
 $(PY):
 	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=...)")'
@@ -57,6 +57,12 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy fedgen
+
+# Schemathesis, every check, against a live `fedgen-lab api` on a scratch Postgres schema;
+# non-zero on any failure or under 1000 generated cases (CONTRACT_EXAMPLES per operation/phase).
+CONTRACT_EXAMPLES ?= 30
+contract: install services
+	$(PY) -m scripts.contract --max-examples $(CONTRACT_EXAMPLES) --min-cases 1000
 
 bench: install data
 	$(PY) bench/round_speed.py

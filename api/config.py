@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SEVEN_DAYS_S = 7 * 24 * 3600
+RATE_PATTERN = r"^\s*[1-9][0-9]{0,8}\s*/\s*(second|minute|hour|day)\s*$"
 
 
 def normalize_database_url(url: str) -> str:
@@ -59,6 +60,17 @@ class Settings(BaseSettings):
     max_compare_runs: int = Field(500, ge=1)
     auto_upgrade: bool = Field(True, description="Run `alembic upgrade head` when the API starts.")
     cors_origins: list[str] = Field(default_factory=lambda: ["*"])
+    submit_rate: str = Field(
+        "60/minute",
+        pattern=RATE_PATTERN,
+        description="Submissions (POST /runs, /sweeps, /runs/{id}/clone, /studies/{name}) per "
+        "token, as N/second|minute|hour|day; a token bucket per API process.",
+    )
+    auth_fail_rate: str = Field(
+        "20/minute",
+        pattern=RATE_PATTERN,
+        description="Failed authentications per client address before 429 (per API process).",
+    )
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:

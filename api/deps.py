@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from api.config import Settings
 from api.db import session_scope
+from api.limits import Limits
 from api.models import Run, User
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
@@ -40,19 +41,27 @@ StreamSessionDep = Annotated[Session, Depends(get_session, scope="function")]
 CredsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def current_user(session: SessionDep, creds: CredsDep) -> User:
+def current_user(request: Request, session: SessionDep, creds: CredsDep) -> User:
     """The token's user; 401 without a valid bearer token."""
-    return authenticate(session, creds)
+    return authenticate(request, session, creds)
 
 
-def authenticate(session: Session, creds: HTTPAuthorizationCredentials | None) -> User:
-    """The user of a bearer token, or 401."""
+def authenticate(
+    request: Request, session: Session, creds: HTTPAuthorizationCredentials | None
+) -> User:
+    """The user of a bearer token, or 401; 429 while the client's address has failed too often."""
+    limits: Limits = request.app.state.limits
+    client = request.client.host if request.client else "?"
+    # Checked before the token: once an address has used up its failures, guessing stops.
+    limits.check_auth_allowed(client)
     if creds is None or not creds.credentials:
+        limits.auth_failed(client)
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "missing bearer token", {"WWW-Authenticate": "Bearer"}
         )
     user = users_repo.user_by_token(session, creds.credentials)
     if user is None:
+        limits.auth_failed(client)
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "invalid token", {"WWW-Authenticate": "Bearer"}
         )
@@ -60,6 +69,16 @@ def authenticate(session: Session, creds: HTTPAuthorizationCredentials | None) -
 
 
 UserDep = Annotated[User, Depends(current_user)]
+
+
+def submitting_user(request: Request, user: UserDep) -> User:
+    """The token's user, counted against FEDGEN_SUBMIT_RATE (429 when over it)."""
+    limits: Limits = request.app.state.limits
+    limits.check_submit(str(user.id))
+    return user
+
+
+SubmitUserDep = Annotated[User, Depends(submitting_user)]
 
 
 def parse_uuid(value: str, what: str = "run") -> uuid.UUID:
@@ -85,9 +104,11 @@ def load_run(run_id: str, session: SessionDep, _user: UserDep) -> Run:
 RunDep = Annotated[Run, Depends(load_run)]
 
 
-def load_run_for_stream(run_id: str, session: StreamSessionDep, creds: CredsDep) -> Run:
+def load_run_for_stream(
+    run_id: str, request: Request, session: StreamSessionDep, creds: CredsDep
+) -> Run:
     """`load_run` for streaming handlers: authenticated and loaded in a handler-scoped session."""
-    authenticate(session, creds)
+    authenticate(request, session, creds)
     return _run_or_404(session, run_id)
 
 

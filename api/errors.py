@@ -1,4 +1,4 @@
-"""Error bodies: every 422 is {"detail": [{"loc", "msg", "field"}]}; nothing malformed gives a 500."""
+"""Error bodies: every 422 is {"detail": [{"loc", "msg", "type", "field"}]} (api.schemas.ValidationErrorBody); nothing malformed gives a 500."""
 
 from __future__ import annotations
 
@@ -24,7 +24,10 @@ class FieldErrors(Exception):
 
 def field_detail(errors: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """The JSON shape of field errors."""
-    return [{"loc": ["body", *f.split(".")], "msg": f"{f}: {m}", "field": f} for f, m in errors]
+    return [
+        {"loc": ["body", *f.split(".")], "msg": f"{f}: {m}", "type": "value_error", "field": f}
+        for f, m in errors
+    ]
 
 
 def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
@@ -46,7 +49,8 @@ def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
         elif "input" in err and err.get("type") != "missing":
             shown = repr(err["input"])
             msg = f"{msg} (got {shown[:77] + '...' if len(shown) > 80 else shown})"
-        out.append({"loc": loc, "msg": f"{field}: {msg}", "field": field})
+        kind = str(err.get("type", "value_error"))
+        out.append({"loc": loc, "msg": f"{field}: {msg}", "type": kind, "field": field})
     return JSONResponse({"detail": out}, status_code=422)
 
 

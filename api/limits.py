@@ -1,9 +1,27 @@
-"""A pure ASGI middleware that answers 413 to request bodies over the limit."""
+"""Request limits: 413 for bodies over the limit (a pure ASGI middleware), and rate limits.
+
+Rate limits are token buckets held in memory, so they count per API process: with
+several API processes behind a balancer each allows the full rate. Submissions are
+counted per user (token), failed authentications per client address; an empty bucket
+answers 429 with `Retry-After` (seconds) and the usual JSON error body.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from fastapi import HTTPException, status
+
+PERIODS_S = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+MAX_KEYS = 10_000  # buckets kept; the least recently used beyond this are forgotten (= full)
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -73,3 +91,90 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """`count` events per `period_s` seconds, refilled continuously."""
+
+    count: int
+    period_s: float
+
+    @classmethod
+    def parse(cls, text: str) -> Rate:
+        """'60/minute' -> Rate(60, 60.0); a ValueError names the expected form."""
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(second|minute|hour|day)\s*", text)
+        if not m or int(m.group(1)) < 1:
+            raise ValueError(f"rate {text!r}: expected N/second|minute|hour|day with N >= 1")
+        return cls(int(m.group(1)), PERIODS_S[m.group(2)])
+
+
+class RateLimiter:
+    """One token bucket per key; thread-safe (handlers run in a thread pool)."""
+
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, at
+        self._lock = threading.Lock()
+
+    def _level(self, key: str, now: float) -> float:
+        tokens, at = self._buckets.get(key, (float(self.rate.count), now))
+        refill = (now - at) * self.rate.count / self.rate.period_s
+        return min(float(self.rate.count), tokens + refill)
+
+    def retry_after(self, key: str) -> int:
+        """0 when `key` has a token left, else whole seconds until it has one."""
+        with self._lock:
+            level = self._level(key, self._clock())
+        if level >= 1.0:
+            return 0
+        return max(1, math.ceil((1.0 - level) * self.rate.period_s / self.rate.count))
+
+    def hit(self, key: str) -> int:
+        """Take a token: 0 if there was one, else the seconds to wait (nothing taken)."""
+        with self._lock:
+            now = self._clock()
+            level = self._level(key, now)
+            if level < 1.0:
+                return max(1, math.ceil((1.0 - level) * self.rate.period_s / self.rate.count))
+            self._buckets[key] = (level - 1.0, now)
+            self._buckets.move_to_end(key)
+            while len(self._buckets) > MAX_KEYS:
+                self._buckets.popitem(last=False)
+            return 0
+
+
+def too_many(what: str, retry_after: int) -> HTTPException:
+    """The 429 of an empty bucket: JSON {"detail": ...} and Retry-After."""
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        f"{what}; retry after {retry_after} s",
+        {"Retry-After": str(retry_after)},
+    )
+
+
+class Limits:
+    """The API's rate limiters (app.state.limits), built from the settings."""
+
+    def __init__(self, submit_rate: str, auth_fail_rate: str) -> None:
+        self.submit = RateLimiter(Rate.parse(submit_rate))
+        self.auth_fail = RateLimiter(Rate.parse(auth_fail_rate))
+
+    def check_submit(self, user_key: str) -> None:
+        """Count one submission of this user; 429 when over FEDGEN_SUBMIT_RATE."""
+        wait = self.submit.hit(user_key)
+        if wait:
+            raise too_many("too many submissions for this token (FEDGEN_SUBMIT_RATE)", wait)
+
+    def check_auth_allowed(self, client: str) -> None:
+        """429 while this address has used up its failed authentications."""
+        wait = self.auth_fail.retry_after(client)
+        if wait:
+            raise too_many(
+                "too many failed authentications from this address (FEDGEN_AUTH_FAIL_RATE)", wait
+            )
+
+    def auth_failed(self, client: str) -> None:
+        """Count one failed authentication of this address."""
+        self.auth_fail.hit(client)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -12,11 +14,64 @@ from sqlalchemy.orm import Session, sessionmaker
 from api import errors
 from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
-from api.limits import BodyLimit
+from api.limits import BodyLimit, Limits
+from api.openapi import build_openapi
 from api.queue import Enqueue, Sender
 from api.routes import checkpoints, difference, events, metrics, misc, runs, studies, sweeps
 
 API_PREFIX = "/api/v1"
+
+
+class AllowedMethods:
+    """`Allow` lists every method of the path: OPTIONS answers 204 with it, and so does each 405.
+
+    (Starlette's 405 names only the methods of the first route matching the path.) The
+    methods come from the OpenAPI document, so `Allow` and the document cannot disagree.
+    CORS preflights never get here: CORSMiddleware answers them first.
+    """
+
+    def __init__(self, app: Any, paths: Callable[[], dict[str, Any]]) -> None:
+        self.app = app
+        self._paths = paths
+        self._table: list[tuple[re.Pattern[str], list[str]]] | None = None
+
+    def allowed(self, path: str) -> list[str]:
+        if self._table is None:
+            self._table = [
+                (
+                    re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(t)) + "$"),
+                    sorted({m.upper() for m in ops} | {"OPTIONS"}),
+                )
+                for t, ops in self._paths().items()
+            ]
+        for pattern, methods in self._table:
+            if pattern.match(path):
+                return methods
+        return []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        allow = self.allowed(scope["path"])
+        if scope["method"] == "OPTIONS" and allow:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 204,
+                    "headers": [(b"allow", ", ".join(allow).encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def send_allow(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405 and allow:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                message = {**message, "headers": [*headers, (b"allow", ", ".join(allow).encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_allow)
 
 
 def create_app(
@@ -59,7 +114,9 @@ def create_app(
     app.state.enqueue = enqueue or sender.send
     app.state.broker_check = broker_check or sender.check
     app.state.settings_sse_poll_s = sse_poll_s
+    app.state.limits = Limits(s.submit_rate, s.auth_fail_rate)
     errors.install(app)
+    app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
     app.add_middleware(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
     )
@@ -84,4 +141,5 @@ def create_app(
     app.add_api_route(
         "/ready", misc.ready, methods=["GET"], tags=["health"], include_in_schema=False
     )
+    app.openapi = lambda: build_openapi(app, s)  # type: ignore[method-assign]
     return app

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from fedgen.status import RunStatus
 
@@ -18,6 +18,90 @@ def _as_str(value: Any) -> Any:
 # Ids are UUIDs in the database and strings in the API.
 IdStr = Annotated[str, BeforeValidator(_as_str)]
 OptionalIdStr = Annotated[str | None, BeforeValidator(_as_str)]
+
+
+# -- error bodies (every error the API sends has one of these two shapes) --------------------
+
+
+class ErrorBody(BaseModel):
+    """400, 401, 403, 404, 405, 409, 410, 413, 429, 503: a message."""
+
+    detail: str
+
+
+class FieldError(BaseModel):
+    """One invalid field: where, a message naming the field and the limit, and the error kind."""
+
+    loc: list[str | int] = Field(description='e.g. ["body", "spec", "rounds"]')
+    msg: str
+    type: str = Field(description="pydantic's error type, or value_error for cross-field rules")
+    field: str = Field(description="dotted field name, e.g. spec.rounds")
+
+
+class ValidationErrorBody(BaseModel):
+    """422: one entry per invalid field."""
+
+    detail: list[FieldError]
+
+
+_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}}
+_ERROR_TEXT: dict[int, str] = {
+    400: "The body is not JSON",
+    401: "Missing or invalid bearer token",
+    403: "Only the run's owner or an admin may do this",
+    404: "Not found",
+    409: "Conflict with the resource's state",
+    410: "Gone",
+    413: "Request body over FEDGEN_MAX_BODY_BYTES",
+    422: "Invalid fields (one entry per field)",
+    429: "Rate limit: FEDGEN_SUBMIT_RATE per token, FEDGEN_AUTH_FAIL_RATE per address",
+    503: "The database is unavailable",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route that can answer these error codes (bodies as sent)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for code in codes:
+        entry: dict[str, Any] = {
+            "model": ValidationErrorBody if code == 422 else ErrorBody,
+            "description": _ERROR_TEXT[code],
+        }
+        if code in (429, 503):
+            entry["headers"] = _RETRY_AFTER
+        if code == 401:
+            entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
+        out[code] = entry
+    return out
+
+
+# What any authenticated route may answer; routes add their own (404, 403, 422, 413...).
+AUTHED = (401, 429, 503)
+BODY = (400, 413, 422)
+
+
+def _iso_datetime(value: Any) -> Any:
+    # pydantic reads numbers (and numeric strings) as Unix times; the API takes ISO 8601 only.
+    if isinstance(value, str) and not value.strip().lstrip("+-").replace(".", "", 1).isdigit():
+        return value
+    if isinstance(value, datetime):
+        return value
+    raise ValueError("expected an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z")
+
+
+IsoDatetime = Annotated[datetime, BeforeValidator(_iso_datetime)]
+
+# The spec as requests send it: the input schema of fedgen.spec.ExperimentSpec (every field
+# optional, defaults fill in), put into the OpenAPI components by api.openapi. The handler
+# still validates with fedgen.spec.parse_spec (field errors under `spec.`).
+# (allOf: pydantic resolves a bare $ref it did not generate, and fails.)
+SpecIn = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/ExperimentSpecInput"}]}),
+]
+GridIn = Annotated[
+    dict[str, list[Any]], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SweepGrid"}]})
+]
 
 
 class _FromRow(BaseModel):
@@ -35,34 +119,44 @@ PRIORITY_DOC = (
     "Queue priority of the submitted run(s): high goes before normal before low, each tier "
     "shared round-robin across owners; `high` is for admins only (403 otherwise)."
 )
+CROSS_FIELD = (
+    "Cross-field rules (422 with both fields named): users_per_round <= partition.num_users; "
+    "share='predictor' only with fedavg, feddistill-plus, feddf or fedgen."
+)
 
 
 class RunCreate(_In):
-    """POST /runs: a spec, validated by fedgen.spec.ExperimentSpec, and its queue priority."""
+    """POST /runs: a spec (fedgen.spec.ExperimentSpec; omitted fields take their defaults)."""
 
-    spec: dict[str, Any]
+    spec: SpecIn = Field(description=CROSS_FIELD)
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class RunClone(_In):
     """POST /runs/{id}/clone: a partial nested spec merged over the original."""
 
-    changes: dict[str, Any] = Field(default_factory=dict)
+    changes: SpecIn = Field(
+        default_factory=dict, description="Merged over the run's spec. " + CROSS_FIELD
+    )
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class SpecValidate(_In):
     """POST /spec/validate."""
 
-    spec: dict[str, Any]
+    spec: SpecIn = Field(description=CROSS_FIELD)
 
 
 class SweepCreate(_In):
-    """POST /sweeps: base spec and grid of dotted field -> values."""
+    """POST /sweeps: base spec and grid of dotted field -> values.
+
+    The grid's product is at most 1000 runs, and every expanded spec must satisfy the
+    spec's cross-field rules.
+    """
 
     name: str = Field("sweep", min_length=1, max_length=200, pattern=r"^[^\x00]*$")
-    base: dict[str, Any] = Field(default_factory=dict)
-    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    base: SpecIn = Field(default_factory=dict, description=CROSS_FIELD)
+    grid: GridIn = Field(default_factory=dict)
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
@@ -221,3 +315,28 @@ class UserPublic(_FromRow):
     id: IdStr
     name: str
     is_admin: bool
+
+
+class RunInfoPublic(BaseModel):
+    """GET /runs/{id}/info: what is fixed for the run.
+
+    Until a worker has started the run (`pending` true) the partition part
+    (partition_fingerprint, num_classes, sizes, label_histogram, model_params, fidelity,
+    start_round) is null; a worker fills it in when it computes the split.
+    """
+
+    run_id: str
+    status: RunStatus
+    pending: bool
+    spec_hash: str
+    num_users: int
+    device: str
+    partition_fingerprint: str | None = None
+    num_classes: int | None = None
+    train_sizes: list[int] | None = None
+    test_sizes: list[int] | None = None
+    label_histogram: list[list[int]] | None = None
+    model_params: int | None = None
+    fidelity: dict[str, Any] | None = None
+    start_round: int | None = None
+    versions: dict[str, Any]

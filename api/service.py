@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 
 
 def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec:
-    """parse_spec, turning SpecError into a 422 with field-level messages."""
+    """parse_spec (strict, as the JSON schema says), SpecError as a 422 with field messages."""
     try:
-        return parse_spec(data)
+        return parse_spec(data, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors, prefix) from None
 
@@ -133,7 +133,7 @@ def submit_sweep(
     check_priority(user, priority)
     try:
         sweep_spec = SweepSpec(name=name, base=base, grid=grid)
-        specs = expand(sweep_spec)
+        specs = expand(sweep_spec, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors) from None
     sweep = sweeps_repo.create_sweep(session, name=name, base=base, grid=grid, owner_id=user.id)

@@ -390,12 +390,16 @@ def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
-def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
-    """Validate a mapping into an ExperimentSpec, raising SpecError with field-level messages."""
+def parse_spec(data: Any, source: str = "spec", *, strict: bool = False) -> ExperimentSpec:
+    """Validate a mapping into an ExperimentSpec, raising SpecError with field-level messages.
+
+    `strict`: no coercion between JSON types (no `false` for an integer, no "10" for a
+    number), as the API's JSON schema says; files keep YAML's looser reading.
+    """
     if not isinstance(data, dict):
         raise SpecError([("(root)", f"expected a mapping, got {type(data).__name__}")], source)
     try:
-        return ExperimentSpec.model_validate(data)
+        return ExperimentSpec.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc), source) from None
 

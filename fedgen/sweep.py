@@ -64,8 +64,11 @@ def zipped_fields(key: str) -> list[str]:
     return [f.strip() for f in key.split(",")]
 
 
-def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
-    """Every combination of the grid applied to the base, validated, in a stable order."""
+def expand(sweep: SweepSpec, *, strict: bool = False) -> list[ExperimentSpec]:
+    """Every combination of the grid applied to the base, validated, in a stable order.
+
+    `strict` as in `fedgen.spec.parse_spec` (the API's JSON bodies).
+    """
     keys = list(sweep.grid)
     specs: list[ExperimentSpec] = []
     errors: list[tuple[str, str]] = []
@@ -80,7 +83,7 @@ def expand(sweep: SweepSpec) -> list[ExperimentSpec]:
                     set_dotted(data, f, fv)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         try:
-            specs.append(parse_spec(data))
+            specs.append(parse_spec(data, strict=strict))
         except SpecError as exc:
             errors.extend((f"[{label}] {loc}", msg) for loc, msg in exc.errors)
     if errors:

@@ -14,20 +14,33 @@ from api.deps import (
     parse_uuid,
 )
 from api.repository import checkpoints as ckpt_repo
-from api.schemas import CheckpointPublic, CheckpointsPublic
+from api.schemas import AUTHED, CheckpointPublic, CheckpointsPublic, error_responses
 from api.store import CheckpointStore
 
 router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
 
 
-@router.get("")
+@router.get("", responses=error_responses(*AUTHED, 404))
 def list_checkpoints(run: RunDep, session: SessionDep) -> CheckpointsPublic:
     """All checkpoints of a run."""
     rows = ckpt_repo.list_checkpoints(session, run.id)
     return CheckpointsPublic(data=[CheckpointPublic.model_validate(c) for c in rows])
 
 
-@router.get("/{ckpt_id}/download")
+@router.get(
+    "/{ckpt_id}/download",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "the checkpoint file (torch.save format)",
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+            "headers": {"X-Checkpoint-SHA256": {"schema": {"type": "string"}}},
+        },
+        **error_responses(*AUTHED, 404, 410),
+    },
+)
 def download_checkpoint(
     run: StreamRunDep, ckpt_id: str, session: StreamSessionDep, settings: SettingsDep
 ) -> StreamingResponse:

@@ -21,6 +21,7 @@ from api.deps import CredsDep, RunDep, SessionDep, StreamSessionDep, authenticat
 from api.models import ApiToken, Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from api.schemas import AUTHED, error_responses
 from api.security import (
     STREAM_TOKEN_TTL_S,
     hash_token,
@@ -102,7 +103,29 @@ def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str,
     }
 
 
-@router.get("/runs/{run_id}/events")
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "Server-Sent Events: `round` (id = round) and `status` events",
+            "content": {
+                "text/event-stream": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["event", "data"],
+                        "properties": {
+                            "event": {"type": "string", "enum": ["round", "status"]},
+                            "data": {"type": "string", "description": "JSON"},
+                            "id": {"type": "string", "description": "the round"},
+                        },
+                    }
+                }
+            },
+        },
+        **error_responses(*AUTHED, 404, 422),
+    },
+)
 async def run_events(
     run: Annotated[Run, Depends(load_stream_run)],
     request: Request,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, cast
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, Query, Response
 
 from api import history_cache
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
@@ -14,12 +14,15 @@ from api.errors import FieldErrors
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.schemas import (
+    AUTHED,
     ComparePublic,
     CompareRun,
     MetricsPublic,
+    RunInfoPublic,
     RunStatus,
     UserRow,
     UsersPublic,
+    error_responses,
 )
 
 router = APIRouter(tags=["metrics"])
@@ -27,7 +30,7 @@ MAX_ROUND = 2**31 - 1  # the round columns are 32-bit
 MaxPoints = Annotated[int, Query(ge=0, le=100_000, description="0 = no downsampling")]
 
 
-@router.get("/runs/{run_id}/metrics")
+@router.get("/runs/{run_id}/metrics", responses=error_responses(*AUTHED, 404, 422))
 def run_metrics(
     run: RunDep,
     session: SessionDep,
@@ -53,12 +56,20 @@ def run_metrics(
     )
 
 
-@router.get("/compare", response_model=ComparePublic)
+@router.get("/compare", response_model=ComparePublic, responses=error_responses(*AUTHED, 404, 422))
 def compare(
     session: SessionDep,
     settings: SettingsDep,
     _user: UserDep,
-    run_ids: Annotated[str, Query(min_length=1, max_length=40_000)],
+    run_ids: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=40_000,
+            description="comma-separated run ids, at most FEDGEN_MAX_COMPARE_RUNS (404 for one "
+            "that is not a run id)",
+        ),
+    ],
     max_points: MaxPoints = 0,
 ) -> Response:
     """Many runs' identity and columnar metrics in one request."""
@@ -100,7 +111,7 @@ def compare(
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
 
 
-@router.get("/runs/{run_id}/users")
+@router.get("/runs/{run_id}/users", responses=error_responses(*AUTHED, 404, 422))
 def run_users(
     run: RunDep,
     session: SessionDep,
@@ -115,9 +126,21 @@ def run_users(
     return UsersPublic(data=[UserRow.model_validate(u) for u in rows])
 
 
-@router.get("/runs/{run_id}/info")
-def run_info(run: RunDep) -> dict[str, Any]:
-    """The RunInfo of the run (label histogram, sizes, fidelity, versions); 404 before start."""
+@router.get("/runs/{run_id}/info", responses=error_responses(*AUTHED, 404))
+def run_info(run: RunDep) -> RunInfoPublic:
+    """What is fixed for the run: sizes, label histogram, fidelity, versions.
+
+    Before a worker has started it, `pending` is true and the partition part is null.
+    """
+    spec: dict[str, Any] = run.spec
+    known: dict[str, Any] = {
+        "run_id": str(run.id),
+        "status": run.status,
+        "spec_hash": run.spec_hash,
+        "num_users": int(spec.get("partition", {}).get("num_users", 0)),
+        "device": run.device or str(spec.get("device", "cpu")),
+        "versions": run.versions,
+    }
     if not run.info:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} has not started yet")
-    return run.info
+        return RunInfoPublic(pending=True, **known)
+    return RunInfoPublic.model_validate({**known, **run.info, "pending": False})

@@ -10,10 +10,19 @@ from sqlalchemy import text
 
 from api import analysis, service
 from api.deps import SessionDep, UserDep, parse_uuid
-from api.schemas import SpecValidate, UserPublic
+from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
 from fedgen.spec import ExperimentSpec
 
 router = APIRouter()
+READY = {
+    "type": "object",
+    "required": ["status", "database", "broker"],
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "unavailable"]},
+        "database": {"type": "string", "description": "ok, or the error"},
+        "broker": {"type": "string", "description": "ok, or the error"},
+    },
+}
 
 
 @router.get("/health", tags=["health"])
@@ -22,7 +31,17 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready", tags=["health"])
+@router.get(
+    "/ready",
+    tags=["health"],
+    responses={
+        200: {"description": "ready", "content": {"application/json": {"schema": READY}}},
+        503: {
+            "description": "database or broker unreachable",
+            "content": {"application/json": {"schema": READY}},
+        },
+    },
+)
 def ready(request: Request) -> JSONResponse:
     """The database and the broker are reachable (503 otherwise)."""
     checks: dict[str, str] = {}
@@ -42,14 +61,14 @@ def ready(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=code)
 
 
-@router.post("/spec/validate", tags=["spec"])
+@router.post("/spec/validate", tags=["spec"], responses=error_responses(*AUTHED, *BODY))
 def validate_spec(body: SpecValidate, _user: UserDep) -> dict[str, Any]:
     """Validate a spec; returns its canonical form (every default written out)."""
     spec = service.validate_spec(body.spec)
     return {"ok": True, "spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
 
 
-@router.get("/spec/defaults", tags=["spec"])
+@router.get("/spec/defaults", tags=["spec"], responses=error_responses(*AUTHED))
 def spec_defaults(_user: UserDep) -> dict[str, Any]:
     """The full spec an empty submission (`{"spec": {}}`) gets: every default written out.
 
@@ -59,19 +78,19 @@ def spec_defaults(_user: UserDep) -> dict[str, Any]:
     return {"spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
 
 
-@router.get("/spec/schema", tags=["spec"])
+@router.get("/spec/schema", tags=["spec"], responses=error_responses(*AUTHED))
 def spec_schema(_user: UserDep) -> dict[str, Any]:
     """The JSON schema of ExperimentSpec (the dashboard builds its form from it)."""
     return ExperimentSpec.model_json_schema()
 
 
-@router.get("/me", tags=["users"])
+@router.get("/me", tags=["users"], responses=error_responses(*AUTHED))
 def me(user: UserDep) -> UserPublic:
     """The token's user."""
     return UserPublic.model_validate(user)
 
 
-@router.get("/timing", tags=["metrics"])
+@router.get("/timing", tags=["metrics"], responses=error_responses(*AUTHED, 404, 422))
 def timing(
     session: SessionDep, _user: UserDep, sweep_id: str | None = None, algorithm: str | None = None
 ) -> dict[str, Any]:

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
 from api import service
-from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
+from api.deps import (
+    RunDep,
+    SessionDep,
+    SettingsDep,
+    SubmitUserDep,
+    UserDep,
+    parse_uuid,
+    require_owner,
+)
 from api.errors import FieldErrors
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
-from api.schemas import RunClone, RunCreate, RunPublic, RunsPublic
+from api.schemas import (
+    AUTHED,
+    BODY,
+    IsoDatetime,
+    RunClone,
+    RunCreate,
+    RunPublic,
+    RunsPublic,
+    error_responses,
+)
 from api.store import CheckpointStore
 from fedgen.status import RunStatus
 
@@ -20,9 +36,13 @@ router = APIRouter(prefix="/runs", tags=["runs"])
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED)
+@router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
 def submit_run(
-    body: RunCreate, request: Request, session: SessionDep, user: UserDep, settings: SettingsDep
+    body: RunCreate,
+    request: Request,
+    session: SessionDep,
+    user: SubmitUserDep,
+    settings: SettingsDep,
 ) -> RunPublic:
     """Validate a spec, queue a run for it (at `priority`; high: admins only)."""
     spec = service.validate_spec(body.spec)
@@ -38,7 +58,7 @@ def submit_run(
     return service.runs_public(session, [run], settings)[0]
 
 
-@router.get("")
+@router.get("", responses=error_responses(*AUTHED, 404, 422))
 def list_runs(
     session: SessionDep,
     settings: SettingsDep,
@@ -48,10 +68,10 @@ def list_runs(
     dataset: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
     tag: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
     owner: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
-    sweep_id: str | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    limit: Annotated[int, Query(ge=1)] = 50,
+    sweep_id: Annotated[str | None, Query(description="a sweep id (404 if none)")] = None,
+    created_after: IsoDatetime | None = None,
+    created_before: IsoDatetime | None = None,
+    limit: Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
     """Runs, newest first, filtered and paginated."""
@@ -73,13 +93,17 @@ def list_runs(
     return RunsPublic(data=service.runs_public(session, rows, settings), count=count)
 
 
-@router.get("/{run_id}")
+@router.get("/{run_id}", responses=error_responses(*AUTHED, 404))
 def get_run(run: RunDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
     """One run; a queued one with its queue_position and expected_start."""
     return service.runs_public(session, [run], settings)[0]
 
 
-@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/{run_id}/cancel",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(*AUTHED, 403, 404),
+)
 def cancel_run(run: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
     """Ask a run to stop (queued: at once; running: between rounds)."""
     require_owner(run, user)
@@ -89,7 +113,11 @@ def cancel_run(run: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
     return service.run_public(run)
 
 
-@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{run_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(*AUTHED, 403, 404),
+)
 def delete_run(run: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> Response:
     """Delete a run, its metrics and its checkpoint files (owner or admin)."""
     require_owner(run, user)
@@ -103,13 +131,17 @@ def delete_run(run: RunDep, session: SessionDep, user: UserDep, settings: Settin
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{run_id}/clone", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/{run_id}/clone",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(*AUTHED, *BODY, 404),
+)
 def clone_run(
     run: RunDep,
     body: RunClone,
     request: Request,
     session: SessionDep,
-    user: UserDep,
+    user: SubmitUserDep,
     settings: SettingsDep,
 ) -> RunPublic:
     """A new run from this run's spec with `changes` merged in."""

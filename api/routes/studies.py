@@ -21,12 +21,13 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from api import service
-from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
+from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
 from api.routes.sweeps import _public as sweep_public
+from api.schemas import AUTHED, BODY, error_responses
 from fedgen.spec import SpecError, format_validation_error, parse_spec
 from fedgen.studies import (
     STUDIES,
@@ -88,7 +89,7 @@ def _launched(session: Session, sweep: Sweep, owner: str) -> dict[str, Any]:
     }
 
 
-@router.get("")
+@router.get("", responses=error_responses(*AUTHED))
 def list_studies(_user: UserDep) -> dict[str, Any]:
     """Every study with its defaults, number of runs and estimated CPU time (one core)."""
     data = []
@@ -98,7 +99,7 @@ def list_studies(_user: UserDep) -> dict[str, Any]:
     return {"data": data, "count": len(data)}
 
 
-@router.get("/{name}")
+@router.get("/{name}", responses=error_responses(*AUTHED, 404, 422))
 def get_study_definition(
     name: str,
     session: SessionDep,
@@ -114,12 +115,16 @@ def get_study_definition(
     return {**p.to_dict(), "launched": launched}
 
 
-@router.post("/{name}", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/{name}",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(*AUTHED, *BODY, 404),
+)
 def launch_study(
     name: str,
     request: Request,
     session: SessionDep,
-    user: UserDep,
+    user: SubmitUserDep,
     settings: SettingsDep,
     body: StudyOverrides | None = None,
 ) -> dict[str, Any]:
@@ -148,7 +153,7 @@ def launch_study(
     }
 
 
-@router.get("/{name}/results")
+@router.get("/{name}/results", responses=error_responses(*AUTHED, 404, 422))
 def study_results(
     name: str,
     session: SessionDep,

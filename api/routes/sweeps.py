@@ -10,11 +10,18 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
 from api import analysis, service
-from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
+from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
-from api.schemas import SweepCreate, SweepPublic, SweepsPublic
+from api.schemas import (
+    AUTHED,
+    BODY,
+    SweepCreate,
+    SweepPublic,
+    SweepsPublic,
+    error_responses,
+)
 from fedgen.specdict import group_fields
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
@@ -35,9 +42,13 @@ def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
     )
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED)
+@router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
 def submit_sweep(
-    body: SweepCreate, request: Request, session: SessionDep, user: UserDep, settings: SettingsDep
+    body: SweepCreate,
+    request: Request,
+    session: SessionDep,
+    user: SubmitUserDep,
+    settings: SettingsDep,
 ) -> SweepPublic:
     """Expand a grid into runs (all validated first) and queue them."""
     sweep, _ = service.submit_sweep(
@@ -54,12 +65,12 @@ def submit_sweep(
     return _public(session, sweep, user.name)
 
 
-@router.get("")
+@router.get("", responses=error_responses(*AUTHED, 422))
 def list_sweeps(
     session: SessionDep,
     settings: SettingsDep,
     _user: UserDep,
-    limit: Annotated[int, Query(ge=1)] = 50,
+    limit: Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> SweepsPublic:
     """Sweeps, newest first."""
@@ -78,13 +89,26 @@ def _load(session: Session, sweep_id: str) -> tuple[Sweep, str]:
     return found
 
 
-@router.get("/{sweep_id}")
+@router.get("/{sweep_id}", responses=error_responses(*AUTHED, 404))
 def get_sweep(sweep_id: str, session: SessionDep, _user: UserDep) -> SweepPublic:
     """One sweep with its run ids and status counts."""
     return _public(session, *_load(session, sweep_id))
 
 
-@router.get("/{sweep_id}/summary", response_model=None)
+@router.get(
+    "/{sweep_id}/summary",
+    response_model=None,
+    responses={
+        200: {
+            "description": "JSON (format=json) or CSV (format=csv), one row per group",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/csv": {"schema": {"type": "string"}},
+            },
+        },
+        **error_responses(*AUTHED, 404, 422),
+    },
+)
 def sweep_summary(
     sweep_id: str,
     session: SessionDep,

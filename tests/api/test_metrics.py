@@ -82,7 +82,12 @@ def test_users_info_checkpoints_and_sse(
     """After a (fake) run: per-user rows, RunInfo, checkpoint download with sha256, SSE in order."""
     # Prepare
     run = create_run(session, _alice(session), rounds=3)
-    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).status_code == 404
+    # Before a worker starts it: what is known, the partition part pending (null).
+    before = client.get(f"{API}/runs/{run.id}/info", headers=auth)
+    assert before.status_code == 200
+    assert before.json()["pending"] is True
+    assert before.json()["label_histogram"] is None
+    assert before.json()["run_id"] == str(run.id)
     execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
     # Execute / Assert
     users = client.get(f"{API}/runs/{run.id}/users?round_from=1&round_to=2", headers=auth).json()[
@@ -93,6 +98,7 @@ def test_users_info_checkpoints_and_sse(
         client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["label_histogram"]
         == [[5, 5]] * 3
     )
+    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["pending"] is False
     ckpts = client.get(f"{API}/runs/{run.id}/checkpoints", headers=auth).json()["data"]
     assert [c["round"] for c in ckpts] == [0, 1, 2, 3]
     dl = client.get(f"{API}/runs/{run.id}/checkpoints/{ckpts[-1]['id']}/download", headers=auth)

@@ -1,0 +1,78 @@
+"""The API keeps its OpenAPI contract: Schemathesis, every check, against a live server.
+
+The same run as `make contract` (scripts/contract.py: `fedgen-lab api` on a scratch
+Postgres schema, a token from `fedgen-lab users create`), with fewer cases.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from api.db import make_engine
+from scripts import contract
+from tests.needs import needs
+
+
+def _postgres_up() -> bool:
+    eng = make_engine(contract.PG_BASE, pool_size=1)
+    try:
+        with eng.connect() as c:
+            c.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+    finally:
+        eng.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_schemathesis_finds_no_failure(capsys: pytest.CaptureFixture[str]) -> None:
+    needs(_postgres_up(), f"PostgreSQL at {contract.PG_BASE}")
+    rc = contract.main(
+        ["--max-examples", "4", "--min-cases", "100", "--", "--phases", "examples,fuzzing"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out[-6000:]
+
+
+API = "/api/v1"
+
+
+def test_allow_lists_every_method_of_the_path(client, auth) -> None:
+    r = client.options(f"{API}/runs/00000000-0000-0000-0000-000000000000")
+    assert r.status_code == 204
+    assert set(r.headers["allow"].split(", ")) == {"GET", "DELETE", "OPTIONS"}
+    r = client.put(f"{API}/runs", headers=auth)
+    assert r.status_code == 405
+    assert set(r.headers["allow"].split(", ")) == {"GET", "POST", "OPTIONS"}
+
+
+def test_422_body_matches_its_schema_and_datetimes_are_iso_only(client, auth) -> None:
+    r = client.get(f"{API}/runs", params={"created_before": "0.5"}, headers=auth)
+    assert r.status_code == 422
+    (err,) = r.json()["detail"]
+    assert set(err) == {"loc", "msg", "type", "field"}
+    assert err["field"] == "created_before"
+    ok = client.get(f"{API}/runs", params={"created_before": "2030-01-01T00:00:00Z"}, headers=auth)
+    assert ok.status_code == 200
+    cross = client.post(f"{API}/runs", json={"spec": {"users_per_round": 30}}, headers=auth)
+    assert cross.status_code == 422
+    assert cross.json()["detail"][0]["type"] == "value_error"
+
+
+def test_openapi_documents_spec_limits_and_media_types(client) -> None:
+    doc = client.get(f"{API}/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert "rounds" in schemas["ExperimentSpecInput"]["properties"]
+    assert not schemas["ExperimentSpecInput"].get("required")  # partial specs are accepted
+    assert "partition.alpha" in schemas["SweepGrid"]["properties"]
+    runs = doc["paths"][f"{API}/runs"]
+    (limit,) = [p for p in runs["get"]["parameters"] if p["name"] == "limit"]
+    assert limit["schema"]["maximum"] == client.app.state.settings.max_page_size
+    assert {"401", "422", "429", "503", "413"} <= set(runs["post"]["responses"])
+    events = doc["paths"][f"{API}/runs/{{run_id}}/events"]["get"]["responses"]["200"]
+    assert "text/event-stream" in events["content"]
+    summary = doc["paths"][f"{API}/sweeps/{{sweep_id}}/summary"]["get"]["responses"]["200"]
+    assert "text/csv" in summary["content"]
