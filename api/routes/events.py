@@ -59,6 +59,7 @@ def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID
 
 def load_stream_run(
     run_id: str,
+    request: Request,
     session: StreamSessionDep,
     creds: CredsDep,
     token: Annotated[
@@ -75,7 +76,7 @@ def load_stream_run(
     if token is not None and creds is None:
         _check_stream_token(session, token, rid)
     else:
-        authenticate(session, creds)
+        authenticate(request, session, creds)
     run = runs_repo.get_run(session, rid)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
