@@ -212,9 +212,18 @@ class LabClient:
         params = {"since_round": since_round, "max_points": max_points}
         return self._json("GET", f"/runs/{run_id}/metrics", params=params)
 
-    def compare(self, run_ids: list[str], max_points: int | None = None) -> dict[str, Any]:
-        """GET /compare: several runs with (downsampled) curves."""
-        params = {"run_ids": ",".join(run_ids), "max_points": max_points}
+    def compare(
+        self,
+        run_ids: list[str],
+        max_points: int | None = None,
+        metrics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """GET /compare: several runs with (downsampled) curves; only `metrics` when given."""
+        params = {
+            "run_ids": ",".join(run_ids),
+            "max_points": max_points,
+            "metrics": ",".join(metrics) if metrics else None,
+        }
         return self._json("GET", "/compare", params=params)
 
     def users(
