@@ -29,6 +29,7 @@ GROUP_MODES = {
     "none": "No grouping (one line per run)",
 }
 X_AXES = ["round", "wall-clock"]
+COMPACT = 12  # more chosen runs than this: a summary line instead of the run chips
 TIME_METRIC = "time_total_ms"  # the wall-clock axis and seconds-to-target come from it
 
 st.title("Compare")
@@ -56,8 +57,17 @@ else:
     picked_elsewhere = [i for i in st.session_state.get("compare_ids", []) if i in by_id]
     started = [i for i, r in by_id.items() if (r.get("current_round") or 0) > 0][:10]
     names_all = compare_view.run_names(runs)
-    ui.list_from_url("cmp_runs", "runs", picked_elsewhere or started, list(by_id))
-    chosen = st.multiselect("Runs", list(by_id), key="cmp_runs", format_func=lambda i: names_all[i])
+    chosen = ui.list_from_url("cmp_selection", "runs", picked_elsewhere or started, list(by_id))
+    # A long selection (a shared link) stays a one-line summary until asked for: 50 chips
+    # cost the browser more than the chart does.
+    if len(chosen) <= COMPACT or st.toggle(f"Edit the {len(chosen)} chosen runs", key="cmp_edit"):
+        st.session_state.setdefault("cmp_runs", chosen)
+        chosen = st.multiselect(
+            "Runs", list(by_id), key="cmp_runs", format_func=lambda i: names_all[i]
+        )
+        st.session_state["cmp_selection"] = chosen
+    else:
+        st.caption(f"{len(chosen)} runs: " + "; ".join(names_all[i] for i in chosen[:3]) + " …")
 if not chosen:
     st.info("Pick runs above (or select them on the **Runs** page).")
     st.stop()
@@ -97,11 +107,16 @@ else:
     names = groups
     styles = compare_view.trace_styles(chosen_runs, names, by)
 options = list(dict.fromkeys(names[i] for i in chosen))
-ui.list_from_url("cmp_show", "show", options, options, sep="|")
-st.session_state["cmp_show"] = [g for g in st.session_state["cmp_show"] if g in options] or options
-shown: list[str] = st.multiselect(
-    "Show" + (" runs" if mode == "none" else " groups"), options, key="cmp_show"
-)
+what = "runs" if mode == "none" else "groups"
+ui.list_from_url("cmp_shown", "show", options, options, sep="|")
+shown: list[str] = [g for g in st.session_state["cmp_shown"] if g in options] or options
+if st.toggle(f"Filter {what}", key="cmp_filter", value=len(shown) < len(options)):
+    st.session_state.setdefault("cmp_show", shown)
+    st.session_state["cmp_show"] = [g for g in st.session_state["cmp_show"] if g in options]
+    shown = st.multiselect(f"Show {what}", options, key="cmp_show")
+else:
+    shown = options
+st.session_state["cmp_shown"] = shown
 ui.from_url("cmp_target", "target", 0.8, float)
 st.session_state["cmp_target"] = min(max(float(st.session_state["cmp_target"]), 0.0), 1.0)
 
