@@ -1,7 +1,8 @@
 """Pure chart builders: DataFrame in, plotly Figure out (no Streamlit, no network).
 
 `uirevision` is set on every figure so that Streamlit re-renders (live polling) keep
-the user's zoom and legend selection.
+the user's zoom and legend selection. Legends sit outside the plot area, at the right
+(never over the curves or the title, however many entries).
 """
 
 from __future__ import annotations
@@ -10,6 +11,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
+
+# Above this many points in one figure, line traces are WebGL (Scattergl) instead of SVG.
+GL_POINTS = 20_000
+# Legend at the right of the plot area, entries top-down (plotly scrolls a long legend).
+LEGEND_RIGHT = {
+    "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
+    "font": {"size": 11}, "tracegroupgap": 2,
+}  # fmt: skip
 
 PALETTE = qualitative.Plotly
 PHASES = {
@@ -22,12 +31,12 @@ GEN_METRICS = ("gen_teacher_loss", "gen_diversity_loss", "gen_ensemble_acc")
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, revision: str) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "y": 0.98, "yanchor": "top"},
+        title={"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top"},
         xaxis_title=x,
         yaxis_title=y,
         uirevision=revision,
-        margin={"l": 50, "r": 20, "t": 80, "b": 40},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        legend=LEGEND_RIGHT,
         height=400,
     )
     if x == "round":
@@ -61,18 +70,46 @@ def metric_lines(
     return _layout(fig, title, "round", y_title, revision)
 
 
+def _line_class(points: int) -> type[go.Scatter] | type[go.Scattergl]:
+    return go.Scattergl if points > GL_POINTS else go.Scatter
+
+
+def _x_title(x: str) -> str:
+    return "wall-clock (s)" if x == "wall_s" else "round"
+
+
+def _compare_layout(
+    fig: go.Figure, title: str, x: str, y_title: str, revision: str, log_y: bool, entries: int
+) -> go.Figure:
+    _layout(fig, title, _x_title(x), y_title, revision)
+    # Taller with many legend entries, so the legend needs less scrolling (capped).
+    fig.update_layout(height=int(min(max(450, 18 * entries + 80), 800)))
+    if log_y:
+        fig.update_yaxes(type="log")
+    return fig
+
+
 def band_chart(
     agg: pd.DataFrame,
     title: str,
     y_title: str = "test accuracy",
     x: str = "round",
     revision: str = "compare",
+    styles: dict[str, dict[str, str]] | None = None,
+    log_y: bool = False,
 ) -> go.Figure:
-    """Mean line and mean ± std band per group (`group, round|wall_s, mean, std, n`)."""
+    """Mean line and mean ± std band per group (`group, round|wall_s, mean, std, n`).
+
+    `styles`: group -> {"color", "dash"} (default: the palette in order, solid lines).
+    """
     fig = go.Figure()
-    for i, (group, gdf) in enumerate(agg.groupby("group", sort=False)):
+    styles = styles or {}
+    line_cls = _line_class(len(agg))
+    groups = list(agg.groupby("group", sort=False))
+    for i, (group, gdf) in enumerate(groups):
         gdf = gdf.sort_values(x)
-        color = PALETTE[i % len(PALETTE)]
+        style = styles.get(str(group), {})
+        color = style.get("color", PALETTE[i % len(PALETTE)])
         n = int(gdf["n"].max()) if "n" in gdf else 1
         if n > 1:
             xs = np.concatenate([gdf[x].to_numpy(), gdf[x].to_numpy()[::-1]])
@@ -83,7 +120,7 @@ def band_chart(
                     x=xs,
                     y=np.concatenate([upper, lower]),
                     fill="toself",
-                    fillcolor=_rgba(color, 0.2),
+                    fillcolor=_rgba(color, 0.15),
                     line={"width": 0},
                     hoverinfo="skip",
                     showlegend=False,
@@ -91,17 +128,16 @@ def band_chart(
                 )
             )
         fig.add_trace(
-            go.Scatter(
-                x=gdf[x],
-                y=gdf["mean"],
+            line_cls(
+                x=gdf[x].to_numpy(),
+                y=gdf["mean"].to_numpy(),
                 mode="lines",
                 name=f"{group} (n={n})",
-                line={"color": color},
+                line={"color": color, "dash": style.get("dash", "solid"), "width": 2},
                 legendgroup=str(group),
             )
         )
-    x_title = "wall-clock (s)" if x == "wall_s" else "round"
-    return _layout(fig, title, x_title, y_title, revision)
+    return _compare_layout(fig, title, x, y_title, revision, log_y, len(groups))
 
 
 def run_lines(
@@ -110,22 +146,36 @@ def run_lines(
     title: str,
     x: str = "round",
     revision: str = "compare",
+    styles: dict[str, dict[str, str]] | None = None,
+    log_y: bool = False,
+    y_title: str = "test accuracy",
 ) -> go.Figure:
-    """One line per run (`run_id, round, value, wall_s`), named by `labels`."""
+    """One line per run (`run_id, round, value, wall_s`), named by `labels` (run id -> name).
+
+    `styles`: name -> {"color", "dash"}; runs of one style share a legend group.
+    """
     fig = go.Figure()
-    for i, (run_id, rdf) in enumerate(long.groupby("run_id", sort=False)):
+    styles = styles or {}
+    line_cls = _line_class(len(long))
+    runs = list(long.groupby("run_id", sort=False))
+    for i, (run_id, rdf) in enumerate(runs):
         rdf = rdf.sort_values("round")
+        name = labels.get(str(run_id), str(run_id))
+        style = styles.get(name, {})
         fig.add_trace(
-            go.Scatter(
-                x=rdf[x],
-                y=rdf["value"],
+            line_cls(
+                x=rdf[x].to_numpy(),
+                y=rdf["value"].to_numpy(),
                 mode="lines",
-                name=f"{labels.get(str(run_id), str(run_id))} [{str(run_id)[:8]}]",
-                line={"color": PALETTE[i % len(PALETTE)]},
+                name=name,
+                line={
+                    "color": style.get("color", PALETTE[i % len(PALETTE)]),
+                    "dash": style.get("dash", "solid"),
+                    "width": 1.5,
+                },
             )
         )
-    x_title = "wall-clock (s)" if x == "wall_s" else "round"
-    return _layout(fig, title, x_title, "test accuracy", revision)
+    return _compare_layout(fig, title, x, y_title, revision, log_y, len(runs))
 
 
 def user_spread(band: pd.DataFrame, revision: str = "live") -> go.Figure:

@@ -269,9 +269,18 @@ class LabClient:
             ) from exc
         return out
 
-    def compare(self, run_ids: list[str], max_points: int | None = None) -> dict[str, Any]:
-        """GET /compare: several runs with (downsampled) curves."""
-        params = {"run_ids": ",".join(run_ids), "max_points": max_points}
+    def compare(
+        self,
+        run_ids: list[str],
+        max_points: int | None = None,
+        metrics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """GET /compare: several runs with (downsampled) curves; only `metrics` when given."""
+        params = {
+            "run_ids": ",".join(run_ids),
+            "max_points": max_points,
+            "metrics": ",".join(metrics) if metrics else None,
+        }
         return self._json("GET", "/compare", params=params)
 
     def users(

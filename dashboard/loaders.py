@@ -32,10 +32,16 @@ def sweeps(url: str, token: str) -> list[dict[str, Any]]:
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def compare(url: str, token: str, run_ids: tuple[str, ...], max_points: int) -> dict[str, Any]:
-    """GET /compare for a fixed, ordered set of runs."""
+def compare(
+    url: str,
+    token: str,
+    run_ids: tuple[str, ...],
+    max_points: int,
+    metrics: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """GET /compare for a fixed, ordered set of runs (only `metrics` when given)."""
     with LabClient(url, token) as c:
-        return c.compare(list(run_ids), max_points=max_points)
+        return c.compare(list(run_ids), max_points=max_points, metrics=list(metrics or ()))
 
 
 @st.cache_data(ttl=5, show_spinner=False)

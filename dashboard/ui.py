@@ -1,4 +1,8 @@
-"""Shared Streamlit helpers: the connection settings, the client, and error display."""
+"""Shared Streamlit helpers: the connection settings, the client, error display, URL state.
+
+URL state: a page seeds its widgets from the query string once (`from_url`) and writes
+its current view back (`to_url`), so the address bar is always a link to this view.
+"""
 
 from __future__ import annotations
 
@@ -69,9 +73,63 @@ def try_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
 
 
 def run_label(run: dict[str, Any]) -> str:
-    """A short human label of a run for select boxes."""
+    """A human label of a run for select boxes: spec label and status, the short id last."""
     spec = specdict.run_label(run.get("spec") or {})
-    return f"{str(run.get('id'))[:8]} · {spec} · {run.get('status')}"
+    return f"{spec} · {run.get('status')} · {str(run.get('id'))[:8]}"
+
+
+def from_url(
+    key: str,
+    param: str,
+    default: Any,
+    cast: Callable[[str], Any] = str,
+    choices: list[Any] | None = None,
+) -> Any:
+    """Seed the widget `key` from `?param=` the first time the page runs in this session.
+
+    A value that does not parse with `cast` or is not among `choices` falls back to
+    `default` (a stale or hand-edited link never breaks the page). Returns the state value.
+    """
+    if key not in st.session_state:
+        value = default
+        raw = st.query_params.get(param)
+        if raw is not None:
+            try:
+                parsed = cast(raw)
+            except (TypeError, ValueError):
+                parsed = default
+            if choices is None or parsed in choices:
+                value = parsed
+        st.session_state[key] = value
+    return st.session_state[key]
+
+
+def list_from_url(
+    key: str, param: str, default: list[Any], choices: list[Any], sep: str = ","
+) -> list[Any]:
+    """Like `from_url` for a multiselect: `?param=a,b` (unknown values dropped)."""
+    if key not in st.session_state:
+        raw = st.query_params.get(param)
+        picked = [v for v in (raw or "").split(sep) if v in choices] if raw else []
+        st.session_state[key] = picked or list(default)
+    return list(st.session_state[key])
+
+
+def to_url(params: dict[str, Any]) -> None:
+    """Make the query string exactly `params` (None, "" and [] are left out; lists join with ,)."""
+    out: dict[str, str] = {}
+    for name, value in params.items():
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            value = "1" if value else "0"
+        elif isinstance(value, float):
+            value = specdict.format_value(value)
+        out[name] = str(value)
+    if dict(st.query_params) != out:
+        st.query_params.from_dict(out)
 
 
 def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -98,4 +156,5 @@ def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, A
         format_func=lambda i: run_label(by_id[i]),
     )  # fmt: skip
     st.session_state["live_run_id"] = run_id
+    st.query_params["run"] = run_id  # the address bar links to this run's view
     return run_id, by_id

@@ -27,6 +27,7 @@ from api.schemas import (
 
 router = APIRouter(tags=["metrics"])
 MAX_ROUND = 2**31 - 1  # the round columns are 32-bit
+MAX_COMPARE_METRICS = 100  # distinct names in `metrics=` of GET /compare
 MaxPoints = Annotated[int, Query(ge=0, le=100_000, description="0 = no downsampling")]
 
 
@@ -56,6 +57,20 @@ def run_metrics(
     )
 
 
+def _metric_names(metrics: str | None) -> set[str] | None:
+    """`metrics=a,b` -> {"a", "b"}; None (absent) = every metric; empty names are an error."""
+    if metrics is None:
+        return None
+    names = {m.strip() for m in metrics.split(",") if m.strip()}
+    if not names:
+        raise FieldErrors([("metrics", "name at least one metric, e.g. metrics=test_acc")])
+    if len(names) > MAX_COMPARE_METRICS:
+        raise FieldErrors(
+            [("metrics", f"{len(names)} metrics exceeds the limit {MAX_COMPARE_METRICS}")]
+        )
+    return names
+
+
 @router.get("/compare", response_model=ComparePublic, responses=error_responses(*AUTHED, 404, 422))
 def compare(
     session: SessionDep,
@@ -71,9 +86,21 @@ def compare(
         ),
     ],
     max_points: MaxPoints = 0,
+    metrics: Annotated[
+        str | None,
+        Query(
+            max_length=4_000,
+            description="comma-separated metric names to send (default: every metric)",
+        ),
+    ] = None,
 ) -> Response:
-    """Many runs' identity and columnar metrics in one request."""
+    """Many runs' identity and columnar metrics in one request.
+
+    `metrics=test_acc,time_total_ms` sends only those series (a chart of one metric
+    then gets a fraction of the payload); a name no run has is simply absent.
+    """
     ids = [parse_uuid(x.strip()) for x in run_ids.split(",") if x.strip()]
+    wanted = _metric_names(metrics)
     if len(ids) > settings.max_compare_runs:
         raise FieldErrors(
             [("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")]
@@ -82,7 +109,10 @@ def compare(
     history = history_cache.histories(session, [(r.id, r.current_round) for r in found])
     out: list[CompareRun] = []
     for run in found:
-        r, last, lo, hi, ds = downsample(*history[run.id], max_points)
+        rounds, cols = history[run.id]
+        if wanted is not None:
+            cols = {k: v for k, v in cols.items() if k in wanted}
+        r, last, lo, hi, ds = downsample(rounds, cols, max_points)
         spec: dict[str, Any] = run.spec
         out.append(
             CompareRun(

@@ -1,4 +1,7 @@
-"""Inspect: a run's partition (per-user label histogram) and FedGen generator checkpoints (PCA)."""
+"""Inspect: a run's partition (per-user label histogram) and FedGen generator checkpoints (PCA).
+
+The view lives in the URL: `?run=<id>&rounds=1,50,100&per_class=50&seed=0`.
+"""
 
 from __future__ import annotations
 
@@ -55,10 +58,19 @@ if generator_api() is None:
     st.stop()
 rounds = gens["round"].tolist()
 default = sorted({rounds[0], rounds[len(rounds) // 2], rounds[-1]})
-picked = st.multiselect("Rounds", rounds, default=default, key="inspect_rounds", max_selections=4)
+url_rounds = [int(r) for r in st.query_params.get("rounds", "").split(",") if r.isdigit()]
+if "inspect_rounds" not in st.session_state:
+    st.session_state["inspect_rounds"] = [r for r in url_rounds if r in rounds][:4] or default
+picked = st.multiselect("Rounds", rounds, key="inspect_rounds", max_selections=4)
 c1, c2 = st.columns(2)
-per_class = c1.slider("Samples per class", 10, 200, 50, key="inspect_per_class")
-seed = int(c2.number_input("Sampling seed", 0, 10_000, 0, key="inspect_seed"))
+ui.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
+per_class = c1.slider("Samples per class", 10, 200, key="inspect_per_class")
+ui.from_url("inspect_seed", "seed", 0, int, choices=list(range(10_001)))
+seed = int(c2.number_input("Sampling seed", 0, 10_000, key="inspect_seed"))
+st.query_params.update(
+    {"run": run_id, "rounds": ",".join(str(r) for r in picked), "per_class": str(per_class),
+     "seed": str(seed)}
+)  # fmt: skip
 if picked:
     ids_by_round = dict(zip(gens["round"], gens["id"], strict=True))
     blobs = {

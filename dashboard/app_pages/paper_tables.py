@@ -29,17 +29,21 @@ if not sweeps:
         "the paper's published numbers are shown below for reference."
     )
 names = {str(s["id"]): f"{s['name']} · {s['count']} runs" for s in sweeps}
+ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
 sweep_id = (
     st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
     if names
     else None
 )
+ui.from_url("tables_stat", "statistic", "top5", choices=["top5", "final"])
 statistic = st.radio(
     "Statistic", ["top5", "final"], horizontal=True, key="tables_stat",
     help="top5: mean ± std of each seed's 5 best rounds, pooled (the official code's number). "
     "final: the last round the protocol evaluates (round R-1 under the official before_training "
     "timing, which never evaluates the last aggregation; the summary's final_round).",
 )  # fmt: skip
+
+ui.to_url({"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None})
 
 st.header("Table 1: accuracy (%)")
 if sweep_id:

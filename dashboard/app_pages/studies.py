@@ -24,7 +24,8 @@ name: str = st.selectbox(
     "Study", names, index=names.index(wanted) if wanted in by_name else 0, key="study_name",
     format_func=lambda n: f"{n} · {by_name[n]['title']}",
 )  # fmt: skip
-st.query_params["study"] = name
+if wanted != name:  # another study: the old one's dataset and sweep do not apply
+    st.query_params.from_dict({"study": name})
 info = by_name[name]
 st.markdown(info["reproduces"])
 st.caption(f"Statistic: {info['statistic_text']}. Study version {info['version']}.")
@@ -36,9 +37,10 @@ if info["notes"]:
 # -- launch ----------------------------------------------------------------------------
 c1, c2, c3 = st.columns(3)
 datasets = list(info["datasets"])
+ui.from_url(f"study_dataset_{name}", "dataset", info["paper_dataset"], choices=datasets)
 dataset: str = c1.selectbox(
-    "Dataset", datasets, index=datasets.index(info["paper_dataset"]),
-    key=f"study_dataset_{name}", help="The paper's dataset is the default; others have no paper numbers.",
+    "Dataset", datasets, key=f"study_dataset_{name}",
+    help="The paper's dataset is the default; others have no paper numbers.",
 )  # fmt: skip
 seeds = int(c2.number_input("Seeds", 1, 10, info["defaults"]["seeds"], key=f"study_seeds_{name}"))
 rounds = int(
@@ -78,11 +80,12 @@ if not sweeps:
 
 labels = {s["sweep_id"]: f"{s['name']} · {s['created_at'][:16]}" for s in sweeps}
 ids = list(labels)
-chosen = st.session_state.get(f"study_sweep_{name}")
+chosen = st.session_state.get(f"study_sweep_{name}") or st.query_params.get("sweep")
 sweep_id: str = st.selectbox(
     "Launched sweep", ids, index=ids.index(chosen) if chosen in labels else 0,
     key=f"study_sweep_pick_{name}", format_func=lambda i: labels[i],
 )  # fmt: skip
+st.query_params.update({"study": name, "dataset": dataset, "sweep": sweep_id})
 sweep = next(s for s in sweeps if s["sweep_id"] == sweep_id)
 fraction, text = study_view.progress(sweep["status_counts"], sweep["count"])
 st.progress(fraction, text=text)

@@ -76,6 +76,30 @@ def test_compare_many_runs(client: TestClient, auth: dict, session: Session) -> 
     assert body["runs"][0]["algorithm"] == "fedavg"
 
 
+def test_compare_sends_only_the_metrics_asked_for(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """metrics=a,b keeps those series (downsampled ones too); absent = all; empty = 422."""
+    # Prepare
+    run = create_run(session, _alice(session), rounds=9)
+    extra = {"lr": 0.01, "train_loss": 0.5, "time_total_ms": 10.0}
+    seed_rounds(session, run, [r / 10 for r in range(10)], extra=lambda r: extra)
+    url = f"{API}/compare?run_ids={run.id}"
+    # Execute
+    every = client.get(url, headers=auth).json()["runs"][0]
+    two = client.get(f"{url}&metrics=test_acc,time_total_ms,nope", headers=auth).json()["runs"][0]
+    ds = client.get(f"{url}&metrics=train_loss&max_points=3", headers=auth).json()["runs"][0]
+    empty = client.get(f"{url}&metrics=,", headers=auth)
+    # Assert
+    assert {"test_acc", "lr", "train_loss", "time_total_ms"} <= set(every["metrics"])
+    assert set(two["metrics"]) == {"test_acc", "time_total_ms"}
+    assert two["metrics"]["test_acc"] == [r / 10 for r in range(10)]
+    assert ds["downsampled"]
+    assert set(ds["metrics"]) == set(ds["min"]) == set(ds["max"]) == {"train_loss"}
+    assert empty.status_code == 422
+    assert "metrics" in empty.text
+
+
 def test_users_info_checkpoints_and_sse(
     client: TestClient, auth: dict, session: Session, factory: sessionmaker, settings: Settings
 ) -> None:

@@ -30,7 +30,6 @@ def main(out: Path = ROOT / "docs" / "img" / "compare.png") -> int:
         with httpx.Client(base_url=stack.api_url + "/api/v1", headers=headers, timeout=30) as c:
             sweep = c.post("/sweeps", json={"name": "synthetic-demo", "base": BASE, "grid": GRID})
             sweep.raise_for_status()
-            ids = sweep.json()["run_ids"]
             deadline = time.monotonic() + 600
             while time.monotonic() < deadline:
                 runs = c.get("/runs", params={"sweep_id": sweep.json()["id"]}).json()["data"]
@@ -38,7 +37,7 @@ def main(out: Path = ROOT / "docs" / "img" / "compare.png") -> int:
                     break
                 time.sleep(1)
         with browser_page(Path(tmp) / "profile", 1500, 1150) as page:
-            page.goto(f"{stack.dashboard_url}/compare?runs={','.join(ids)}")  # type: ignore[attr-defined]
+            page.goto(f"{stack.dashboard_url}/compare?sweep={sweep.json()['id']}")  # type: ignore[attr-defined]
             page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)  # type: ignore[attr-defined]
             page.wait_for_timeout(2000)  # type: ignore[attr-defined]
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -159,10 +159,56 @@ def test_compare_page_wall_clock_and_no_grouping(app_path: str, lab_env: dict[st
     # Execute
     at.radio(key="cmp_x").set_value("wall-clock")
     at.slider(key="cmp_smooth").set_value(0.5)
-    at.radio(key="cmp_group_mode").set_value("No grouping (one line per run)").run()
+    at.radio(key="cmp_group_mode").set_value("none").run()
     # Assert
     assert not at.exception
-    assert len(at.dataframe[0].value) == 4
+    ttt = at.dataframe[0].value
+    assert len(ttt) == 4
+    assert all("seed=" in g and "-" not in g for g in ttt["group"])  # names, not UUIDs
+    assert len(at.get("download_button")) == 1  # CSV in the ungrouped mode too
+    assert at.query_params["group"] == "none"
+    assert at.query_params["x"] == "wall-clock"
+
+
+def _compare_chart(at: AppTest) -> dict[str, Any]:
+    import json
+
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def test_compare_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A link with sweep, metric, grouping, filter and log axis opens exactly that view."""
+    # Execute
+    at = _open_with_url(
+        app_path, "app_pages/compare.py",
+        {"sweep": lab_env["sweep_id"], "metric": "test_loss", "group": "none", "log": "1",
+         "show": "algorithm=fedgen, seed=0|algorithm=fedgen, seed=1", "points": "100"},
+    )  # fmt: skip
+    # Assert
+    assert not at.exception
+    assert at.selectbox(key="cmp_sweep").value == lab_env["sweep_id"]
+    assert at.selectbox(key="cmp_metric").value == "test_loss"
+    assert at.radio(key="cmp_group_mode").value == "none"
+    assert at.toggle(key="cmp_log").value is True
+    assert at.number_input(key="cmp_points").value == 100
+    fig = _compare_chart(at)
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    names = sorted(t["name"] for t in fig["data"])
+    assert names == ["algorithm=fedgen, seed=0", "algorithm=fedgen, seed=1"]
+    assert len(at.get("download_button")) == 1
+
+
+def test_compare_page_writes_its_view_to_the_url(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Choosing a sweep and a metric puts them (and only non-defaults) in the query string."""
+    # Prepare
+    at = open_page(app_path, "app_pages/compare.py")
+    # Execute
+    at.selectbox(key="cmp_sweep").set_value(lab_env["sweep_id"]).run()
+    at.selectbox(key="cmp_metric").set_value("train_loss").run()
+    # Assert
+    assert not at.exception
+    assert dict(at.query_params) == {"sweep": lab_env["sweep_id"], "metric": "train_loss"}
+    assert len(at.get("download_button")) == 1  # grouped CSV
 
 
 def test_paper_tables_page(app_path: str, lab_env: dict[str, Any]) -> None:
@@ -187,6 +233,48 @@ def test_inspect_page(app_path: str, lab_env: dict[str, Any]) -> None:
     assert at.multiselect(key="inspect_rounds").value == [1, 4, 6]
     assert len(at.get("plotly_chart")) == 2
     assert "fp-0.1" in texts(at)
+
+
+def _open_with_url(app_path: str, page: str, params: dict[str, str]) -> AppTest:
+    """Open `page` the way a shared link does: with these query parameters."""
+    at = AppTest.from_file(app_path, default_timeout=30)
+    at.run()
+    at.switch_page(page)
+    at.query_params.update(params)
+    at.run()
+    return at
+
+
+def test_inspect_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
+    """?run=&rounds=&per_class=&seed= opens that run's generator view, and the URL keeps it."""
+    # Execute
+    run_id = lab_env["run_ids"][2]
+    at = _open_with_url(
+        app_path, "app_pages/inspect.py",
+        {"run": run_id, "rounds": "1,6", "per_class": "20", "seed": "3"},
+    )  # fmt: skip
+    # Assert
+    assert not at.exception
+    assert at.selectbox(key="inspect_run").value == run_id
+    assert at.multiselect(key="inspect_rounds").value == [1, 6]
+    assert at.slider(key="inspect_per_class").value == 20
+    assert at.number_input(key="inspect_seed").value == 3
+    assert at.query_params["rounds"] == "1,6"
+    assert at.query_params["run"] == run_id
+
+
+def test_sweep_tables_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
+    """?sweep=&statistic=final opens that sweep's tables with the final-round statistic."""
+    # Execute
+    at = _open_with_url(
+        app_path, "app_pages/paper_tables.py",
+        {"sweep": lab_env["sweep_id"], "statistic": "final"},
+    )  # fmt: skip
+    # Assert
+    assert not at.exception
+    assert at.selectbox(key="tables_sweep").value == lab_env["sweep_id"]
+    assert at.radio(key="tables_stat").value == "final"
+    assert at.query_params["statistic"] == "final"
 
 
 def test_inspect_page_before_start(app_path: str, lab_env: dict[str, Any]) -> None:
