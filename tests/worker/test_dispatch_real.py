@@ -274,3 +274,28 @@ def test_two_owners_one_slot_lab_mate_starts_before_the_third(
     assert start[b1.id] < start[a[2].id]
     ends = sorted((_row(pg_factory, i).started_at, _row(pg_factory, i).finished_at) for i in ids)
     assert all(e0 <= s1 for (_, e0), (s1, _) in zip(ends, ends[1:], strict=False)), "one at a time"
+
+
+def test_worker_killed_mid_run_the_next_workers_dispatcher_resumes_it(
+    lab: dict[str, Any], redis_own: OwnRedis, pg_factory: sessionmaker[Session]
+) -> None:
+    """kill -9 mid-run; a new worker's dispatch loop re-sends the run once its lease expired."""
+    redis_own.start()
+    with pg_factory() as session:
+        user, _ = create_user(session)
+        run = create_run(
+            session, user, queue=lab["queue"], rounds=12, local_steps=2, checkpoint_every=2
+        )
+    w1 = lab["start_worker"]()
+    _wait(lambda: _row(pg_factory, run.id).current_round >= 1, 120)
+    os.killpg(w1.pid, signal.SIGKILL)
+    w1.wait(10)
+    assert _row(pg_factory, run.id).status == "running", "the run finished before the kill"
+    lab["start_worker"]()
+    _wait(
+        lambda: _row(pg_factory, run.id).status == "succeeded",
+        180,
+        lambda: (_row(pg_factory, run.id).status, _row(pg_factory, run.id).current_round),
+    )
+    row = _row(pg_factory, run.id)
+    assert (row.attempt, row.current_round) == (2, 12)
