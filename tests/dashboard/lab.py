@@ -59,7 +59,10 @@ class Lab:
 
 def start_lab(home: Path, *, enqueue: Any = None, user: str = "alice") -> Lab:
     """Start the real API on a free loopback port with a fresh SQLite database under `home`."""
-    settings = Settings(home=home, database_url=f"sqlite:///{home / 'lab.db'}")
+    # The page tests try bad tokens on purpose, all from 127.0.0.1: a generous failure limit.
+    settings = Settings(
+        home=home, database_url=f"sqlite:///{home / 'lab.db'}", auth_fail_rate="10000/minute"
+    )
     app = create_app(
         settings, enqueue=enqueue or (lambda _run_id, _device: None), broker_check=lambda: None
     )

@@ -15,7 +15,7 @@ import httpx
 
 from api.config import Settings
 from api.db import make_engine, make_sessionmaker
-from tests.dashboard.lab import scripted_runner
+from tests.fakes import FakeRunner
 from tests.dashboard.stack import ROOT, browser_page, lab_stack
 from worker.execution import execute_run
 
@@ -40,7 +40,7 @@ def main(out_dir: Path = ROOT / "test-artifacts") -> int:
                 # table1: leave a quarter of the runs queued so the page shows progress.
                 done = ids if name == "table3" else ids[: len(ids) * 3 // 4]
                 for run_id in done:
-                    execute_run(run_id, factory, runner=scripted_runner, settings=settings)
+                    execute_run(run_id, factory, runner=FakeRunner(), settings=settings)
         engine.dispose()
         with browser_page(Path(tmp) / "profile", 1500, 1400) as page:
             for name in [*LAUNCH, "table4"]:

@@ -44,6 +44,7 @@ def test_untouched_form_submits_the_rest_and_cli_defaults(
     with lab.client() as c:
         stored = c.get(f"/runs/{run_id}").json()["spec"]
         rest = c.get("/spec/defaults").json()["spec"]
+        c.delete(f"/runs/{run_id}")  # the session's lab keeps its seeded run counts
     cli = _cli_defaults(tmp_path)
     form, api, cmd = flatten(stored), flatten(rest), flatten(cli)
     assert sorted(form) == sorted(api) == sorted(cmd)

@@ -8,8 +8,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.lab import Lab, scripted_runner, start_lab
+from tests.dashboard.lab import Lab, start_lab
 from tests.dashboard.test_pages import open_page, texts
+from tests.fakes import FakeRunner
 from worker.execution import execute_run
 
 PAGE = "app_pages/studies.py"
@@ -47,7 +48,7 @@ def table3_sweep(study_lab: Lab) -> str:
         ).raise_for_status().json()  # fmt: skip
     for run_id in body["sweep"]["run_ids"]:
         status = execute_run(
-            run_id, lab.app.state.sessionmaker, runner=scripted_runner, settings=lab.settings,
+            run_id, lab.app.state.sessionmaker, runner=FakeRunner(), settings=lab.settings,
             worker_name="test-worker",
         )  # fmt: skip
         assert status == "succeeded", status
