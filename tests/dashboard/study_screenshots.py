@@ -15,8 +15,8 @@ import httpx
 
 from api.config import Settings
 from api.db import make_engine, make_sessionmaker
-from tests.fakes import FakeRunner
 from tests.dashboard.stack import ROOT, browser_page, lab_stack
+from tests.fakes import FakeRunner
 from worker.execution import execute_run
 
 LAUNCH = {
