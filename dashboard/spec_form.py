@@ -113,7 +113,8 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
     if kind is None:
         return None
     name = path.split(".")[-1]
-    label = LABELS.get(path, str(prop.get("title") or name.replace("_", " ").capitalize()))
+    # "users_per_round" -> "Users per round" (the schema's titles are Title Case)
+    label = LABELS.get(path, name.replace("_", " ").capitalize())
     return FormField(
         path=path,
         label=label,
