@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,8 +11,6 @@ import pytest
 from dashboard.client import LabClient
 from tests.dashboard.lab import Lab
 from tests.dashboard.test_pages import open_page, texts
-
-START = datetime.now(UTC) + timedelta(minutes=7)
 
 
 def _pick(at: Any, rows: list[int]) -> None:
@@ -28,12 +27,13 @@ def _row_of(at: Any, run_id: str) -> int:
 def queue_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     """The API's queue fields on queued runs (as the scheduler reports them)."""
     real = LabClient.list_runs
+    start = datetime.now(UTC) + timedelta(minutes=30)
 
     def with_queue(self: LabClient, **filters: Any) -> dict[str, Any]:
         body = real(self, **filters)
         for run in body.get("data") or []:
             if run["status"] == "queued":
-                run.update(queue_position=2, expected_start=START.isoformat())
+                run.update(queue_position=2, expected_start=start.isoformat())
         return body
 
     monkeypatch.setattr(LabClient, "list_runs", with_queue)
@@ -56,9 +56,7 @@ def test_runs_page_counts_and_queue_fields(
     df = at.dataframe[0].value
     queued = df[df["id"] == lab_env["queued_id"]].iloc[0]
     assert queued["queue"] == "#2"
-    assert queued["expected start"].startswith("in 7 min") or queued["expected start"].startswith(
-        "in 6 min"
-    )
+    assert re.fullmatch(r"in (29|30) min \(\d\d:\d\d\)", queued["expected start"])
     done = df[df["status"] == "succeeded"]
     assert set(done["queue"]) == {"—"}
     assert set(done["expected start"]) == {"—"}
