@@ -6,6 +6,8 @@ the user's zoom and legend selection.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -35,6 +37,15 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, revision: str) -> go.Fig
         if xs and max(xs) <= 15:
             fig.update_xaxes(dtick=1)
     return fig
+
+
+def _line(x: Any, y: Any, name: str, color: str, **extra: Any) -> go.Scatter:
+    """A line trace in `color`; `extra` are further go.Scatter arguments."""
+    return go.Scatter(x=x, y=y, mode="lines", name=name, line={"color": color}, **extra)
+
+
+def _x_title(x: str) -> str:
+    return "wall-clock (s)" if x == "wall_s" else "round"
 
 
 def _rgba(color: str, alpha: float) -> str:
@@ -90,18 +101,8 @@ def band_chart(
                     legendgroup=str(group),
                 )
             )
-        fig.add_trace(
-            go.Scatter(
-                x=gdf[x],
-                y=gdf["mean"],
-                mode="lines",
-                name=f"{group} (n={n})",
-                line={"color": color},
-                legendgroup=str(group),
-            )
-        )
-    x_title = "wall-clock (s)" if x == "wall_s" else "round"
-    return _layout(fig, title, x_title, y_title, revision)
+        fig.add_trace(_line(gdf[x], gdf["mean"], f"{group} (n={n})", color, legendgroup=str(group)))
+    return _layout(fig, title, _x_title(x), y_title, revision)
 
 
 def run_lines(
@@ -115,17 +116,9 @@ def run_lines(
     fig = go.Figure()
     for i, (run_id, rdf) in enumerate(long.groupby("run_id", sort=False)):
         rdf = rdf.sort_values("round")
-        fig.add_trace(
-            go.Scatter(
-                x=rdf[x],
-                y=rdf["value"],
-                mode="lines",
-                name=f"{labels.get(str(run_id), str(run_id))} [{str(run_id)[:8]}]",
-                line={"color": PALETTE[i % len(PALETTE)]},
-            )
-        )
-    x_title = "wall-clock (s)" if x == "wall_s" else "round"
-    return _layout(fig, title, x_title, "test accuracy", revision)
+        name = f"{labels.get(str(run_id), str(run_id))} [{str(run_id)[:8]}]"
+        fig.add_trace(_line(rdf[x], rdf["value"], name, PALETTE[i % len(PALETTE)]))
+    return _layout(fig, title, _x_title(x), "test accuracy", revision)
 
 
 def user_spread(band: pd.DataFrame, revision: str = "live") -> go.Figure:

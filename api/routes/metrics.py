@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from api import history_cache
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
-from api.downsample import downsample, to_columns
+from api.downsample import Columns, downsample, to_columns
 from api.errors import FieldErrors
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
@@ -41,16 +41,8 @@ def run_metrics(
         rounds, cols = to_columns(
             metrics_repo.round_history(session, [run.id], since_round)[run.id]
         )
-    r, last, lo, hi, ds = downsample(rounds, cols, max_points)
-    return MetricsPublic(
-        run_id=str(run.id),
-        status=run.status,
-        rounds=r,
-        metrics=last,
-        min=lo,
-        max=hi,
-        downsampled=ds,
-    )
+    status_ = cast(RunStatus, run.status)
+    return MetricsPublic(run_id=str(run.id), status=status_, **_curves(rounds, cols, max_points))
 
 
 @router.get("/compare", response_model=ComparePublic)
@@ -71,7 +63,6 @@ def compare(
     history = history_cache.histories(session, [(r.id, r.current_round) for r in found])
     out: list[CompareRun] = []
     for run in found:
-        r, last, lo, hi, ds = downsample(*history[run.id], max_points)
         spec: dict[str, Any] = run.spec
         out.append(
             CompareRun(
@@ -89,15 +80,17 @@ def compare(
                 rounds_total=run.rounds,
                 last_acc=run.last_acc,
                 best_acc=run.best_acc,
-                rounds=r,
-                metrics=last,
-                min=lo,
-                max=hi,
-                downsampled=ds,
+                **_curves(*history[run.id], max_points),
             )
         )
     # Written by orjson straight from the dataclasses (see api.schemas.CompareRun).
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
+
+
+def _curves(rounds: list[int], cols: Columns, max_points: int) -> dict[str, Any]:
+    """`downsample`'s result as the keyword arguments of `api.schemas.Curves`."""
+    r, last, lo, hi, ds = downsample(rounds, cols, max_points)
+    return {"rounds": r, "metrics": last, "min": lo, "max": hi, "downsampled": ds}
 
 
 @router.get("/runs/{run_id}/users")
