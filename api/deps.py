@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from api.config import Settings
 from api.db import session_scope
+from api.errors import FieldErrors
 from api.limits import Limits
 from api.models import Run, User
 from api.repository import runs as runs_repo
@@ -79,6 +80,14 @@ def submitting_user(request: Request, user: UserDep) -> User:
 
 
 SubmitUserDep = Annotated[User, Depends(submitting_user)]
+
+
+def check_page_size(limit: int, settings: Settings) -> None:
+    """422 on the `limit` field when a page would be larger than `max_page_size`."""
+    if limit > settings.max_page_size:
+        raise FieldErrors(
+            [("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")]
+        )
 
 
 def parse_uuid(value: str, what: str = "run") -> uuid.UUID:

@@ -204,11 +204,17 @@ class RunsPublic(BaseModel):
     count: int
 
 
-class MetricsPublic(BaseModel):
-    """Columnar per-round metrics, downsampled to at most max_points buckets per series."""
+# A run's curves in a response: /compare answers 100 runs x 200 rounds x 15 series in one body.
+# Their types are plain dataclasses, not models: the handlers' constructor calls are type-checked,
+# nothing is validated again at run time, and orjson writes dataclasses natively, about twice as
+# fast as pydantic's serializer. FastAPI still documents them in the OpenAPI schema.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Curves:
+    """Columnar per-round metrics, downsampled to at most max_points buckets per series.
 
-    run_id: str
-    status: RunStatus
+    The fields every response with a run's curves carries (`MetricsPublic`, `CompareRun`).
+    """
+
     rounds: list[int]
     metrics: dict[str, list[float | None]]
     min: dict[str, list[float | None]] | None
@@ -216,12 +222,16 @@ class MetricsPublic(BaseModel):
     downsampled: bool
 
 
-# /compare answers 100 runs x 200 rounds x 15 series in one body. Its two types are plain
-# dataclasses, not models: the handler's constructor calls are type-checked, nothing is validated
-# again at run time, and orjson writes dataclasses natively, about twice as fast as pydantic's
-# serializer. FastAPI still documents them in the OpenAPI schema (response_model).
-@dataclass(frozen=True, slots=True)
-class CompareRun:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsPublic(Curves):
+    """GET /runs/{id}/metrics: a run's curves."""
+
+    run_id: str
+    status: RunStatus
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareRun(Curves):
     """One run of GET /compare: identity fields plus its columnar metrics."""
 
     id: str
@@ -238,11 +248,6 @@ class CompareRun:
     rounds_total: int
     last_acc: float | None
     best_acc: float | None
-    rounds: list[int]
-    metrics: dict[str, list[float | None]]
-    min: dict[str, list[float | None]] | None
-    max: dict[str, list[float | None]] | None
-    downsampled: bool
 
 
 @dataclass(frozen=True, slots=True)

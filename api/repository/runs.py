@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, case, delete, func, or_, select, update
+from sqlalchemy import Select, Update, and_, case, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
@@ -153,29 +153,20 @@ def claim(
 ) -> bool:
     """Take the lease of a queued run, or of a running one whose lease expired (rule 16)."""
     now = utcnow()
-    stmt = (
-        update(Run)
-        .where(
-            Run.id == run_id,
-            Run.cancel_requested.is_(False),
-            or_(Run.status == "queued", and_(Run.status == "running", Run.lease_expires_at < now)),
-        )
-        .values(
-            status="running",
-            attempt=Run.attempt + 1,
-            worker=worker,
-            device=device,
-            lease_token=token,
-            lease_expires_at=now + timedelta(seconds=lease_s),
-            heartbeat_at=now,
-            started_at=func.coalesce(Run.started_at, now),
-            error=None,
-            # Claimed: no longer on its way; the next send (after a lease expiry) starts afresh.
-            dispatched_at=None,
-            dispatch_count=0,
-            next_dispatch_at=None,
-        )
-        .execution_options(synchronize_session=False)
+    stmt = _update_unheld(run_id, now, cancel_requested=False).values(
+        status="running",
+        attempt=Run.attempt + 1,
+        worker=worker,
+        device=device,
+        lease_token=token,
+        lease_expires_at=now + timedelta(seconds=lease_s),
+        heartbeat_at=now,
+        started_at=func.coalesce(Run.started_at, now),
+        error=None,
+        # Claimed: no longer on its way; the next send (after a lease expiry) starts afresh.
+        dispatched_at=None,
+        dispatch_count=0,
+        next_dispatch_at=None,
     )
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
@@ -183,17 +174,23 @@ def claim(
 def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     """Mark cancelled a cancel-requested run that no live worker holds."""
     now = utcnow()
-    stmt = (
+    stmt = _update_unheld(run_id, now, cancel_requested=True).values(
+        status="cancelled", finished_at=now, lease_token=None
+    )
+    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+
+
+def _update_unheld(run_id: uuid.UUID, now: datetime, *, cancel_requested: bool) -> Update:
+    """An UPDATE of the run if no live worker holds it: queued, or running on an expired lease."""
+    return (
         update(Run)
         .where(
             Run.id == run_id,
-            Run.cancel_requested.is_(True),
+            Run.cancel_requested.is_(cancel_requested),
             or_(Run.status == "queued", and_(Run.status == "running", Run.lease_expires_at < now)),
         )
-        .values(status="cancelled", finished_at=now, lease_token=None)
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
 
 def heartbeat(session: Session, run_id: uuid.UUID, token: str, lease_s: float) -> bool:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 
 from api import history_cache
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
-from api.downsample import downsample, to_columns
+from api.downsample import Columns, downsample, to_columns
 from api.errors import FieldErrors
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
@@ -45,16 +45,8 @@ def run_metrics(
         rounds, cols = to_columns(
             metrics_repo.round_history(session, [run.id], since_round)[run.id]
         )
-    r, last, lo, hi, ds = downsample(rounds, cols, max_points)
-    return MetricsPublic(
-        run_id=str(run.id),
-        status=run.status,
-        rounds=r,
-        metrics=last,
-        min=lo,
-        max=hi,
-        downsampled=ds,
-    )
+    status_ = cast(RunStatus, run.status)
+    return MetricsPublic(run_id=str(run.id), status=status_, **_curves(rounds, cols, max_points))
 
 
 def _metric_names(metrics: str | None) -> set[str] | None:
@@ -112,7 +104,6 @@ def compare(
         rounds, cols = history[run.id]
         if wanted is not None:
             cols = {k: v for k, v in cols.items() if k in wanted}
-        r, last, lo, hi, ds = downsample(rounds, cols, max_points)
         spec: dict[str, Any] = run.spec
         out.append(
             CompareRun(
@@ -130,15 +121,17 @@ def compare(
                 rounds_total=run.rounds,
                 last_acc=run.last_acc,
                 best_acc=run.best_acc,
-                rounds=r,
-                metrics=last,
-                min=lo,
-                max=hi,
-                downsampled=ds,
+                **_curves(rounds, cols, max_points),
             )
         )
     # Written by orjson straight from the dataclasses (see api.schemas.CompareRun).
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
+
+
+def _curves(rounds: list[int], cols: Columns, max_points: int) -> dict[str, Any]:
+    """`downsample`'s result as the keyword arguments of `api.schemas.Curves`."""
+    r, last, lo, hi, ds = downsample(rounds, cols, max_points)
+    return {"rounds": r, "metrics": last, "min": lo, "max": hi, "downsampled": ds}
 
 
 @router.get("/runs/{run_id}/users", responses=error_responses(*AUTHED, 404, 422))

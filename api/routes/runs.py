@@ -13,10 +13,10 @@ from api.deps import (
     SettingsDep,
     SubmitUserDep,
     UserDep,
+    check_page_size,
     parse_uuid,
     require_owner,
 )
-from api.errors import FieldErrors
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.schemas import (
@@ -75,10 +75,7 @@ def list_runs(
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
     """Runs, newest first, filtered and paginated."""
-    if limit > settings.max_page_size:
-        raise FieldErrors(
-            [("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")]
-        )
+    check_page_size(limit, settings)
     filters = runs_repo.RunFilters(
         status=status_,
         algorithm=algorithm,

@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
 from api import analysis, service
-from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, parse_uuid
+from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, check_page_size, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
@@ -74,10 +74,7 @@ def list_sweeps(
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> SweepsPublic:
     """Sweeps, newest first."""
-    if limit > settings.max_page_size:
-        raise FieldErrors(
-            [("limit", f"{limit} exceeds the page size limit {settings.max_page_size}")]
-        )
+    check_page_size(limit, settings)
     rows, count = sweeps_repo.list_sweeps(session, limit, offset)
     return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
 

@@ -26,11 +26,11 @@ draws.
 from __future__ import annotations
 
 import random
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
-__all__ = ["OFFICIAL_SEED", "Variant", "official_train_split"]
+__all__ = ["OFFICIAL_SEED", "SplitArgs", "Variant", "official_train_split"]
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -41,6 +41,39 @@ OFFICIAL_SEED = 42
 #: synthetic set); ``emnist``: ``data/EMnist/generate_niid_dirichlet.py``, whose per-class cap
 #: is not wrapped in ``int()`` (§2.2).
 Variant = Literal["mnist", "emnist"]
+
+
+class SplitArgs(TypedDict):
+    """The parameters of a per-class Dirichlet split, whichever draws make it.
+
+    Declared once for `official_train_split` and both Dirichlet splits of
+    `fedgen.data.partition`, which take them as keywords (`**args: Unpack[SplitArgs]`).
+
+    Attributes
+    ----------
+    num_users
+        Number of users U.
+    num_classes
+        Number of classes; labels must lie in ``[0, num_classes)``.
+    alpha
+        Dirichlet concentration (p ~ Dir(alpha * 1_U) per class).
+    sampling_ratio
+        Fraction of each class used; the per-user cap is ``ratio * n_train / U``.
+    min_samples
+        The whole split is re-drawn until every user holds at least this many samples.
+    seed
+        Seeds the draws' generator(s).
+    max_redraws
+        Number of draws before giving up.
+    """
+
+    num_users: int
+    num_classes: int
+    alpha: float
+    sampling_ratio: float
+    min_samples: int
+    seed: int
+    max_redraws: int
 
 
 class OfficialSplitError(ValueError):
@@ -105,16 +138,7 @@ def _one_attempt(
 
 
 def official_train_split(
-    train_y: IntArray,
-    *,
-    num_users: int,
-    num_classes: int,
-    alpha: float,
-    sampling_ratio: float,
-    min_samples: int,
-    seed: int,
-    max_redraws: int,
-    variant: Variant,
+    train_y: IntArray, *, variant: Variant, **args: Unpack[SplitArgs]
 ) -> tuple[list[IntArray], int]:
     """The official script's per-user training indices (into the file) and the attempts used.
 
@@ -126,17 +150,25 @@ def official_train_split(
     OfficialSplitError
         If the EMNIST variant's un-int-wrapped cap would make the script itself fail.
     """
-    py_rng = random.Random(seed)
-    np_rng = np.random.RandomState(seed)
+    num_users, num_classes = args["num_users"], args["num_classes"]
+    py_rng = random.Random(args["seed"])
+    np_rng = np.random.RandomState(args["seed"])
     by_class = [np.flatnonzero(train_y == c).astype(np.int64) for c in range(num_classes)]
     class_order = list(range(num_classes))
     py_rng.shuffle(class_order)
-    max_per_user = sampling_ratio * train_y.size / num_users
+    max_per_user = args["sampling_ratio"] * train_y.size / num_users
     train_idx: list[IntArray] = []
-    for attempt in range(1, max_redraws + 1):
+    for attempt in range(1, args["max_redraws"] + 1):
         train_idx = _one_attempt(
-            by_class, class_order, num_users, alpha, sampling_ratio, max_per_user, variant, np_rng
+            by_class,
+            class_order,
+            num_users,
+            args["alpha"],
+            args["sampling_ratio"],
+            max_per_user,
+            variant,
+            np_rng,
         )
-        if min(i.size for i in train_idx) >= min_samples:
+        if min(i.size for i in train_idx) >= args["min_samples"]:
             return train_idx, attempt
-    return train_idx, max_redraws
+    return train_idx, args["max_redraws"]

@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import numpy as np
 
-from fedgen.data.official_draws import OfficialSplitError, Variant, official_train_split
+from fedgen.data.official_draws import (
+    OfficialSplitError,
+    SplitArgs,
+    Variant,
+    official_train_split,
+)
 
 if TYPE_CHECKING:
     from fedgen.data.datasets import DatasetTensors
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Partition",
     "PartitionError",
+    "SplitArgs",
     "build_partition",
     "dirichlet_partition",
     "group_partition",
@@ -186,16 +192,7 @@ def per_user_test_split(
 
 
 def dirichlet_partition(
-    train_y: np.ndarray[Any, Any],
-    test_y: np.ndarray[Any, Any],
-    *,
-    num_users: int,
-    num_classes: int,
-    alpha: float,
-    sampling_ratio: float,
-    min_samples: int,
-    seed: int,
-    max_redraws: int,
+    train_y: np.ndarray[Any, Any], test_y: np.ndarray[Any, Any], **args: Unpack[SplitArgs]
 ) -> Partition:
     """Split the training set with the official per-class Dirichlet procedure.
 
@@ -203,20 +200,9 @@ def dirichlet_partition(
     ----------
     train_y, test_y
         Integer labels of the training and test sets.
-    num_users
-        Number of users U.
-    num_classes
-        Number of classes; labels must lie in ``[0, num_classes)``.
-    alpha
-        Dirichlet concentration (p ~ Dir(alpha * 1_U) per class).
-    sampling_ratio
-        Fraction of each class used; the per-user cap is ``ratio * n_train / U``.
-    min_samples
-        The whole split is re-drawn until every user holds at least this many samples.
-    seed
-        Seeds the single numpy Generator used for every draw.
-    max_redraws
-        Number of draws before giving up.
+    **args
+        The split's parameters, `SplitArgs` (keyword-only, all required); `seed` seeds the
+        single numpy Generator used for every draw.
 
     Returns
     -------
@@ -228,52 +214,47 @@ def dirichlet_partition(
     PartitionError
         If the parameters are invalid or no draw satisfies `min_samples`.
     """
-    ty = np.asarray(train_y, dtype=np.int64).reshape(-1)
-    vy = np.asarray(test_y, dtype=np.int64).reshape(-1)
-    _check_args(ty, vy, num_users, num_classes, alpha, sampling_ratio, max_redraws)
+    ty, vy = _checked_labels(train_y, test_y, args)
+    num_users, num_classes = args["num_users"], args["num_classes"]
     classes = np.unique(ty)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(args["seed"])
     smallest = 0
-    for _ in range(max_redraws):
-        train_idx = _draw_train_split(ty, classes, num_users, alpha, sampling_ratio, rng)
+    for _ in range(args["max_redraws"]):
+        train_idx = _draw_train_split(
+            ty, classes, num_users, args["alpha"], args["sampling_ratio"], rng
+        )
         smallest = min(i.size for i in train_idx)
-        if smallest >= min_samples:
+        if smallest >= args["min_samples"]:
             test_idx = per_user_test_split(ty, vy, train_idx, num_classes)
             return Partition(train_idx, test_idx, num_classes)
-    raise _no_split(alpha, num_users, sampling_ratio, min_samples, max_redraws, smallest)
+    raise _no_split(args, smallest)
 
 
-def _check_args(
-    ty: IntArray,
-    vy: IntArray,
-    num_users: int,
-    num_classes: int,
-    alpha: float,
-    sampling_ratio: float,
-    max_redraws: int,
-) -> None:
-    if num_users < 1 or max_redraws < 1 or not alpha > 0 or not 0 < sampling_ratio <= 1:
+def _checked_labels(
+    train_y: np.ndarray[Any, Any], test_y: np.ndarray[Any, Any], args: SplitArgs
+) -> tuple[IntArray, IntArray]:
+    """Both label arrays as flat int64, once the parameters and the labels are checked."""
+    ty = np.asarray(train_y, dtype=np.int64).reshape(-1)
+    vy = np.asarray(test_y, dtype=np.int64).reshape(-1)
+    num_users, alpha, ratio = args["num_users"], args["alpha"], args["sampling_ratio"]
+    max_redraws, num_classes = args["max_redraws"], args["num_classes"]
+    if num_users < 1 or max_redraws < 1 or not alpha > 0 or not 0 < ratio <= 1:
         raise PartitionError(
             f"invalid split parameters: num_users={num_users}, alpha={alpha}, "
-            f"sampling_ratio={sampling_ratio}, max_redraws={max_redraws}"
+            f"sampling_ratio={ratio}, max_redraws={max_redraws}"
         )
     for name, y in (("train", ty), ("test", vy)):
         if y.size and (y.min() < 0 or y.max() >= num_classes):
             raise PartitionError(f"{name} labels outside [0, {num_classes})")
+    return ty, vy
 
 
-def _no_split(
-    alpha: float,
-    num_users: int,
-    sampling_ratio: float,
-    min_samples: int,
-    max_redraws: int,
-    smallest: int,
-) -> PartitionError:
+def _no_split(args: SplitArgs, smallest: int) -> PartitionError:
     return PartitionError(
-        f"no Dirichlet split with alpha={alpha}, num_users={num_users}, "
-        f"sampling_ratio={sampling_ratio} gave every user min_samples={min_samples} "
-        f"after max_redraws={max_redraws} draws (last draw's smallest user: {smallest}); "
+        f"no Dirichlet split with alpha={args['alpha']}, num_users={args['num_users']}, "
+        f"sampling_ratio={args['sampling_ratio']} gave every user "
+        f"min_samples={args['min_samples']} after max_redraws={args['max_redraws']} draws "
+        f"(last draw's smallest user: {smallest}); "
         "raise alpha or max_redraws, or lower num_users or min_samples"
     )
 
@@ -282,14 +263,8 @@ def official_partition(
     train_y: np.ndarray[Any, Any],
     test_y: np.ndarray[Any, Any],
     *,
-    num_users: int,
-    num_classes: int,
-    alpha: float,
-    sampling_ratio: float,
-    min_samples: int,
-    seed: int,
-    max_redraws: int,
     variant: Variant = "mnist",
+    **args: Unpack[SplitArgs],
 ) -> Partition:
     """The official script's split, draw for draw (`fedgen.data.official_draws`).
 
@@ -303,28 +278,16 @@ def official_partition(
         If the parameters are invalid, no draw satisfies `min_samples`, or the official
         EMNIST script itself could not split with them.
     """
-    ty = np.asarray(train_y, dtype=np.int64).reshape(-1)
-    vy = np.asarray(test_y, dtype=np.int64).reshape(-1)
-    _check_args(ty, vy, num_users, num_classes, alpha, sampling_ratio, max_redraws)
+    ty, vy = _checked_labels(train_y, test_y, args)
     try:
-        train_idx, _ = official_train_split(
-            ty,
-            num_users=num_users,
-            num_classes=num_classes,
-            alpha=alpha,
-            sampling_ratio=sampling_ratio,
-            min_samples=min_samples,
-            seed=seed,
-            max_redraws=max_redraws,
-            variant=variant,
-        )
+        train_idx, _ = official_train_split(ty, variant=variant, **args)
     except OfficialSplitError as exc:
         raise PartitionError(str(exc)) from None
     smallest = min(i.size for i in train_idx)
-    if smallest < min_samples:
-        raise _no_split(alpha, num_users, sampling_ratio, min_samples, max_redraws, smallest)
-    test_idx = per_user_test_split(ty, vy, train_idx, num_classes)
-    return Partition(train_idx, test_idx, num_classes)
+    if smallest < args["min_samples"]:
+        raise _no_split(args, smallest)
+    test_idx = per_user_test_split(ty, vy, train_idx, args["num_classes"])
+    return Partition(train_idx, test_idx, args["num_classes"])
 
 
 def group_partition(
@@ -375,7 +338,7 @@ def build_partition(
         )
     # `draws` is a knob field (fedgen.knobs), added to PartitionSpec when the class is built.
     draws = getattr(p, "draws", None) or default_draws
-    args: dict[str, Any] = {
+    args: SplitArgs = {
         "num_users": p.num_users,
         "num_classes": ds.num_classes,
         "alpha": p.alpha,
