@@ -278,7 +278,8 @@ Statistic = Literal["final", "top5"]
 class DifferenceError(ValueError):
     """Input the difference cannot be computed from: (field, message) pairs."""
 
-    def __init__(self, errors: list[tuple[str, str]]) -> None:
+    def __init__(self, errors: list[tuple[str, str]], *, unknown: bool = False) -> None:
+        self.unknown = unknown  # some id names no run (404), else too few finished runs (409)
         self.errors = errors
         super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
 
@@ -359,7 +360,8 @@ def difference(
     va, ra, vary_a, err_a = _side(session, "a", a, statistic)
     vb, rb, vary_b, err_b = _side(session, "b", b, statistic)
     if err_a or err_b:
-        raise DifferenceError(err_a + err_b)
+        errors = err_a + err_b
+        raise DifferenceError(errors, unknown=any("unknown run ids" in m for _, m in errors))
     warnings = [
         f"runs of side {s} differ in {', '.join(v)}: not one setting"
         for s, v in (("a", vary_a), ("b", vary_b))

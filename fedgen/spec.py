@@ -390,6 +390,17 @@ def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
+def _integral_floats_as_ints(value: Any) -> Any:
+    """`3.0` -> `3` throughout a JSON value (a float field still takes an int)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
+
+
 def parse_spec(data: Any, source: str = "spec", *, strict: bool = False) -> ExperimentSpec:
     """Validate a mapping into an ExperimentSpec, raising SpecError with field-level messages.
 
@@ -398,6 +409,8 @@ def parse_spec(data: Any, source: str = "spec", *, strict: bool = False) -> Expe
     """
     if not isinstance(data, dict):
         raise SpecError([("(root)", f"expected a mapping, got {type(data).__name__}")], source)
+    if strict:  # JSON Schema counts 3.0 as an integer; pydantic's strict mode does not
+        data = _integral_floats_as_ints(data)
     try:
         return ExperimentSpec.model_validate(data, strict=strict)
     except ValidationError as exc:

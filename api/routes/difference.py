@@ -5,14 +5,23 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query, status
 
 from api import analysis
 from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
+from api.schemas import AUTHED, error_responses
 
 router = APIRouter(tags=["metrics"])
-Ids = Annotated[str, Query(min_length=1, max_length=40_000, description="comma-separated run ids")]
+Ids = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=40_000,
+        pattern=r"^\s*[0-9a-fA-F-]{32,36}\s*(,\s*[0-9a-fA-F-]{32,36}\s*)*,?\s*$",
+        description="comma-separated run ids (UUIDs)",
+    ),
+]
 
 
 def _ids(name: str, text: str) -> list[uuid.UUID]:
@@ -30,7 +39,7 @@ def _ids(name: str, text: str) -> list[uuid.UUID]:
     return out
 
 
-@router.get("/difference")
+@router.get("/difference", responses=error_responses(*AUTHED, 404, 409, 422))
 def difference(
     session: SessionDep,
     _user: UserDep,
@@ -41,10 +50,12 @@ def difference(
     """Group a − group b: means, diff, 95 % CI (Welch–Satterthwaite), Welch's p, n_a, n_b.
 
     Each run contributes one value (its final or top-5 accuracy under its fidelity
-    profile); only succeeded runs count. 422 for unknown ids or fewer than 2 finished
-    runs on a side; runs of one side that differ in a setting give a `warnings` entry.
+    profile); only succeeded runs count. 404 for an id that names no run, 409 for fewer
+    than 2 finished runs on a side (the message names the side); runs of one side that
+    differ in a setting give a `warnings` entry.
     """
     try:
         return analysis.difference(session, _ids("a", a), _ids("b", b), statistic)
     except analysis.DifferenceError as exc:
-        raise FieldErrors(exc.errors) from None
+        code = status.HTTP_404_NOT_FOUND if exc.unknown else status.HTTP_409_CONFLICT
+        raise HTTPException(code, str(exc)) from None

@@ -83,7 +83,7 @@ def load_stream_run(
     return run
 
 
-@router.post("/runs/{run_id}/stream-token")
+@router.post("/runs/{run_id}/stream-token", responses=error_responses(*AUTHED, 404, 422))
 def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str, Any]:
     """A token for `GET /runs/{id}/events?token=...`, valid for this run only, for 10 minutes.
 

@@ -237,7 +237,7 @@ def test_difference_matches_welch_by_hand(client: TestClient, auth: dict, sessio
     assert t5["values_a"] == pytest.approx(want)
 
 
-def test_difference_clear_422s(client: TestClient, auth: dict, session: Session) -> None:
+def test_difference_clear_errors(client: TestClient, auth: dict, session: Session) -> None:
     """Unknown ids, too few finished runs and malformed ids name the side; mixed sides warn."""
     # Prepare
     alice = _alice(session)
@@ -265,10 +265,10 @@ def test_difference_clear_422s(client: TestClient, auth: dict, session: Session)
         f"{API}/difference?a={ids[0]},{alpha[0].id}&b={ids[1]},{ids[2]}", headers=auth
     )
     # Assert
-    assert r_unknown.status_code == 422
-    assert r_unknown.json()["detail"][0]["field"] == "a"
+    assert r_unknown.status_code == 404
+    assert r_unknown.json()["detail"].startswith("a: unknown run ids")
     assert unknown in r_unknown.text
-    assert r_few.status_code == 422
+    assert r_few.status_code == 409
     assert "at least 2 finished runs, has 1" in r_few.text
     assert "1 cancelled" in r_few.text
     assert r_bad.status_code == 422
