@@ -12,7 +12,7 @@ from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner, Killed, fake_acc
-from worker.execution import RunNotFound, execute_run
+from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
 
 
 def _run(session: Session, rid) -> Run:
@@ -198,23 +198,85 @@ def test_lost_lease_stops_writing(
     assert row.current_round == 1
 
 
+def _db_down(*_a: object, **_k: object) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    raise OperationalError("UPDATE runs", {}, Exception("server closed the connection"))
+
+
 def test_database_error_releases_the_lease_for_the_retry(
     factory: sessionmaker, session: Session, settings: Settings
 ) -> None:
-    """An infrastructure error propagates (Celery retries) and the retry can claim the run at once."""
-    from sqlalchemy.exc import OperationalError
+    """A database error is raised as DatabaseUnavailable (the task retries) and the lease is
+    handed back, so the retry claims the run at once."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=3)
+    # Execute
+    with pytest.raises(DatabaseUnavailable) as err:
+        execute_run(str(run.id), factory, runner=_db_down, settings=settings)
+    released = _run(session, run.id)
+    retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    # Assert
+    assert err.value.token and err.value.progressed
+    assert released.status == "running" and released.lease_expires_at <= utcnow()
+    assert retried == "succeeded"
+    assert _run(session, run.id).attempt == 2
+
+
+def test_retry_hands_back_a_lease_the_outage_kept(
+    factory: sessionmaker, session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the handback itself fails (the database is still away), the retry hands the lease
+    back with the token it carries: without it the run would wait for the lease to expire."""
+    import worker.execution as ex
 
     # Prepare
     user, _ = create_user(session)
     run = create_run(session, user, rounds=3)
-
-    def flaky(*_a: object, **_k: object) -> None:
-        raise OperationalError("UPDATE runs", {}, Exception("server closed the connection"))
-
+    with monkeypatch.context() as m:
+        m.setattr(ex, "_release", _db_down)
+        with pytest.raises(DatabaseUnavailable) as err:
+            execute_run(str(run.id), factory, runner=_db_down, settings=settings)
     # Execute
-    with pytest.raises(OperationalError):
-        execute_run(str(run.id), factory, runner=flaky, settings=settings)
-    retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    held = _run(session, run.id)
+    without_token = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    with_token = execute_run(
+        str(run.id),
+        factory,
+        runner=FakeRunner(),
+        settings=settings,
+        release_token=err.value.token,
+    )
     # Assert
-    assert retried == "succeeded"
-    assert _run(session, run.id).attempt == 2
+    assert held.lease_expires_at > utcnow()  # still held: settings.lease_s is 30 s
+    assert without_token == "skipped"
+    assert with_token == "succeeded"
+    assert _count(session, RoundMetrics, run.id) == 4
+
+
+def test_outage_before_the_claim_is_retried_without_progress(
+    factory: sessionmaker, session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away before anything was claimed: DatabaseUnavailable, no progress, and the
+    token to hand back is the one the task carried in."""
+    import api.repository.runs as runs_repo
+
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=3)
+    monkeypatch.setattr(runs_repo, "get_run", _db_down)
+    with pytest.raises(DatabaseUnavailable) as err:
+        execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    assert not err.value.progressed
+    assert err.value.token is None
+    assert _run(session, run.id).status == "queued"
+
+
+def test_retry_backoff_grows_to_its_cap() -> None:
+    """1, 2, 4, 8 s ... capped: a 30 s outage costs a handful of tries, not the whole budget."""
+    from worker.tasks import retry_delay
+
+    s = Settings(db_retry_max_delay_s=15, database_url="sqlite://", broker_url="memory://")
+    delays = [retry_delay(n, s) for n in range(8)]
+    assert delays == [1, 2, 4, 8, 15, 15, 15, 15]
+    assert s.db_retry_budget_s >= 300
