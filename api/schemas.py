@@ -76,6 +76,9 @@ class RunPublic(_FromRow):
     last_acc: float | None
     best_acc: float | None
     error: str | None
+    summary: dict[str, Any] | None = Field(
+        None, description="The end-of-run summary (final/best accuracy, ...) once succeeded."
+    )
     cancel_requested: bool
     created_at: datetime
     started_at: datetime | None

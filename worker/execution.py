@@ -270,6 +270,8 @@ def _run_claimed(
         except Exception as exc:  # the simulation failed: record it, do not retry
             if is_unavailable(exc):
                 raise  # infrastructure: execute_run hands the lease back, the task retries
+            if _why_stopped(factory, rid) == "deleted":
+                return _lease_gone(factory, store, rid)  # e.g. the round's row lost its run
             log.exception("run %s failed", rid)
             _finish(factory, rid, token, "failed", error=_error_text(exc))
             return "failed"

@@ -218,8 +218,10 @@ def test_database_error_releases_the_lease_for_the_retry(
     released = _run(session, run.id)
     retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
     # Assert
-    assert err.value.token and err.value.progressed
-    assert released.status == "running" and released.lease_expires_at <= utcnow()
+    assert err.value.token
+    assert err.value.progressed
+    assert released.status == "running"
+    assert released.lease_expires_at <= utcnow()
     assert retried == "succeeded"
     assert _run(session, run.id).attempt == 2
 
@@ -280,3 +282,70 @@ def test_retry_backoff_grows_to_its_cap() -> None:
     delays = [retry_delay(n, s) for n in range(8)]
     assert delays == [1, 2, 4, 8, 15, 15, 15, 15]
     assert s.db_retry_budget_s >= 300
+
+
+def _files(settings: Settings, rid) -> list[str]:
+    d = settings.checkpoint_root / str(rid)
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def test_run_deleted_mid_round_stops_and_leaves_no_files(
+    factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """DELETE lands while a round is being written (its checkpoint file is on disk, its row not
+    yet): the worker stops, removes that file too, and logs 'deleted', not 'lease lost'."""
+    from api.repository import runs as runs_repo
+    from api.store import CheckpointStore
+
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=10, checkpoint_every=1)
+
+    class DeletedDuringRound3(CheckpointStore):
+        def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
+            rel = super().put(run_id, round_, kind, sha256, data)
+            if round_ == 3:  # what DELETE /runs/{id} does, between this put and the row write
+                with factory() as s:
+                    runs_repo.request_cancel(s, run.id)
+                    runs_repo.delete_run(s, run.id)
+                    s.commit()
+                self.delete_run(run_id)
+                super().put(run_id, round_, kind, sha256, data)  # the in-flight file
+            return rel
+
+    with caplog.at_level("INFO", logger="worker.execution"):
+        out = execute_run(
+            str(run.id),
+            factory,
+            runner=FakeRunner(),
+            settings=settings,
+            store=DeletedDuringRound3(settings.checkpoint_root),
+        )
+    assert out == "deleted"
+    assert _files(settings, run.id) == []
+    assert "deleted" in caplog.text
+    assert "lease lost" not in caplog.text
+
+
+def test_run_cancelled_mid_run_removes_its_checkpoints(
+    factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancel while running: status cancelled, rounds kept, checkpoint rows and files gone."""
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=10, checkpoint_every=1)
+
+    def cancel_at(r: int) -> None:
+        if r == 2:
+            with factory() as s:
+                s.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
+                s.commit()
+
+    with caplog.at_level("INFO", logger="worker.execution"):
+        out = execute_run(
+            str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings
+        )
+    assert out == "cancelled"
+    assert _run(session, run.id).status == "cancelled"
+    assert _count(session, RoundMetrics, run.id) == 3
+    assert _count(session, CheckpointRow, run.id) == 0
+    assert _files(settings, run.id) == []
+    assert "lease lost" not in caplog.text
