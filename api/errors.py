@@ -8,6 +8,7 @@ for every route: 503 {"detail": "database unavailable (<error class>); retry lat
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -35,9 +36,22 @@ class FieldErrors(Exception):
         super().__init__("; ".join(f"{f}: {m}" for f, m in self.errors))
 
 
+_GRID = re.compile(r"^grid\.(?P<key>[^\[]+)(?P<idx>(?:\[\d+\])+)(?P<rest>(?:\..*)?)$")
+
+
+def field_loc(field: str) -> list[str | int]:
+    """The loc of a dotted field; a sweep's `grid.<dotted key>[i]...` keeps its key whole."""
+    m = _GRID.match(field)
+    if m is None:
+        return ["body", *field.split(".")]
+    idx = [int(i) for i in re.findall(r"\d+", m["idx"])]
+    rest = m["rest"][1:].split(".") if m["rest"] else []
+    return ["body", "grid", m["key"], *idx, *rest]
+
+
 def field_detail(errors: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """The JSON shape of field errors."""
-    return [{"loc": ["body", *f.split(".")], "msg": f"{f}: {m}", "field": f} for f, m in errors]
+    return [{"loc": field_loc(f), "msg": f"{f}: {m}", "field": f} for f, m in errors]
 
 
 def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
