@@ -110,7 +110,7 @@ def test_postgres_away_30s_mid_run(
         queue_prefix=prefix,
     )
     user, token = create_user(pg)
-    long = {"rounds": 30, "local_steps": 20, "checkpoint_every": 2}
+    long = {"rounds": 12, "local_steps": 5, "checkpoint_every": 2}
     ref = create_run(pg, user, **long)
     run = create_run(pg, user, **long)
     direct = make_sessionmaker(make_engine(pg_url, pool_size=2))
@@ -142,7 +142,7 @@ def test_postgres_away_30s_mid_run(
     codes: list[int] = []
     try:
         make_celery(settings).send_task(TASK_NAME, args=[str(run.id)], queue=prefix + "cpu")
-        _wait(lambda: row().current_round >= 3, 120, state)
+        _wait(lambda: row().current_round >= 2, 300, state)
         # Cut: every connection of the API and the worker drops, new ones are refused.
         proxy.cut()
         cut_at = time.monotonic()
@@ -194,7 +194,7 @@ def test_postgres_away_30s_mid_run(
     assert ready.status_code == 503
     assert ready.json()["database"].startswith("error: ")
     assert row().status == "succeeded", row().error
-    assert rounds == list(range(31))  # every round once
+    assert rounds == list(range(13))  # every round once
     assert row().attempt >= 2  # it was interrupted and claimed again
     assert accs(run.id) == pytest.approx(accs(ref.id), abs=1e-6)
     assert codes
