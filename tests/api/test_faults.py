@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
@@ -170,3 +170,21 @@ def test_succeeded_run_has_its_summary(
     session.expire_all()
     assert got["summary"]
     assert got["summary"] == session.get(type(run), run.id).summary
+
+
+def test_cancelling_a_queued_run_removes_its_files(
+    client: TestClient, auth: dict[str, str], session: Session, settings: Settings
+) -> None:
+    """A queued run that ran before (its files from an earlier attempt) is cancelled at once,
+    and its checkpoint folder goes with it (no worker will come to clean up)."""
+    from api.models import User
+
+    alice = session.scalar(select(User).where(User.name == "alice"))
+    run = create_run(session, alice)
+    folder = settings.checkpoint_root / str(run.id)
+    folder.mkdir(parents=True)
+    (folder / "000001-full-0123456789abcdef.pt").write_bytes(b"x")
+    r = client.post(f"/api/v1/runs/{run.id}/cancel", headers=auth)
+    assert r.status_code == 202
+    assert r.json()["status"] == "cancelled"
+    assert not folder.exists()
