@@ -55,6 +55,14 @@ class Settings(BaseSettings):
     dispatch_backoff_max_s: float = Field(
         300.0, gt=0, description="The longest wait between two sends of one unclaimed run."
     )
+    db_retry_budget_s: float = Field(
+        600.0,
+        gt=0,
+        description="How long a worker's task keeps retrying while the database is unreachable.",
+    )
+    db_retry_max_delay_s: float = Field(
+        15.0, gt=0, description="Longest back-off between those retries (1, 2, 4, ... s up to it)."
+    )
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)
     max_compare_runs: int = Field(500, ge=1)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 
 try:  # orjson parses the per-round metric JSON ~3x faster (the /compare hot path)
     import orjson
@@ -101,3 +102,22 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when `exc` means the database cannot be reached now (down, restarting, pool exhausted).
+
+    Such errors are answered 503 by the API and retried with back-off by the worker; any other
+    database error (a constraint, a bad statement) is a bug and is not.
+    """
+    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):
+        return True  # pool checkout timed out / connection dropped while pinging
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        return bool(exc.connection_invalidated)
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - SQLite-only installs
+        return False
+    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)

@@ -180,6 +180,9 @@ class RunPublic(_FromRow):
     last_acc: float | None
     best_acc: float | None
     error: str | None
+    summary: dict[str, Any] | None = Field(
+        None, description="The end-of-run summary (final/best accuracy, ...) once succeeded."
+    )
     cancel_requested: bool
     priority: Priority
     queue_position: int | None = Field(

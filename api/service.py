@@ -19,13 +19,14 @@ from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
 from api import fairshare
-from api.config import Settings
+from api.config import Settings, get_settings
 from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
 from api.models import Run, Sweep, User
 from api.queue import Enqueue, queue_for_device
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
+from api.repository.workers import served_queues
 from api.schemas import RunPublic
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
@@ -36,11 +37,65 @@ log = logging.getLogger(__name__)
 
 
 def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec:
-    """parse_spec (strict, as the JSON schema says), SpecError as a 422 with field messages."""
+    """parse_spec (strict, as the JSON schema says), SpecError as a 422 with field messages;
+    a partition the dataset cannot satisfy is refused here too (it would fail on the worker)."""
     try:
-        return parse_spec(data, strict=True)
+        spec = parse_spec(data, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors, prefix) from None
+    problem = partition_problem(spec)
+    if problem is not None:
+        raise FieldErrors([("partition", problem)], prefix)
+    return spec
+
+
+def partition_problem(spec: ExperimentSpec) -> str | None:
+    """Why the spec's split cannot be drawn (checked without loading data), or None."""
+    from fedgen.data.partition import (
+        KNOWN_TRAIN_CLASS_COUNTS,
+        infeasible_partition,
+        official_min_samples,
+        synthetic_class_counts,
+    )
+    from fedgen.fidelity import resolve
+
+    d, p = spec.data, spec.partition
+    if d.name == "synthetic":
+        counts = synthetic_class_counts(d.synthetic_samples, d.synthetic_classes)
+    elif d.name in KNOWN_TRAIN_CLASS_COUNTS:
+        counts = KNOWN_TRAIN_CLASS_COUNTS[d.name]
+    else:
+        return None  # CelebA: natural groups, checked when loaded
+    return infeasible_partition(
+        counts,
+        num_users=p.num_users,
+        alpha=p.alpha,
+        sampling_ratio=p.sampling_ratio,
+        min_samples=official_min_samples(d.name, len(counts))
+        if p.min_samples is None
+        else p.min_samples,
+        seed=p.data_seed,
+        max_redraws=p.max_redraws,
+        draws=resolve(spec).draws,
+    )
+
+
+def check_device_served(
+    session: Session, specs: list[ExperimentSpec], queue_prefix: str, ttl_s: float
+) -> None:
+    """422 naming `device` when a GPU run's queue has no live worker (it would wait forever).
+
+    CPU runs are never refused: a lab always has a CPU queue, and `make demo` starts its
+    worker after the first submission.
+    """
+    served = served_queues(session, ttl_s)
+    for spec in specs:
+        queue = queue_for_device(spec.device, queue_prefix)
+        if spec.device.startswith("cuda") and queue not in served:
+            raise FieldErrors(
+                [("device", f"{spec.device!r}: no live worker serves the {queue!r} queue")],
+                "spec.",
+            )
 
 
 def check_priority(user: User, priority: str) -> None:
@@ -78,6 +133,7 @@ def submit_run(
 ) -> Run:
     """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
     check_priority(user, priority)
+    check_device_served(session, [spec], queue_prefix, (settings or get_settings()).worker_ttl_s)
     run = runs_repo.create_run(
         session,
         spec=spec.model_dump(mode="json"),
@@ -136,6 +192,11 @@ def submit_sweep(
         specs = expand(sweep_spec, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors) from None
+    for i, spec in enumerate(specs):
+        problem = partition_problem(spec)
+        if problem is not None:
+            raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
+    check_device_served(session, specs, queue_prefix, (settings or get_settings()).worker_ttl_s)
     sweep = sweeps_repo.create_sweep(session, name=name, base=base, grid=grid, owner_id=user.id)
     recorded = versions()
     runs = [

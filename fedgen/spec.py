@@ -331,9 +331,10 @@ class ExperimentSpec(_Strict):
     @model_validator(mode="after")
     def _check_consistency(self) -> ExperimentSpec:
         if self.users_per_round > self.partition.num_users:
-            raise ValueError(
+            raise CrossFieldError(
+                ("users_per_round", "partition.num_users"),
                 f"users_per_round={self.users_per_round} exceeds partition.num_users="
-                f"{self.partition.num_users}"
+                f"{self.partition.num_users}",
             )
         if self.share == "predictor" and self.algorithm.name not in (
             "fedavg",
@@ -341,9 +342,10 @@ class ExperimentSpec(_Strict):
             "feddf",
             "fedgen",
         ):
-            raise ValueError(
+            raise CrossFieldError(
+                ("share", "algorithm.name"),
                 f"share='predictor' is supported by fedavg, feddistill-plus, feddf and fedgen, "
-                f"not {self.algorithm.name}"
+                f"not {self.algorithm.name}",
             )
         return self
 
@@ -364,6 +366,14 @@ class ExperimentSpec(_Strict):
         ).hexdigest()[:16]
 
 
+class CrossFieldError(ValueError):
+    """A rule between fields; reported once per field it names, without the whole spec."""
+
+    def __init__(self, fields: tuple[str, ...], message: str) -> None:
+        self.fields = fields
+        super().__init__(message)
+
+
 class SpecError(ValueError):
     """A spec that does not validate; `errors` lists (field, message) pairs."""
 
@@ -378,6 +388,11 @@ def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        cross = (err.get("ctx") or {}).get("error")
+        if isinstance(cross, CrossFieldError):
+            at = loc + "." if loc != "(root)" else ""
+            out.extend((at + f, str(cross)) for f in cross.fields)
+            continue
         msg = err["msg"]
         if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
             shown = repr(err["input"])

@@ -64,6 +64,17 @@ def zipped_fields(key: str) -> list[str]:
     return [f.strip() for f in key.split(",")]
 
 
+def grid_location(keys: list[str], idx: list[int], loc: str) -> str | None:
+    """Where in the grid an expanded spec's error `loc` comes from: `grid.<key>[i]` (plus the
+    rest of the path, or `[j]` of a zipped key), or None when no grid value set that field."""
+    for key, i in zip(keys, idx, strict=True):
+        for j, field in enumerate(zipped_fields(key)):
+            if loc == field or loc.startswith(field + "."):
+                at = f"grid.{key}[{i}]" + (f"[{j}]" if "," in key else "")
+                return at + loc[len(field) :]
+    return None
+
+
 def expand(sweep: SweepSpec, *, strict: bool = False) -> list[ExperimentSpec]:
     """Every combination of the grid applied to the base, validated, in a stable order.
 
@@ -72,7 +83,9 @@ def expand(sweep: SweepSpec, *, strict: bool = False) -> list[ExperimentSpec]:
     keys = list(sweep.grid)
     specs: list[ExperimentSpec] = []
     errors: list[tuple[str, str]] = []
-    for combo in itertools.product(*(sweep.grid[k] for k in keys)):
+    for idx_t in itertools.product(*(range(len(sweep.grid[k])) for k in keys)):
+        idx = list(idx_t)
+        combo = [sweep.grid[k][i] for k, i in zip(keys, idx, strict=True)]
         data: dict[str, Any] = copy.deepcopy(sweep.base)
         for k, v in zip(keys, combo, strict=True):
             fields = zipped_fields(k)
@@ -81,11 +94,21 @@ def expand(sweep: SweepSpec, *, strict: bool = False) -> list[ExperimentSpec]:
             else:
                 for f, fv in zip(fields, v, strict=True):
                     set_dotted(data, f, fv)
-        label = ", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         try:
             specs.append(parse_spec(data, strict=strict))
         except SpecError as exc:
-            errors.extend((f"[{label}] {loc}", msg) for loc, msg in exc.errors)
+            for loc, msg in exc.errors:
+                located = grid_location(keys, idx, loc)
+                if located is None:  # from the base, or from the combination as a whole
+                    label = ", ".join(
+                        f"grid.{k}[{i}]={v!r}" for k, i, v in zip(keys, idx, combo, strict=True)
+                    )
+                    located, msg = (
+                        (f"base.{loc}" if loc != "(root)" else "base"),
+                        (f"{msg} (with {label})" if keys else msg),
+                    )
+                if (located, msg) not in errors:
+                    errors.append((located, msg))
     if errors:
         raise SpecError(errors, f"sweep {sweep.name!r}")
     return specs

@@ -4,6 +4,12 @@ The Celery task calls only this. Safe against redelivery: a run held by a live
 lease is left alone; a run whose worker died is re-claimed once its lease
 expires and resumes from its last 'full' checkpoint, replayed rounds being
 skipped by (run, round). Cancel is cooperative, checked between rounds.
+
+A database that cannot be reached raises DatabaseUnavailable, after handing the lease
+back when it can; the exception carries the lease token so that the task's retry
+(worker/tasks.py, back-off within a time budget) can hand it back itself once the
+database answers again, and resume at once instead of waiting for the lease to expire.
+A run deleted or cancelled while it runs stops between rounds and leaves no files.
 """
 
 from __future__ import annotations
@@ -17,11 +23,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings, get_settings
-from api.db import session_scope
+from api.db import is_unavailable, session_scope
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.repository.metrics import LeaseLost
@@ -52,6 +57,22 @@ class WorkerError(Exception):
 
 class RunNotFound(WorkerError):
     """The run id names no run (deleted, or a bad message)."""
+
+
+class DatabaseUnavailable(WorkerError):
+    """The database could not be reached; retry later.
+
+    `token` is the lease this attempt held (None if it claimed nothing): pass it back as
+    execute_run's `release_token` so the retry frees the lease if the handback failed.
+    `progressed` says whether this attempt claimed the run (an outage that began after it did
+    is a new outage for the retry budget).
+    """
+
+    def __init__(self, cause: BaseException, token: str | None, progressed: bool) -> None:
+        self.token = token
+        self.progressed = progressed
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        super().__init__(f"database unavailable: {type(cause).__name__}: {first}"[:300])
 
 
 def default_worker_name() -> str:
@@ -98,8 +119,11 @@ class _Lease:
             try:
                 with session_scope(self.factory) as s:
                     ok = runs_repo.heartbeat(s, self.run_id, self.token, self.settings.lease_s)
-            except OperationalError:
-                log.warning("heartbeat of run %s failed; retrying", self.run_id)
+            except Exception as exc:  # keep trying: an outage must not end the heartbeats
+                if is_unavailable(exc):
+                    log.warning("heartbeat of run %s failed (database unavailable)", self.run_id)
+                else:
+                    log.exception("heartbeat of run %s failed", self.run_id)
                 continue
             if not ok:
                 self.lost.set()
@@ -137,39 +161,91 @@ def execute_run(
     settings: Settings | None = None,
     worker_name: str | None = None,
     store: CheckpointStore | None = None,
+    release_token: str | None = None,
 ) -> str:
-    """Run `run_id` to an end state; returns 'succeeded', 'failed', 'cancelled', 'skipped' or 'lost'."""
+    """Run `run_id` to an end state; returns 'succeeded', 'failed', 'cancelled', 'deleted',
+    'skipped' or 'lost'. Raises DatabaseUnavailable when the database cannot be reached.
+
+    `release_token`: the lease an earlier attempt of this task held (from DatabaseUnavailable);
+    it is handed back first, so the run is claimed again at once.
+    """
     s = settings or get_settings()
     store = store or CheckpointStore(s.checkpoint_root)
     try:
         rid = uuid.UUID(str(run_id))
     except ValueError:
         raise RunNotFound(f"not a run id: {run_id!r}") from None
-    with factory() as sess:
-        run = runs_repo.get_run(sess, rid)
-    if run is None:
-        raise RunNotFound(f"run {run_id} does not exist")
-    if run.status in TERMINAL:
-        return "skipped"
-    token = uuid.uuid4().hex
-    device = device_label(str(run.spec.get("device", "cpu")))
-    with session_scope(factory) as sess:
-        claimed = runs_repo.claim(
-            sess,
-            rid,
-            worker=worker_name or default_worker_name(),
-            token=token,
-            device=device,
-            lease_s=s.lease_s,
-        )
-        if not claimed:
-            return "cancelled" if runs_repo.cancel_orphan(sess, rid) else "skipped"
+    token: str | None = None
     try:
-        spec: ExperimentSpec = parse_spec(run.spec)
-    except SpecError as exc:
-        _finish(factory, rid, token, "failed", error=str(exc))
-        return "failed"
-    return _run_claimed(rid, token, spec, factory, store, s, runner or _default_runner())
+        if release_token:
+            _release(factory, rid, release_token)
+        with factory() as sess:
+            run = runs_repo.get_run(sess, rid)
+        if run is None:
+            raise RunNotFound(f"run {run_id} does not exist")
+        if run.status in TERMINAL:
+            return "skipped"
+        new_token = uuid.uuid4().hex
+        device = device_label(str(run.spec.get("device", "cpu")))
+        with session_scope(factory) as sess:
+            claimed = runs_repo.claim(
+                sess,
+                rid,
+                worker=worker_name or default_worker_name(),
+                token=new_token,
+                device=device,
+                lease_s=s.lease_s,
+            )
+            if not claimed:
+                if runs_repo.cancel_orphan(sess, rid):
+                    sess.commit()
+                    _drop_files(factory, store, rid)
+                    return "cancelled"
+                return "skipped"
+        token = new_token
+        try:
+            spec: ExperimentSpec = parse_spec(run.spec)
+        except SpecError as exc:
+            _finish(factory, rid, token, "failed", error=str(exc))
+            return "failed"
+        return _run_claimed(rid, token, spec, factory, store, s, runner or _default_runner())
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        if token is not None:
+            _try_release(factory, rid, token)
+        raise DatabaseUnavailable(exc, token or release_token, token is not None) from exc
+
+
+def _release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> None:
+    """Hand a lease back (if it is still `token`): the run may be claimed at once."""
+    with session_scope(factory) as sess:
+        runs_repo.heartbeat(sess, rid, token, lease_s=0)
+
+
+def _try_release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> None:
+    try:
+        _release(factory, rid, token)
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        log.warning("run %s: could not hand the lease back yet; the retry will", rid)
+
+
+def _drop_files(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> None:
+    """Remove a deleted or cancelled run's checkpoint rows and its whole folder of files."""
+    with session_scope(factory) as sess:
+        ckpt_repo.delete_of_run(sess, rid)
+    store.delete_run(str(rid))
+
+
+def _why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
+    """'deleted', 'cancelled' or 'lost': why a run's lease or row went away under the worker."""
+    with factory() as sess:
+        row = runs_repo.get_run(sess, rid)
+    if row is None:
+        return "deleted"
+    return "cancelled" if row.cancel_requested else "lost"
 
 
 def _run_claimed(
@@ -182,7 +258,6 @@ def _run_claimed(
     runner: Runner,
 ) -> str:
     sink = DbSink(rid, token, factory, store, s.lease_s)
-    infra: OperationalError | None = None
     with _Lease(rid, token, factory, s) as lease:
 
         def should_stop() -> bool:
@@ -195,31 +270,43 @@ def _run_claimed(
             resume = _load_resume(factory, store, rid)
             summary = runner(spec, sink, resume_from=resume, should_stop=should_stop)
         except LeaseLost:
-            log.warning("run %s: lease lost; another worker owns it now", rid)
-            return "lost"
+            return _lease_gone(factory, store, rid)
         except Exception as exc:  # the simulation failed: record it, do not retry
-            if isinstance(exc, OperationalError):
-                infra = exc  # infrastructure: Celery retries; the run resumes from its checkpoint
-            else:
-                log.exception("run %s failed", rid)
-                _finish(factory, rid, token, "failed", error=_error_text(exc))
-                return "failed"
+            if is_unavailable(exc):
+                raise  # infrastructure: execute_run hands the lease back, the task retries
+            if _why_stopped(factory, rid) == "deleted":
+                return _lease_gone(factory, store, rid)  # e.g. the round's row lost its run
+            log.exception("run %s failed", rid)
+            _finish(factory, rid, token, "failed", error=_error_text(exc))
+            return "failed"
         finally:
             sink.close()
-    if infra is not None:
-        # Hand the lease back (heartbeats have stopped), so Celery's retry can claim the run at
-        # once instead of finding it held and waiting for the reaper.
-        try:
-            with session_scope(factory) as sess:
-                runs_repo.heartbeat(sess, rid, token, lease_s=0)
-        except OperationalError:
-            log.warning("run %s: could not release the lease; the reaper will", rid)
-        raise infra
     if lease.lost.is_set():
+        return _lease_gone(factory, store, rid)
+    if summary.status == "stopped":
+        why = _why_stopped(factory, rid)
+        if why == "deleted":
+            return _lease_gone(factory, store, rid)
+        _finish(factory, rid, token, "cancelled", summary=summary.to_dict())
+        log.info("run %s cancelled; removing its checkpoint files", rid)
+        _drop_files(factory, store, rid)
+        return "cancelled"
+    _finish(factory, rid, token, "succeeded", summary=summary.to_dict())
+    return "succeeded"
+
+
+def _lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> str:
+    """The lease went away mid-run: say why, and clean up after a delete or a cancel."""
+    why = _why_stopped(factory, rid)
+    if why == "lost":
+        log.warning("run %s: lease lost; another worker owns it now", rid)
         return "lost"
-    status = "cancelled" if summary.status == "stopped" else "succeeded"
-    _finish(factory, rid, token, status, summary=summary.to_dict())
-    return status
+    log.info("run %s %s; stopped and removed its checkpoint files", rid, why)
+    if why == "deleted":
+        store.delete_run(str(rid))  # rows went with the run; files written since go now
+    else:
+        _drop_files(factory, store, rid)
+    return why
 
 
 def _finish(

@@ -1,30 +1,75 @@
-"""The one Celery task: parse the id, call execute_run, nothing else (style rule 14)."""
+"""The one Celery task: parse the id, call execute_run, retry while the database is away.
+
+A database outage is retried with exponential back-off (1, 2, 4, ... s, capped at
+FEDGEN_DB_RETRY_MAX_DELAY_S) for as long as FEDGEN_DB_RETRY_BUDGET_S from the first failure,
+not for a number of tries: Celery's default 5 retries were spent in about 8 s. Each retry
+carries the lease token of the attempt that failed, so it hands that lease back and resumes at
+once. Past the budget the task gives up and the run waits, queued or with an expiring lease,
+for the reaper to send it again.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import Task
-from sqlalchemy.exc import OperationalError
 
+from api.config import Settings, get_settings
 from api.queue import TASK_NAME
 from worker.celery_app import celery_app, worker_sessionmaker
-from worker.execution import RunNotFound, execute_run
+from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
 
 log = logging.getLogger(__name__)
 
 
-@celery_app.task(
-    name=TASK_NAME,
-    bind=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
-def run_simulation(self: Task, run_id: str) -> str:
-    """Execute one run; infrastructure errors (DB down) are retried, simulation errors are not."""
+def retry_delay(tries: int, settings: Settings) -> float:
+    """Seconds before retry number `tries` (0-based) of one outage."""
+    return float(min(settings.db_retry_max_delay_s, 2.0 ** min(tries, 30)))
+
+
+@celery_app.task(name=TASK_NAME, bind=True, max_retries=None)
+def run_simulation(
+    self: Task,
+    run_id: str,
+    release_token: str | None = None,
+    outage_since: float | None = None,
+    outage_tries: int = 0,
+) -> str:
+    """Execute one run; database outages are retried, simulation errors are not."""
     try:
-        return execute_run(str(run_id), worker_sessionmaker(), worker_name=self.request.hostname)
+        return execute_run(
+            str(run_id),
+            worker_sessionmaker(),
+            worker_name=self.request.hostname,
+            release_token=release_token,
+        )
     except RunNotFound as exc:
         log.warning("%s; dropping the task", exc)
         return "missing"
+    except DatabaseUnavailable as exc:
+        s = get_settings()
+        now = time.time()
+        if exc.progressed or outage_since is None:
+            outage_since, outage_tries = now, 0  # a new outage
+        if now - outage_since > s.db_retry_budget_s:
+            log.error(
+                "run %s: database unreachable for %.0f s (budget %.0f s); giving up, the reaper "
+                "will send the run again",
+                run_id,
+                now - outage_since,
+                s.db_retry_budget_s,
+            )
+            return "database-unavailable"
+        delay = retry_delay(outage_tries, s)
+        log.warning("run %s: %s; retrying in %.0f s", run_id, exc, delay)
+        raise self.retry(
+            args=[str(run_id)],
+            kwargs={
+                "release_token": exc.token,
+                "outage_since": outage_since,
+                "outage_tries": outage_tries + 1,
+            },
+            countdown=delay,
+            exc=exc,
+        ) from exc

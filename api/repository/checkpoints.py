@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from api.models import CheckpointRow
@@ -36,3 +36,10 @@ def latest_full(session: Session, run_id: uuid.UUID) -> CheckpointRow | None:
 def paths_of_run(session: Session, run_id: uuid.UUID) -> list[str]:
     """Store paths of a run's checkpoints (to delete the files with the run)."""
     return list(session.scalars(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)))
+
+
+def delete_of_run(session: Session, run_id: uuid.UUID) -> list[str]:
+    """Delete a run's checkpoint rows; returns their store paths (to remove the files)."""
+    paths = paths_of_run(session, run_id)
+    session.execute(delete(CheckpointRow).where(CheckpointRow.run_id == run_id))
+    return paths

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
@@ -33,3 +35,10 @@ def unregister(session: Session, name: str) -> None:
 def list_workers(session: Session) -> list[Worker]:
     """All rows, live or not (callers compare heartbeat_at with the worker TTL)."""
     return list(session.scalars(select(Worker).order_by(Worker.queue, Worker.name)))
+
+
+def served_queues(session: Session, ttl_s: float) -> set[str]:
+    """Queue names a live worker (heartbeat within `ttl_s`) consumes now."""
+    since = utcnow() - timedelta(seconds=ttl_s)
+    rows = session.scalars(select(Worker.queue).where(Worker.heartbeat_at >= since).distinct())
+    return set(rows)

@@ -17,7 +17,9 @@ from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from api.db import is_unavailable
 from api.deps import CredsDep, RunDep, SessionDep, StreamSessionDep, authenticate, parse_uuid
+from api.errors import RETRY_AFTER_S
 from api.models import ApiToken, Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
@@ -158,10 +160,24 @@ async def run_events(
         start = max(start, int(last_event_id))
     interval: float = request.app.state.settings_sse_poll_s
 
-    async def stream() -> AsyncIterator[dict[str, str]]:
+    async def stream() -> AsyncIterator[dict[str, Any]]:
         after, last_status = start, None
         while True:
-            st, rows = await run_in_threadpool(_poll, request, run_id, after)
+            try:
+                st, rows = await run_in_threadpool(_poll, request, run_id, after)
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    raise
+                # Headers are sent: say so in the stream, ask the client to reconnect later
+                # (EventSource honours `retry`, and Last-Event-ID resumes after the last round).
+                yield {
+                    "event": "error",
+                    "retry": RETRY_AFTER_S * 1000,
+                    "data": json.dumps(
+                        {"detail": f"database unavailable ({type(exc).__name__}); retry later"}
+                    ),
+                }
+                return
             if st is None:
                 yield {"event": "status", "data": json.dumps({"status": "deleted"})}
                 return

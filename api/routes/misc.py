@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from api import analysis, service
 from api.deps import SessionDep, UserDep, parse_uuid
+from api.errors import RETRY_AFTER_S
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
 from fedgen.spec import ExperimentSpec
 
@@ -31,6 +32,13 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def _why(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return (
+        f"error: {type(exc).__name__}: {first}"[:200] if first else f"error: {type(exc).__name__}"
+    )
+
+
 @router.get(
     "/ready",
     tags=["health"],
@@ -43,22 +51,28 @@ def health() -> dict[str, str]:
     },
 )
 def ready(request: Request) -> JSONResponse:
-    """The database and the broker are reachable (503 otherwise)."""
+    """The database and the broker are reachable; 503 says which is not, and why."""
     checks: dict[str, str] = {}
     try:
         with request.app.state.sessionmaker() as s:
             s.execute(text("SELECT 1"))
         checks["database"] = "ok"
     except Exception as exc:  # any failure means not ready
-        checks["database"] = f"error: {type(exc).__name__}"
+        checks["database"] = _why(exc)
     try:
         request.app.state.broker_check()
         checks["broker"] = "ok"
     except Exception as exc:
-        checks["broker"] = f"error: {type(exc).__name__}: {exc}"[:200]
+        checks["broker"] = _why(exc)
     ok = all(v == "ok" for v in checks.values())
-    code = status.HTTP_200_OK if ok else status.HTTP_503_SERVICE_UNAVAILABLE
-    return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=code)
+    if ok:
+        return JSONResponse({"status": "ok", **checks})
+    down = [k for k, v in checks.items() if v != "ok"]
+    return JSONResponse(
+        {"status": "unavailable", "detail": f"{' and '.join(down)} unavailable", **checks},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
 
 
 @router.post("/spec/validate", tags=["spec"], responses=error_responses(*AUTHED, *BODY))

@@ -101,12 +101,18 @@ def get_run(run: RunDep, session: SessionDep, settings: SettingsDep) -> RunPubli
     status_code=status.HTTP_202_ACCEPTED,
     responses=error_responses(*AUTHED, 403, 404),
 )
-def cancel_run(run: RunDep, session: SessionDep, user: UserDep) -> RunPublic:
-    """Ask a run to stop (queued: at once; running: between rounds)."""
+def cancel_run(run: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> RunPublic:
+    """Ask a run to stop (queued: at once; running: between rounds); its checkpoint files go."""
     require_owner(run, user)
     runs_repo.request_cancel(session, run.id)
     session.flush()
     session.refresh(run)
+    if run.status == "cancelled":  # was queued: no worker will clean up after it
+        paths = ckpt_repo.delete_of_run(session, run.id)
+        session.commit()
+        store = CheckpointStore(settings.checkpoint_root)
+        store.delete(paths)
+        store.delete_run(str(run.id))
     return service.run_public(run)
 
 

@@ -354,3 +354,74 @@ def build_partition(
         variant: Variant = "emnist" if ds.name == "emnist-letters" else "mnist"
         return official_partition(train_y, test_y, variant=variant, **args)
     return dirichlet_partition(train_y, test_y, **args)
+
+
+#: Training-set label counts of the datasets the API can check without loading them.
+KNOWN_TRAIN_CLASS_COUNTS: dict[str, tuple[int, ...]] = {
+    "mnist": (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
+    "fashion-mnist": (6000,) * 10,
+    "emnist-letters": (4800,) * 26,
+}
+
+#: Largest training set whose Dirichlet draws `infeasible_partition` replays (synthetic sizes),
+#: and the most draws it replays (a spec allowing more is not refused on the replay).
+MAX_REPLAYED_SAMPLES = 20_000
+MAX_REPLAYED_DRAWS = 1000
+
+
+def synthetic_class_counts(num_train: int, num_classes: int) -> tuple[int, ...]:
+    """Label counts of `make_synthetic` (labels ``arange(n) % classes``, permuted)."""
+    return tuple(
+        num_train // num_classes + (c < num_train % num_classes) for c in range(num_classes)
+    )
+
+
+def infeasible_partition(
+    class_counts: tuple[int, ...],
+    *,
+    num_users: int,
+    alpha: float,
+    sampling_ratio: float,
+    min_samples: int,
+    seed: int,
+    max_redraws: int,
+    draws: Literal["official", "fedgen"] = "fedgen",
+) -> str | None:
+    """Why a Dirichlet split of a training set with these label counts cannot succeed, or None.
+
+    Pure and cheap: first the bound (the samples kept by `sampling_ratio` and the per-user cap
+    must give every user `min_samples`); then, for small sets (the synthetic one), the very draws
+    the worker will make (they depend on the label counts and the seed only), so a split that
+    would raise PartitionError on the worker is refused at submission.
+    """
+    n = sum(class_counts)
+    cap = sampling_ratio * n / num_users
+    kept = sum(
+        int(min(cap, int(sampling_ratio * c))) if sampling_ratio < 1 else c for c in class_counts
+    )
+    if kept < num_users * min_samples:
+        return (
+            f"sampling_ratio={sampling_ratio} keeps {kept} of {n} training samples, fewer than "
+            f"num_users={num_users} x min_samples={min_samples} = {num_users * min_samples}"
+        )
+    if n > MAX_REPLAYED_SAMPLES or max_redraws > MAX_REPLAYED_DRAWS:
+        return None
+    train_y = np.repeat(np.arange(len(class_counts), dtype=np.int64), class_counts)
+    test_y = np.arange(len(class_counts), dtype=np.int64)
+    args: dict[str, Any] = {
+        "num_users": num_users,
+        "num_classes": len(class_counts),
+        "alpha": alpha,
+        "sampling_ratio": sampling_ratio,
+        "min_samples": min_samples,
+        "seed": seed,
+        "max_redraws": max_redraws,
+    }
+    try:
+        if draws == "official":
+            official_partition(train_y, test_y, variant="mnist", **args)
+        else:
+            dirichlet_partition(train_y, test_y, **args)
+    except PartitionError as exc:
+        return str(exc)
+    return None

@@ -132,7 +132,27 @@ def test_sweep_expands_and_groups() -> None:
     assert len({group_key(s) for s in specs}) == 2
 
 
-def test_sweep_errors_name_the_combination() -> None:
-    """An invalid value in a grid is reported with the combination it came from."""
-    with pytest.raises(SpecError, match=r"partition.alpha=-1"):
+def test_sweep_errors_name_the_grid_value() -> None:
+    """An invalid grid value is reported at its place in the grid; a combination that is
+    invalid as a whole is reported on the base field with the combination it came from."""
+    with pytest.raises(SpecError) as err:
         expand(SweepSpec(grid={"partition.alpha": [0.1, -1]}))
+    assert [f for f, _ in err.value.errors] == ["grid.partition.alpha[1]"]
+    with pytest.raises(SpecError) as err:
+        expand(
+            SweepSpec(
+                base={"partition": {"num_users": 4}},
+                grid={"seed": [1], "users_per_round,local_steps": [[2, 1], [5, 2]]},
+            )
+        )
+    assert err.value.errors == [
+        (
+            "grid.users_per_round,local_steps[1][0]",
+            "users_per_round=5 exceeds partition.num_users=4",
+        ),
+        (
+            "base.partition.num_users",
+            "users_per_round=5 exceeds partition.num_users=4 "
+            "(with grid.seed[0]=1, grid.users_per_round,local_steps[1]=[5, 2])",
+        ),
+    ]

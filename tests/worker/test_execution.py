@@ -12,7 +12,7 @@ from api.config import Settings
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner, Killed, fake_acc
-from worker.execution import RunNotFound, execute_run
+from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
 
 
 def _run(session: Session, rid) -> Run:
@@ -198,23 +198,154 @@ def test_lost_lease_stops_writing(
     assert row.current_round == 1
 
 
+def _db_down(*_a: object, **_k: object) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    raise OperationalError("UPDATE runs", {}, Exception("server closed the connection"))
+
+
 def test_database_error_releases_the_lease_for_the_retry(
     factory: sessionmaker, session: Session, settings: Settings
 ) -> None:
-    """An infrastructure error propagates (Celery retries) and the retry can claim the run at once."""
-    from sqlalchemy.exc import OperationalError
+    """A database error is raised as DatabaseUnavailable (the task retries) and the lease is
+    handed back, so the retry claims the run at once."""
+    # Prepare
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=3)
+    # Execute
+    with pytest.raises(DatabaseUnavailable) as err:
+        execute_run(str(run.id), factory, runner=_db_down, settings=settings)
+    released = _run(session, run.id)
+    retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    # Assert
+    assert err.value.token
+    assert err.value.progressed
+    assert released.status == "running"
+    assert released.lease_expires_at <= utcnow()
+    assert retried == "succeeded"
+    assert _run(session, run.id).attempt == 2
+
+
+def test_retry_hands_back_a_lease_the_outage_kept(
+    factory: sessionmaker, session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the handback itself fails (the database is still away), the retry hands the lease
+    back with the token it carries: without it the run would wait for the lease to expire."""
+    import worker.execution as ex
 
     # Prepare
     user, _ = create_user(session)
     run = create_run(session, user, rounds=3)
-
-    def flaky(*_a: object, **_k: object) -> None:
-        raise OperationalError("UPDATE runs", {}, Exception("server closed the connection"))
-
+    with monkeypatch.context() as m:
+        m.setattr(ex, "_release", _db_down)
+        with pytest.raises(DatabaseUnavailable) as err:
+            execute_run(str(run.id), factory, runner=_db_down, settings=settings)
     # Execute
-    with pytest.raises(OperationalError):
-        execute_run(str(run.id), factory, runner=flaky, settings=settings)
-    retried = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    held = _run(session, run.id)
+    without_token = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    with_token = execute_run(
+        str(run.id),
+        factory,
+        runner=FakeRunner(),
+        settings=settings,
+        release_token=err.value.token,
+    )
     # Assert
-    assert retried == "succeeded"
-    assert _run(session, run.id).attempt == 2
+    assert held.lease_expires_at > utcnow()  # still held: settings.lease_s is 30 s
+    assert without_token == "skipped"
+    assert with_token == "succeeded"
+    assert _count(session, RoundMetrics, run.id) == 4
+
+
+def test_outage_before_the_claim_is_retried_without_progress(
+    factory: sessionmaker, session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away before anything was claimed: DatabaseUnavailable, no progress, and the
+    token to hand back is the one the task carried in."""
+    import api.repository.runs as runs_repo
+
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=3)
+    monkeypatch.setattr(runs_repo, "get_run", _db_down)
+    with pytest.raises(DatabaseUnavailable) as err:
+        execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+    assert not err.value.progressed
+    assert err.value.token is None
+    assert _run(session, run.id).status == "queued"
+
+
+def test_retry_backoff_grows_to_its_cap() -> None:
+    """1, 2, 4, 8 s ... capped: a 30 s outage costs a handful of tries, not the whole budget."""
+    from worker.tasks import retry_delay
+
+    s = Settings(db_retry_max_delay_s=15, database_url="sqlite://", broker_url="memory://")
+    delays = [retry_delay(n, s) for n in range(8)]
+    assert delays == [1, 2, 4, 8, 15, 15, 15, 15]
+    assert s.db_retry_budget_s >= 300
+
+
+def _files(settings: Settings, rid) -> list[str]:
+    d = settings.checkpoint_root / str(rid)
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def test_run_deleted_mid_round_stops_and_leaves_no_files(
+    factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """DELETE lands while a round is being written (its checkpoint file is on disk, its row not
+    yet): the worker stops, removes that file too, and logs 'deleted', not 'lease lost'."""
+    from api.repository import runs as runs_repo
+    from api.store import CheckpointStore
+
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=10, checkpoint_every=1)
+
+    class DeletedDuringRound3(CheckpointStore):
+        def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
+            rel = super().put(run_id, round_, kind, sha256, data)
+            if round_ == 3:  # what DELETE /runs/{id} does, between this put and the row write
+                with factory() as s:
+                    runs_repo.request_cancel(s, run.id)
+                    runs_repo.delete_run(s, run.id)
+                    s.commit()
+                self.delete_run(run_id)
+                super().put(run_id, round_, kind, sha256, data)  # the in-flight file
+            return rel
+
+    with caplog.at_level("INFO", logger="worker.execution"):
+        out = execute_run(
+            str(run.id),
+            factory,
+            runner=FakeRunner(),
+            settings=settings,
+            store=DeletedDuringRound3(settings.checkpoint_root),
+        )
+    assert out == "deleted"
+    assert _files(settings, run.id) == []
+    assert "deleted" in caplog.text
+    assert "lease lost" not in caplog.text
+
+
+def test_run_cancelled_mid_run_removes_its_checkpoints(
+    factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancel while running: status cancelled, rounds kept, checkpoint rows and files gone."""
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=10, checkpoint_every=1)
+
+    def cancel_at(r: int) -> None:
+        if r == 2:
+            with factory() as s:
+                s.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
+                s.commit()
+
+    with caplog.at_level("INFO", logger="worker.execution"):
+        out = execute_run(
+            str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings
+        )
+    assert out == "cancelled"
+    assert _run(session, run.id).status == "cancelled"
+    assert _count(session, RoundMetrics, run.id) == 3
+    assert _count(session, CheckpointRow, run.id) == 0
+    assert _files(settings, run.id) == []
+    assert "lease lost" not in caplog.text
