@@ -65,6 +65,8 @@ def test_submit_and_watch_live(tmp_path: Path) -> None:
         deadline = time.monotonic() + 90
         while _rounds_shown(page) < 2 and time.monotonic() < deadline:
             page.wait_for_timeout(500)  # type: ignore[attr-defined]
+        # The page re-renders once when the run ends (the timer stops): wait for its charts.
+        page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)  # type: ignore[attr-defined]
         page.wait_for_timeout(1000)  # type: ignore[attr-defined]
         page.screenshot(path=str(ARTIFACTS / "e2e-live.png"), full_page=True)  # type: ignore[attr-defined]
         # Assert
