@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.db import make_sessionmaker
 from api.main import create_app
-from api.models import utcnow
-from tests.factories import create_run, create_user, make_spec
+from tests.factories import create_run, create_user, live_worker, make_spec
 from tests.fakes import FakeRunner
 from worker.execution import execute_run
 
@@ -123,36 +122,17 @@ def test_partition_the_data_cannot_satisfy_is_refused(
 def test_gpu_run_no_live_worker_serves_is_refused(
     client: TestClient, auth: dict[str, str], session: Session
 ) -> None:
-    """With workers recorded, cuda needs a live worker on the gpu queue; cpu is never refused."""
-    session.execute(
-        text(
-            "CREATE TABLE IF NOT EXISTS workers (name VARCHAR(200), queue VARCHAR(64), "
-            "slots INTEGER, started_at TIMESTAMP, heartbeat_at TIMESTAMP)"
-        )
-    )
-    session.commit()
-    try:
-        r = client.post("/api/v1/runs", json={"spec": make_spec(device="cuda:9")}, headers=auth)
-        assert r.status_code == 422
-        (d,) = r.json()["detail"]
-        assert d["loc"] == ["body", "spec", "device"]
-        assert "no live worker serves the 'gpu' queue" in d["msg"]
-        cpu = client.post("/api/v1/runs", json={"spec": make_spec()}, headers=auth)
-        assert cpu.status_code == 202
-        session.execute(
-            text(
-                "INSERT INTO workers (name, queue, slots, started_at, heartbeat_at) "
-                "VALUES ('w', 'gpu', 1, :now, :now)"
-            ),
-            {"now": utcnow()},
-        )
-        session.commit()
-        ok = client.post("/api/v1/runs", json={"spec": make_spec(device="cuda:0")}, headers=auth)
-        assert ok.status_code == 202
-    finally:
-        session.rollback()
-        session.execute(text("DROP TABLE workers"))
-        session.commit()
+    """cuda needs a live worker on the gpu queue; cpu is never refused."""
+    r = client.post("/api/v1/runs", json={"spec": make_spec(device="cuda:9")}, headers=auth)
+    assert r.status_code == 422
+    (d,) = r.json()["detail"]
+    assert d["loc"] == ["body", "spec", "device"]
+    assert "no live worker serves the 'gpu' queue" in d["msg"]
+    cpu = client.post("/api/v1/runs", json={"spec": make_spec()}, headers=auth)
+    assert cpu.status_code == 202
+    live_worker(session, queue="gpu")
+    ok = client.post("/api/v1/runs", json={"spec": make_spec(device="cuda:0")}, headers=auth)
+    assert ok.status_code == 202
 
 
 def test_succeeded_run_has_its_summary(
