@@ -13,12 +13,16 @@ from api.errors import FieldErrors
 from api.schemas import AUTHED, error_responses
 
 router = APIRouter(tags=["metrics"])
+_WS = r"[ \t\n\r\f\v]*"
+_UUID = r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32})"
+# Comma-separated UUIDs (canonical or 32 hex digits), blanks around them allowed.
+_IDS_PATTERN = rf"^{_WS}{_UUID}{_WS}(?:,{_WS}{_UUID}{_WS})*(?:,{_WS})?$"
 Ids = Annotated[
     str,
     Query(
         min_length=1,
         max_length=40_000,
-        pattern=r"^\s*[0-9a-fA-F-]{32,36}\s*(,\s*[0-9a-fA-F-]{32,36}\s*)*,?\s*$",
+        pattern=_IDS_PATTERN,
         description="comma-separated run ids (UUIDs)",
     ),
 ]
