@@ -121,7 +121,8 @@ PRIORITY_DOC = (
 )
 CROSS_FIELD = (
     "Cross-field rules (422 with both fields named): users_per_round <= partition.num_users; "
-    "share='predictor' only with fedavg, feddistill-plus, feddf or fedgen."
+    "share='predictor' only with fedavg, feddistill-plus, feddf or fedgen; a partition the "
+    "dataset can satisfy (enough samples for num_users x min_samples)."
 )
 
 
