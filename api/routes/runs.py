@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 
 from api import service
+from api.config import Settings
 from api.deps import (
     RunDep,
     SessionDep,
@@ -110,9 +111,7 @@ def cancel_run(run: RunDep, session: SessionDep, user: UserDep, settings: Settin
     if run.status == "cancelled":  # was queued: no worker will clean up after it
         paths = ckpt_repo.delete_of_run(session, run.id)
         session.commit()
-        store = CheckpointStore(settings.checkpoint_root)
-        store.delete(paths)
-        store.delete_run(str(run.id))
+        _remove_files(settings, paths, str(run.id))
     return service.run_public(run)
 
 
@@ -128,10 +127,15 @@ def delete_run(run: RunDep, session: SessionDep, user: UserDep, settings: Settin
     paths = ckpt_repo.paths_of_run(session, run.id)
     runs_repo.delete_run(session, run.id)
     session.commit()
+    _remove_files(settings, paths, str(run.id))
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _remove_files(settings: Settings, paths: list[str], run_id: str) -> None:
+    """A run's checkpoint files and its folder, once its rows are gone (committed)."""
     store = CheckpointStore(settings.checkpoint_root)
     store.delete(paths)
-    store.delete_run(str(run.id))
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    store.delete_run(run_id)
 
 
 @router.post(
