@@ -62,6 +62,9 @@ def test_submit_single_run_queues_it(app_path: str, lab_env: dict[str, Any], lab
     # Prepare
     at = open_page(app_path, "app_pages/submit.py")
     at.selectbox(key="submit_one_data.name").set_value("synthetic")
+    # The default 20-user split cannot be drawn from 2,000 synthetic samples (refused at submit).
+    at.number_input(key="submit_one_partition.num_users").set_value(5)
+    at.number_input(key="submit_one_users_per_round").set_value(3)
     at.number_input(key="submit_one_rounds").set_value(2)
     at.text_input(key="submit_tags").set_value("pagetest")
     # Execute
@@ -84,6 +87,8 @@ def test_submit_sweep_lists_and_yaml(app_path: str, lab_env: dict[str, Any], lab
     at.multiselect(key="submit_sw_algorithm.name").set_value(["fedavg", "fedprox"])
     at.text_input(key="submit_sw_seed").set_value("0, 1")
     at.text_input(key="submit_sw_rounds").set_value("2")
+    at.text_input(key="submit_sw_partition.num_users").set_value("5")
+    at.text_input(key="submit_sw_users_per_round").set_value("3")
     at.text_input(key="submit_sweep_name").set_value("from-form")
     at.run()
     # Execute

@@ -118,6 +118,7 @@ def test_label_counts_per_fidelity() -> None:
         float(up.label_counts.sum()) == min(16, user.num_train) * 5 + 5
     )  # T x B sampled labels + 1 per class
     paper = Simulation(_spec(fidelity={"profile": "paper"}))
+    user = paper.data.users[1]  # the paper profile draws its own split (partition.draws)
     up = paper.algo.client_update(user, 1, 0.05)
     assert up.label_counts is not None
     torch.testing.assert_close(up.label_counts, user.label_counts)

@@ -134,7 +134,18 @@ def test_postgres_away_30s_mid_run(
         broker_check=lambda: None,
     )
     worker = subprocess.Popen(
-        [sys.executable, "-m", "worker.lab_cli", "worker", "--queues", "cpu", "--loglevel", "INFO"],
+        [
+            sys.executable,
+            "-m",
+            "worker.lab_cli",
+            "worker",
+            "--slots",
+            "1",
+            "--queues",
+            "cpu",
+            "--loglevel",
+            "INFO",
+        ],
         env=env,
         cwd=ROOT,
         start_new_session=True,

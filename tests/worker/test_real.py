@@ -98,6 +98,8 @@ def lab(db_url: str, broker: str, tmp_path: Path) -> Iterator[dict]:
                 "-m",
                 "worker.lab_cli",
                 "worker",
+                "--slots",
+                "1",  # one process: the tests kill it and count its runs
                 "--queues",
                 "cpu",
                 "--loglevel",
