@@ -56,6 +56,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         pool=args.pool,
         concurrency=args.concurrency,
         loglevel=args.loglevel,
+        quiet=args.quiet,
     )
     gpus = sorted({s.device for s in plan if s.device is not None})
     where = f"GPU(s) {','.join(gpus)}" if gpus else f"{usable_cores()} core(s)"

@@ -111,10 +111,12 @@ def slot_commands(
     pool: str,
     concurrency: int,
     loglevel: str,
+    quiet: bool = False,
 ) -> list[tuple[str, list[str], dict[str, str]]]:
     """(name, argv, env) of each slot's single-slot `fedgen-lab worker` process.
 
-    Only slot0 runs the reaper: one per machine is enough, N would re-send N times.
+    Every slot registers itself with the dispatcher (one slot each); only one process runs a
+    dispatch pass at a time (the dispatcher's lease).
     """
     base, _, host = name.partition("@")
     out = []
@@ -138,6 +140,7 @@ def slot_commands(
             str(concurrency),
             "--loglevel",
             loglevel,
+            *(["--quiet"] if quiet else []),
         ]
         out.append((slot.name, argv, dict(os.environ, **slot.env())))
     return out
