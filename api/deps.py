@@ -17,6 +17,7 @@ from api.limits import Limits
 from api.models import Run, User
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
+from api.service import Submitter
 
 _bearer = HTTPBearer(auto_error=False, description="API token from `fedgen-lab users create`")
 
@@ -82,6 +83,16 @@ def submitting_user(request: Request, user: UserDep) -> User:
 SubmitUserDep = Annotated[User, Depends(submitting_user)]
 
 
+def submitter(
+    request: Request, session: SessionDep, user: SubmitUserDep, settings: SettingsDep
+) -> Submitter:
+    """Who submits, in which session, and how the app sends tasks (rate-limited user)."""
+    return Submitter(session, user, request.app.state.enqueue, settings)
+
+
+SubmitterDep = Annotated[Submitter, Depends(submitter)]
+
+
 def check_page_size(limit: int, settings: Settings) -> None:
     """422 on the `limit` field when a page would be larger than `max_page_size`."""
     if limit > settings.max_page_size:
@@ -124,9 +135,13 @@ def load_run_for_stream(
 StreamRunDep = Annotated[Run, Depends(load_run_for_stream)]
 
 
-def require_owner(run: Run, user: User) -> None:
-    """403 unless the user owns the run or is an admin."""
+def load_own_run(run: RunDep, user: UserDep) -> Run:
+    """The run of the path when the user owns it or is an admin; 403 otherwise."""
     if run.owner_id != user.id and not user.is_admin:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "only the run's owner or an admin may do this"
         )
+    return run
+
+
+OwnRunDep = Annotated[Run, Depends(load_own_run)]

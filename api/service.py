@@ -13,13 +13,14 @@ import os
 import socket
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
 from api import fairshare
-from api.config import Settings, get_settings
+from api.config import Settings
 from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
 from api.models import Run, Sweep, User
@@ -80,17 +81,15 @@ def partition_problem(spec: ExperimentSpec) -> str | None:
     )
 
 
-def check_device_served(
-    session: Session, specs: list[ExperimentSpec], queue_prefix: str, ttl_s: float
-) -> None:
+def check_device_served(sub: Submitter, specs: list[ExperimentSpec]) -> None:
     """422 naming `device` when a GPU run's queue has no live worker (it would wait forever).
 
     CPU runs are never refused: a lab always has a CPU queue, and `make demo` starts its
     worker after the first submission.
     """
-    served = served_queues(session, ttl_s)
+    served = served_queues(sub.session, sub.settings.worker_ttl_s)
     for spec in specs:
-        queue = queue_for_device(spec.device, queue_prefix)
+        queue = queue_for_device(spec.device, sub.settings.queue_prefix)
         if spec.device.startswith("cuda") and queue not in served:
             raise FieldErrors(
                 [("device", f"{spec.device!r}: no live worker serves the {queue!r} queue")],
@@ -106,87 +105,74 @@ def check_priority(user: User, priority: str) -> None:
         )
 
 
-def _dispatch_now(
-    session: Session, enqueue: Enqueue, settings: Settings | None, queues: set[str]
-) -> None:
+def _dispatch_now(sub: Submitter, queues: set[str]) -> None:
     """One dispatch pass over the submitted runs' queues; any failure is left to the workers."""
-    if settings is None:
+    if not sub.dispatch_now:
         return
     holder = f"api:{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
     try:
-        dispatch_pass(session, enqueue, settings, holder, queues=queues)
+        dispatch_pass(sub.session, sub.enqueue, sub.settings, holder, queues=queues)
     except Exception:  # the rows are committed; the workers' dispatcher sends them
-        session.rollback()
+        sub.session.rollback()
         log.exception("dispatch after submission failed; the workers' dispatcher will send")
 
 
-def submit_run(
-    session: Session,
-    user: User,
-    spec: ExperimentSpec,
-    enqueue: Enqueue,
-    sweep_id: uuid.UUID | None = None,
-    *,
-    queue_prefix: str,
-    priority: str = "normal",
-    settings: Settings | None = None,
-) -> Run:
-    """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
-    check_priority(user, priority)
-    check_device_served(session, [spec], queue_prefix, (settings or get_settings()).worker_ttl_s)
-    run = runs_repo.create_run(
-        session,
+@dataclass(frozen=True)
+class Submitter:
+    """What every submission shares: the session, who submits, how tasks are sent, the settings.
+
+    `dispatch_now=False` leaves the sending to the workers' dispatcher (a bench that starts its
+    workers after submitting).
+    """
+
+    session: Session
+    user: User
+    enqueue: Enqueue
+    settings: Settings
+    dispatch_now: bool = True
+
+
+def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: str, **extra: Any) -> Run:
+    """A queued run row for `spec`, with the queue its device is served from."""
+    return runs_repo.create_run(
+        sub.session,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
-        owner_id=user.id,
-        queue=queue_for_device(spec.device, queue_prefix),
-        sweep_id=sweep_id,
-        versions=versions(),
+        owner_id=sub.user.id,
+        queue=queue_for_device(spec.device, sub.settings.queue_prefix),
         priority=priority,
+        **extra,
     )
-    session.commit()
-    _dispatch_now(session, enqueue, settings, {run.queue})
+
+
+def submit_run(sub: Submitter, spec: ExperimentSpec, *, priority: str = "normal") -> Run:
+    """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
+    check_priority(sub.user, priority)
+    check_device_served(sub, [spec])
+    run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions())
+    sub.session.commit()
+    _dispatch_now(sub, {run.queue})
     return run
 
 
 def clone_run(
-    session: Session,
-    user: User,
-    run: Run,
-    changes: dict[str, Any],
-    enqueue: Enqueue,
-    *,
-    queue_prefix: str,
-    priority: str = "normal",
-    settings: Settings | None = None,
+    sub: Submitter, run: Run, changes: dict[str, Any], *, priority: str = "normal"
 ) -> Run:
     """A new run from an existing run's spec with `changes` merged in."""
     spec = validate_spec(merge(run.spec, changes), prefix="changes.")
-    return submit_run(
-        session,
-        user,
-        spec,
-        enqueue,
-        queue_prefix=queue_prefix,
-        priority=priority,
-        settings=settings,
-    )
+    return submit_run(sub, spec, priority=priority)
 
 
 def submit_sweep(
-    session: Session,
-    user: User,
+    sub: Submitter,
     name: str,
     base: dict[str, Any],
     grid: dict[str, Any],
-    enqueue: Enqueue,
     *,
-    queue_prefix: str,
     priority: str = "normal",
-    settings: Settings | None = None,
 ) -> tuple[Sweep, list[Run]]:
     """Expand the grid (all specs validated first), insert sweep and runs, commit, dispatch."""
-    check_priority(user, priority)
+    check_priority(sub.user, priority)
     try:
         sweep_spec = SweepSpec(name=name, base=base, grid=grid)
         specs = expand(sweep_spec, strict=True)
@@ -196,24 +182,14 @@ def submit_sweep(
         problem = partition_problem(spec)
         if problem is not None:
             raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
-    check_device_served(session, specs, queue_prefix, (settings or get_settings()).worker_ttl_s)
-    sweep = sweeps_repo.create_sweep(session, name=name, base=base, grid=grid, owner_id=user.id)
+    check_device_served(sub, specs)
+    sweep = sweeps_repo.create_sweep(
+        sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id
+    )
     recorded = versions()
-    runs = [
-        runs_repo.create_run(
-            session,
-            spec=s.model_dump(mode="json"),
-            spec_hash=s.spec_hash(),
-            owner_id=user.id,
-            queue=queue_for_device(s.device, queue_prefix),
-            sweep_id=sweep.id,
-            versions=recorded,
-            priority=priority,
-        )
-        for s in specs
-    ]
-    session.commit()
-    _dispatch_now(session, enqueue, settings, {r.queue for r in runs})
+    runs = [_queued_row(sub, s, priority, sweep_id=sweep.id, versions=recorded) for s in specs]
+    sub.session.commit()
+    _dispatch_now(sub, {r.queue for r in runs})
     return sweep, runs
 
 

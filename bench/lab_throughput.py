@@ -43,7 +43,7 @@ from api.db import make_engine, make_sessionmaker, session_scope  # noqa: E402
 from api.models import Run  # noqa: E402
 from api.queue import Sender  # noqa: E402
 from api.repository import users as users_repo  # noqa: E402
-from api.service import submit_run  # noqa: E402
+from api.service import Submitter, submit_run  # noqa: E402
 from bench.scratch_db import scratch_database  # noqa: E402
 from fedgen.spec import parse_spec  # noqa: E402
 from fedgen.status import TERMINAL  # noqa: E402
@@ -111,10 +111,9 @@ def drain(
         send = Sender(settings).send
         with session_scope(factory) as s:
             user, _ = users_repo.create_user(s, "bench", True)
-            ids = [
-                submit_run(s, user, parse_spec(spec), send, queue_prefix=prefix).id
-                for spec in specs
-            ]
+            # the workers start after submitting; their dispatcher sends the runs
+            sub = Submitter(s, user, send, settings, dispatch_now=False)
+            ids = [submit_run(sub, parse_spec(spec)).id for spec in specs]
         env = dict(
             os.environ,
             FEDGEN_DATABASE_URL=url,

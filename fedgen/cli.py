@@ -193,24 +193,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="fedgen", description="Federated learning simulations: FedGen and baselines."
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run a spec or a sweep")
-    r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
-    r.add_argument("--out", help="output directory (default runs/<algorithm>-<spec hash>)")
-    r.add_argument(
+    threads = argparse.ArgumentParser(add_help=False)  # shared by run and resume
+    threads.add_argument(
         "--threads",
         type=_threads_arg,
         default=None,
         help="torch CPU threads (intra- and inter-op; default: torch's default, all cores); "
         "use 1 when several runs share the machine",
     )
+    p = argparse.ArgumentParser(
+        prog="fedgen", description="Federated learning simulations: FedGen and baselines."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", parents=[threads], help="run a spec or a sweep")
+    r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
+    r.add_argument("--out", help="output directory (default runs/<algorithm>-<spec hash>)")
     r.set_defaults(func=cmd_run)
-    s = sub.add_parser("resume", help="continue a run directory from its last full checkpoint")
+    s = sub.add_parser(
+        "resume", parents=[threads], help="continue a run directory from its last full checkpoint"
+    )
     s.add_argument("dir")
-    s.add_argument("--threads", type=_threads_arg, default=None, help="as for `fedgen run`")
     s.set_defaults(func=cmd_resume)
     pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
     pa.add_argument("spec")

@@ -170,13 +170,14 @@ def _cmd_requeue(_args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of `fedgen-lab`."""
+    serve = argparse.ArgumentParser(add_help=False)  # where the API listens: api and up
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
     p = argparse.ArgumentParser(
         prog="fedgen-lab", description="FedGen Lab server: API, workers, database."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    api = sub.add_parser("api", help="serve the REST API")
-    api.add_argument("--host", default="127.0.0.1")
-    api.add_argument("--port", type=int, default=8000)
+    api = sub.add_parser("api", parents=[serve], help="serve the REST API")
     api.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     api.set_defaults(fn=_cmd_api)
     w = sub.add_parser(
@@ -224,9 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="no Celery start-up banner and no superuser warning (the worker of `fedgen-lab up`)",
     )
     w.set_defaults(fn=_cmd_worker)
-    up = sub.add_parser("up", help="API + worker (+ dashboard) together; Ctrl-C stops all")
-    up.add_argument("--host", default="127.0.0.1")
-    up.add_argument("--port", type=int, default=8000)
+    up = sub.add_parser(
+        "up", parents=[serve], help="API + worker (+ dashboard) together; Ctrl-C stops all"
+    )
     up.add_argument("--dashboard-port", type=int, default=8501)
     up.add_argument("--no-dashboard", action="store_true")
     up.set_defaults(fn=_cmd_up)

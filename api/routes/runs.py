@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Query, Response, status
+from sqlalchemy.orm import Session
 
 from api import service
 from api.config import Settings
 from api.deps import (
+    OwnRunDep,
     RunDep,
     SessionDep,
     SettingsDep,
-    SubmitUserDep,
+    SubmitterDep,
     UserDep,
     check_page_size,
     parse_uuid,
-    require_owner,
 )
+from api.models import Run
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.schemas import (
@@ -38,25 +40,10 @@ NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
-def submit_run(
-    body: RunCreate,
-    request: Request,
-    session: SessionDep,
-    user: SubmitUserDep,
-    settings: SettingsDep,
-) -> RunPublic:
+def submit_run(body: RunCreate, sub: SubmitterDep) -> RunPublic:
     """Validate a spec, queue a run for it (at `priority`; high: admins only)."""
-    spec = service.validate_spec(body.spec)
-    run = service.submit_run(
-        session,
-        user,
-        spec,
-        request.app.state.enqueue,
-        queue_prefix=settings.queue_prefix,
-        priority=body.priority,
-        settings=settings,
-    )
-    return service.runs_public(session, [run], settings)[0]
+    run = service.submit_run(sub, service.validate_spec(body.spec), priority=body.priority)
+    return service.runs_public(sub.session, [run], sub.settings)[0]
 
 
 @router.get("", responses=error_responses(*AUTHED, 404, 422))
@@ -97,45 +84,43 @@ def get_run(run: RunDep, session: SessionDep, settings: SettingsDep) -> RunPubli
     return service.runs_public(session, [run], settings)[0]
 
 
-@router.post(
-    "/{run_id}/cancel",
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=error_responses(*AUTHED, 403, 404),
-)
-def cancel_run(run: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> RunPublic:
+OWNER_ONLY = error_responses(*AUTHED, 403, 404)
+
+
+@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)
+def cancel_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
     """Ask a run to stop (queued: at once; running: between rounds); its checkpoint files go."""
-    require_owner(run, user)
-    runs_repo.request_cancel(session, run.id)
-    session.flush()
-    session.refresh(run)
-    if run.status == "cancelled":  # was queued: no worker will clean up after it
-        paths = ckpt_repo.delete_of_run(session, run.id)
-        session.commit()
-        _remove_files(settings, paths, str(run.id))
+    _withdraw(session, settings, run, delete=False)
     return service.run_public(run)
 
 
-@router.delete(
-    "/{run_id}",
-    status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(*AUTHED, 403, 404),
-)
-def delete_run(run: RunDep, session: SessionDep, user: UserDep, settings: SettingsDep) -> Response:
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, responses=OWNER_ONLY)
+def delete_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> Response:
     """Delete a run, its metrics and its checkpoint files (owner or admin)."""
-    require_owner(run, user)
-    runs_repo.request_cancel(session, run.id)
-    paths = ckpt_repo.paths_of_run(session, run.id)
-    runs_repo.delete_run(session, run.id)
-    session.commit()
-    _remove_files(settings, paths, str(run.id))
+    _withdraw(session, settings, run, delete=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-def _remove_files(settings: Settings, paths: list[str], run_id: str) -> None:
-    """A run's checkpoint files and its folder, once its rows are gone (committed)."""
+def _withdraw(session: Session, settings: Settings, run: Run, *, delete: bool) -> None:
+    """Cancel `run` (and delete its rows when asked), then remove its checkpoint files.
+
+    Files go only once the rows are committed; a running run that is only cancelled keeps them
+    until its worker stops between rounds and cleans up after itself.
+    """
+    runs_repo.request_cancel(session, run.id)
+    if delete:
+        paths = ckpt_repo.paths_of_run(session, run.id)
+        runs_repo.delete_run(session, run.id)
+    else:
+        session.flush()
+        session.refresh(run)
+        if run.status != "cancelled":
+            return
+        paths = ckpt_repo.delete_of_run(session, run.id)
+    session.commit()
     store = CheckpointStore(settings.checkpoint_root)
     store.delete(paths)
-    store.delete_run(run_id)
+    store.delete_run(str(run.id))
 
 
 @router.post(
@@ -143,23 +128,7 @@ def _remove_files(settings: Settings, paths: list[str], run_id: str) -> None:
     status_code=status.HTTP_202_ACCEPTED,
     responses=error_responses(*AUTHED, *BODY, 404),
 )
-def clone_run(
-    run: RunDep,
-    body: RunClone,
-    request: Request,
-    session: SessionDep,
-    user: SubmitUserDep,
-    settings: SettingsDep,
-) -> RunPublic:
+def clone_run(run: RunDep, body: RunClone, sub: SubmitterDep) -> RunPublic:
     """A new run from this run's spec with `changes` merged in."""
-    clone = service.clone_run(
-        session,
-        user,
-        run,
-        body.changes,
-        request.app.state.enqueue,
-        queue_prefix=settings.queue_prefix,
-        priority=body.priority,
-        settings=settings,
-    )
-    return service.runs_public(session, [clone], settings)[0]
+    clone = service.clone_run(sub, run, body.changes, priority=body.priority)
+    return service.runs_public(sub.session, [clone], sub.settings)[0]

@@ -16,12 +16,12 @@ import uuid
 from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from api import service
-from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, parse_uuid
+from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import metrics as metrics_repo
@@ -121,26 +121,12 @@ def get_study_definition(
     responses=error_responses(*AUTHED, *BODY, 404),
 )
 def launch_study(
-    name: str,
-    request: Request,
-    session: SessionDep,
-    user: SubmitUserDep,
-    settings: SettingsDep,
-    body: StudyOverrides | None = None,
+    name: str, sub: SubmitterDep, body: StudyOverrides | None = None
 ) -> dict[str, Any]:
     """Create the study's sweep (the paper's original, or the overrides) and queue its runs."""
     study = _study(name)
     p = _plan(study, body or StudyOverrides())
-    sweep, _ = service.submit_sweep(
-        session,
-        user,
-        p.sweep.name,
-        p.sweep.base,
-        p.sweep.grid,
-        request.app.state.enqueue,
-        queue_prefix=settings.queue_prefix,
-        settings=settings,
-    )
+    sweep, _ = service.submit_sweep(sub, p.sweep.name, p.sweep.base, p.sweep.grid)
     return {
         "study": study.name,
         "version": study.version,
@@ -149,7 +135,7 @@ def launch_study(
         "rounds": p.rounds,
         "runs": p.runs,
         "est_cpu_s": round(p.est_cpu_s, 1),
-        "sweep": sweep_public(session, sweep, user.name).model_dump(mode="json"),
+        "sweep": sweep_public(sub.session, sweep, sub.user.name).model_dump(mode="json"),
     }
 
 

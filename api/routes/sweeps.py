@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
 from api import analysis, service
-from api.deps import SessionDep, SettingsDep, SubmitUserDep, UserDep, check_page_size, parse_uuid
+from api.deps import SessionDep, SettingsDep, SubmitterDep, UserDep, check_page_size, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
@@ -43,26 +43,10 @@ def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
-def submit_sweep(
-    body: SweepCreate,
-    request: Request,
-    session: SessionDep,
-    user: SubmitUserDep,
-    settings: SettingsDep,
-) -> SweepPublic:
+def submit_sweep(body: SweepCreate, sub: SubmitterDep) -> SweepPublic:
     """Expand a grid into runs (all validated first) and queue them."""
-    sweep, _ = service.submit_sweep(
-        session,
-        user,
-        body.name,
-        body.base,
-        body.grid,
-        request.app.state.enqueue,
-        queue_prefix=settings.queue_prefix,
-        priority=body.priority,
-        settings=settings,
-    )
-    return _public(session, sweep, user.name)
+    sweep, _ = service.submit_sweep(sub, body.name, body.base, body.grid, priority=body.priority)
+    return _public(sub.session, sweep, sub.user.name)
 
 
 @router.get("", responses=error_responses(*AUTHED, 422))
