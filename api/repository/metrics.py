@@ -87,13 +87,14 @@ def _arrays(table: Any, names: Sequence[str], prefix: str) -> Any:
 
 
 @cache
-def _pg_statement() -> Any:
+def _pg_statement(with_checkpoints: bool) -> Any:
     """The whole round as one PostgreSQL statement (data-modifying CTEs): one round trip.
 
     Lock the run if this worker holds its lease; insert the round (ON CONFLICT DO NOTHING makes a
     replay a no-op); insert user and checkpoint rows only when the round row was new; renew the
     lease and advance the run. The CTEs share one snapshot and talk only through RETURNING, so
-    `new` is "rm returned a row". A lease mismatch locks, inserts and updates nothing.
+    `new` is "rm returned a row". A lease mismatch locks, inserts and updates nothing. Most rounds
+    carry no checkpoint: their variant has no checkpoint CTE (five array parameters fewer).
     """
     ins = postgresql.insert
     run, rnd = bindparam("run", type_=Uuid), bindparam("round", type_=Integer)
@@ -128,16 +129,19 @@ def _pg_statement() -> Any:
         .on_conflict_do_nothing()
         .cte("um")
     )
-    cks = _arrays(CheckpointRow.__table__, _CKPT_FIELDS, "c_")
-    ck = (
-        ins(CheckpointRow)
-        .from_select(
-            ["run_id", "round", "created_at", *_CKPT_FIELDS],
-            select(run, rnd, now, *cks.c).where(new),
+    ctes = [um]
+    if with_checkpoints:
+        cks = _arrays(CheckpointRow.__table__, _CKPT_FIELDS, "c_")
+        ck = (
+            ins(CheckpointRow)
+            .from_select(
+                ["run_id", "round", "created_at", *_CKPT_FIELDS],
+                select(run, rnd, now, *cks.c).where(new),
+            )
+            .on_conflict_do_nothing()
+            .cte("ck")
         )
-        .on_conflict_do_nothing()
-        .cte("ck")
-    )
+        ctes.append(ck)
     upd = (
         update(Run)
         .where(Run.id.in_(select(lease.c.id)))
@@ -149,10 +153,9 @@ def _pg_statement() -> Any:
     return select(
         select(count()).select_from(upd).scalar_subquery(),
         select(count()).select_from(rm).scalar_subquery(),
-    ).add_cte(um, ck)
+    ).add_cte(*ctes)
 
 
-@cache
 @cache
 def _sqlite_statements() -> tuple[Any, ...]:
     """The same steps one statement at a time, for SQLite (no data-modifying CTEs; in-process, so
@@ -204,9 +207,10 @@ def write_round(
     if conn.dialect.name != "sqlite":
         columns = list(zip(*user_rows, strict=True)) or [()] * len(USER_FIELDS)
         params |= {f"u_{n}": list(col) for n, col in zip(USER_FIELDS, columns, strict=True)}
-        columns = list(zip(*ck_rows, strict=True)) or [()] * len(_CKPT_FIELDS)
-        params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
-        held, inserted = conn.execute(_pg_statement(), params).one()
+        if ck_rows:
+            columns = list(zip(*ck_rows, strict=True))
+            params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
+        held, inserted = conn.execute(_pg_statement(bool(ck_rows)), params).one()
     else:
         round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
         key = {"run_id": run_id, "round": round_}
