@@ -61,6 +61,25 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120) 
     raise SystemExit(f"the lab did not become ready at {url} within {timeout_s:.0f}s")
 
 
+def _pm(mean: float | None, std: float | None) -> str:
+    return "-" if mean is None else f"{100 * mean:.1f} ± {100 * (std or 0.0):.1f}"
+
+
+def summary_table(groups: list[dict[str, Any]]) -> str:
+    """The sweep summary as a few readable lines: accuracy in %, mean ± std over finished seeds."""
+    width = max([len(g["label"]) for g in groups] + [5])
+    lines = [
+        "sweep summary: test accuracy (%), mean ± std over the finished seeds",
+        f"  {'group':<{width}}  {'n':>2}  {'final (round)':>20}  {'top-5':>12}",
+    ]
+    for g in groups:
+        at = "" if g["final_round"] is None else f" ({g['final_round']})"
+        final = _pm(g["final_mean"], g["final_std"]) + at
+        top5 = _pm(g["top5_mean"], g["top5_std"])
+        lines.append(f"  {g['label']:<{width}}  {g['n']:>2}  {final:>20}  {top5:>12}")
+    return "\n".join(lines)
+
+
 def follow(api: str, headers: dict[str, str], run_ids: list[str], labels: dict[str, str]) -> None:
     """Print one line per new round of each run until all are finished."""
     seen = dict.fromkeys(run_ids, -1)
@@ -140,10 +159,8 @@ def main() -> int:
         if os.environ.get("DISPLAY") or sys.platform == "darwin":
             webbrowser.open(compare)  # a desktop session: show the sweep as it runs
         follow(api, headers, run_ids, labels)
-        summary = httpx.get(
-            f"{api}/sweeps/{r.json()['id']}/summary", params={"format": "csv"}, headers=headers
-        )
-        print("\nsweep summary (mean ± std over seeds):\n" + summary.text, flush=True)
+        summary = httpx.get(f"{api}/sweeps/{r.json()['id']}/summary", headers=headers).json()
+        print("\n" + summary_table(summary["groups"]), flush=True)
         print(f"dashboard: {compare}", flush=True)
         if env.get("FEDGEN_DEMO_EXIT") == "1":
             return 0
