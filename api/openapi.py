@@ -4,6 +4,7 @@
   every field optional, defaults fill in), with its sections as components; each algorithm
   variant requires its `name` (the discriminator).
 - `SweepGrid`: dotted spec field -> list of values, one property per field.
+- `SpecChanges`: a clone's changes (the spec's schema; `algorithm` may omit `name`).
 - `limit` query parameters: maximum = FEDGEN_MAX_PAGE_SIZE of this app.
 """
 
@@ -35,29 +36,57 @@ def _spec_components() -> tuple[dict[str, Any], dict[str, Any]]:
     return schema, defs
 
 
+def _deref(s: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    return defs[s["$ref"].rsplit("/", 1)[1]] if "$ref" in s else s
+
+
+def _algorithm_params(algorithm: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Every algorithm parameter but `name` -> its schema (anyOf where algorithms differ)."""
+    params: dict[str, list[dict[str, Any]]] = {}
+    for ref in algorithm["discriminator"]["mapping"].values():
+        for p, ps in _deref({"$ref": ref}, defs)["properties"].items():
+            if p != "name":
+                clean = {k: v for k, v in ps.items() if k not in ("default", "title")}
+                if clean not in params.setdefault(p, []):
+                    params[p].append(clean)
+    return {p: o[0] if len(o) == 1 else {"anyOf": o} for p, o in sorted(params.items())}
+
+
+def _changes(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A clone's `changes`: the spec's input schema, where `algorithm` may also be a mapping of
+    parameters without `name` (merged over the run's own algorithm, which must have them)."""
+    out = copy.deepcopy(spec)
+    algorithm = out["properties"]["algorithm"]
+    own = {
+        "type": "object",
+        "description": "Parameters of the run's own algorithm (no `name`: it stays).",
+        "additionalProperties": False,
+        "properties": _algorithm_params(algorithm, defs),
+    }
+    out["properties"]["algorithm"] = {
+        "title": "AlgorithmChanges",
+        "anyOf": [*algorithm["oneOf"], own],
+    }
+    out["title"] = "SpecChanges"
+    out["description"] = "Spec fields to merge over a run's spec; any subset of the spec."
+    return out
+
+
 def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """One property per dotted field: a non-empty list of that field's values."""
 
     def deref(s: dict[str, Any]) -> dict[str, Any]:
-        return defs[s["$ref"].rsplit("/", 1)[1]] if "$ref" in s else s
+        return _deref(s, defs)
 
     fields: dict[str, dict[str, Any]] = {}
     for name, prop in spec["properties"].items():
         if name == "algorithm":
-            mapping = prop["discriminator"]["mapping"]
-            names = sorted(mapping)
+            names = sorted(prop["discriminator"]["mapping"])
             fields["algorithm"] = {
                 "anyOf": [{"type": "string", "enum": names}, *copy.deepcopy(prop["oneOf"])]
             }
-            params: dict[str, list[dict[str, Any]]] = {}
-            for ref in mapping.values():
-                for p, ps in deref({"$ref": ref})["properties"].items():
-                    if p != "name":
-                        clean = {k: v for k, v in ps.items() if k not in ("default", "title")}
-                        if clean not in params.setdefault(p, []):
-                            params[p].append(clean)
-            for p, options in sorted(params.items()):
-                fields[f"algorithm.{p}"] = options[0] if len(options) == 1 else {"anyOf": options}
+            for p, schema in _algorithm_params(prop, defs).items():
+                fields[f"algorithm.{p}"] = schema
             continue
         target = deref(prop)
         if target.get("type") == "object" and "properties" in target:
@@ -102,6 +131,7 @@ def build_openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
         components[name] = schema
     components["ExperimentSpecInput"] = spec
     components["SweepGrid"] = _grid(copy.deepcopy(spec), defs)
+    components["SpecChanges"] = _changes(spec, defs)
     # FastAPI's own 422 models are unused: every route documents the body it sends.
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)

@@ -99,6 +99,9 @@ SpecIn = Annotated[
     dict[str, Any],
     WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/ExperimentSpecInput"}]}),
 ]
+SpecChangesIn = Annotated[
+    dict[str, Any], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SpecChanges"}]})
+]
 GridIn = Annotated[
     dict[str, list[Any]], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SweepGrid"}]})
 ]
@@ -136,7 +139,7 @@ class RunCreate(_In):
 class RunClone(_In):
     """POST /runs/{id}/clone: a partial nested spec merged over the original."""
 
-    changes: SpecIn = Field(
+    changes: SpecChangesIn = Field(
         default_factory=dict, description="Merged over the run's spec. " + CROSS_FIELD
     )
     priority: Priority = Field("normal", description=PRIORITY_DOC)

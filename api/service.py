@@ -81,11 +81,12 @@ def partition_problem(spec: ExperimentSpec) -> str | None:
     )
 
 
-def check_device_served(sub: Submitter, specs: list[ExperimentSpec]) -> None:
+def check_device_served(sub: Submitter, specs: list[ExperimentSpec], prefix: str) -> None:
     """422 naming `device` when a GPU run's queue has no live worker (it would wait forever).
 
     CPU runs are never refused: a lab always has a CPU queue, and `make demo` starts its
-    worker after the first submission.
+    worker after the first submission. `prefix` is where the request holds the spec
+    (`spec.`, a clone's `changes.`, a sweep's `base.`).
     """
     served = served_queues(sub.session, sub.settings.worker_ttl_s)
     for spec in specs:
@@ -93,7 +94,7 @@ def check_device_served(sub: Submitter, specs: list[ExperimentSpec]) -> None:
         if spec.device.startswith("cuda") and queue not in served:
             raise FieldErrors(
                 [("device", f"{spec.device!r}: no live worker serves the {queue!r} queue")],
-                "spec.",
+                prefix,
             )
 
 
@@ -145,10 +146,12 @@ def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: str, **extra: An
     )
 
 
-def submit_run(sub: Submitter, spec: ExperimentSpec, *, priority: str = "normal") -> Run:
+def submit_run(
+    sub: Submitter, spec: ExperimentSpec, *, priority: str = "normal", prefix: str = "spec."
+) -> Run:
     """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
     check_priority(sub.user, priority)
-    check_device_served(sub, [spec])
+    check_device_served(sub, [spec], prefix)
     run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions())
     sub.session.commit()
     _dispatch_now(sub, {run.queue})
@@ -160,7 +163,7 @@ def clone_run(
 ) -> Run:
     """A new run from an existing run's spec with `changes` merged in."""
     spec = validate_spec(merge(run.spec, changes), prefix="changes.")
-    return submit_run(sub, spec, priority=priority)
+    return submit_run(sub, spec, priority=priority, prefix="changes.")
 
 
 def submit_sweep(
@@ -182,7 +185,7 @@ def submit_sweep(
         problem = partition_problem(spec)
         if problem is not None:
             raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
-    check_device_served(sub, specs)
+    check_device_served(sub, specs, "base.")
     sweep = sweeps_repo.create_sweep(
         sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id
     )

@@ -24,6 +24,9 @@ from api.schemas import (
 )
 from fedgen.specdict import group_fields
 
+_FIELD = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+GROUP_BY_PATTERN = rf"^ *{_FIELD} *(, *{_FIELD} *)*$"
+
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
 
 
@@ -95,7 +98,15 @@ def sweep_summary(
     session: SessionDep,
     _user: UserDep,
     format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
-    group_by: Annotated[str | None, Query(max_length=4000)] = None,
+    group_by: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            pattern=GROUP_BY_PATTERN,
+            description="Comma-separated dotted spec fields, e.g. `algorithm.name,partition.alpha`"
+            " (each must be a field of this sweep's specs; 422 names the unknown ones)",
+        ),
+    ] = None,
 ) -> dict[str, Any] | PlainTextResponse:
     """Runs grouped by every field but the seed: mean ± std of final and top-5 accuracy.
 

@@ -2,28 +2,38 @@
 
 The schema cannot express the spec's documented cross-field rules (users_per_round <=
 partition.num_users; share='predictor' with some algorithms only; a partition the dataset
-can satisfy; a grid's product at most 1000 runs; `algorithm.<param>` only for an algorithm with that parameter). A body that
+can satisfy; a GPU device no live worker serves; a grid's product at most 1000 runs; `algorithm.<param>` only for an algorithm
+with that parameter; a summary's `group_by` naming fields the sweep has). A request that
 satisfies the schema and breaks one of those rules is answered 422 by design, so such
-bodies are not generated. Only those: any other refusal of a schema-valid body is
+requests are not generated. Only those: any other refusal of a schema-valid body is
 still reported. Loaded through SCHEMATHESIS_HOOKS=tests.api.contract_hooks.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import schemathesis
 
 from api.config import Settings
+from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import partition_problem
-from fedgen.spec import SpecError, parse_spec
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.specdict import NON_GROUP_FIELDS, flatten
 from fedgen.sweep import SweepSpec, expand
 
 # Sweeps expand into rows: keep generated ones small, the contract is about the shapes.
 MAX_GENERATED_SWEEP_RUNS = 20
 MAX_BODY_BYTES = Settings().max_body_bytes
 
+
+# The dotted fields of every spec (an empty spec's, flattened), and group_by's pattern.
+EVERY_SPEC_FIELD = frozenset(flatten(ExperimentSpec().model_dump(mode="json"))) - set(
+    NON_GROUP_FIELDS
+)
+_GROUP_BY = re.compile(GROUP_BY_PATTERN)
 
 CROSS_FIELD_MESSAGES = ("exceeds partition.num_users", "share='predictor' is supported by")
 
@@ -51,8 +61,13 @@ def _spec_ok(spec: Any) -> bool:
         parsed = parse_spec(spec, strict=True)
     except SpecError as exc:
         return not _cross_field_only(exc.errors)
-    # Documented too: a split the dataset cannot satisfy is refused at submission.
-    return partition_problem(parsed) is None
+    return _submittable(parsed)
+
+
+def _submittable(spec: ExperimentSpec) -> bool:
+    """Documented refusals at submission: a split the dataset cannot satisfy; a GPU device no
+    live worker serves (the contract's lab has no GPU worker)."""
+    return partition_problem(spec) is None and not spec.device.startswith("cuda")
 
 
 def _sweep_ok(body: dict[str, Any]) -> bool:
@@ -67,24 +82,35 @@ def _sweep_ok(body: dict[str, Any]) -> bool:
     if product > MAX_GENERATED_SWEEP_RUNS:
         return False
     try:
-        expand(SweepSpec.model_validate({"base": base, "grid": grid}), strict=True)
+        specs = expand(SweepSpec.model_validate({"base": base, "grid": grid}), strict=True)
     except SpecError as exc:
         return not _cross_field_only(exc.errors)
     except Exception:  # invalid in shape: the API must refuse it, let it through
         return True
-    return True
+    return all(_submittable(s) for s in specs)
+
+
+def _group_by_ok(query: Any) -> bool:
+    """`group_by` names only fields every sweep's specs have (others: 422 naming them)."""
+    if not isinstance(query, dict) or not isinstance(query.get("group_by"), str):
+        return True
+    names = [f.strip() for f in query["group_by"].split(",") if f.strip()]
+    return all(n in EVERY_SPEC_FIELD for n in names) or not _GROUP_BY.fullmatch(query["group_by"])
 
 
 @schemathesis.hook
-def filter_body(context: schemathesis.HookContext, body: Any) -> bool:
-    """Drop bodies that break only a documented cross-field rule, oversized sweeps and bodies
-    over the size limit."""
-    op = context.operation
-    if op is None or not isinstance(body, dict):
+def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> bool:
+    """Drop cases that break only a documented rule the schema cannot express: a cross-field
+    rule of the spec, an oversized sweep, a body over the size limit, a `group_by` field the
+    sweep does not have. A case hook, so it applies in every phase (coverage included)."""
+    path = case.operation.path
+    if path.endswith("/summary"):
+        return _group_by_ok(case.query)
+    body = case.body
+    if not isinstance(body, dict):
         return True
     if len(json.dumps(body).encode()) > MAX_BODY_BYTES:
         return False  # answered 413 (documented), whatever the body says
-    path = op.path
     if path.endswith("/sweeps"):
         return _sweep_ok(body)
     if path.endswith("/runs") or path.endswith("/spec/validate"):

@@ -6,6 +6,8 @@ Postgres schema, a token from `fedgen-lab users create`), with fewer cases.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import text
 
@@ -76,3 +78,29 @@ def test_openapi_documents_spec_limits_and_media_types(client) -> None:
     assert "text/event-stream" in events["content"]
     summary = doc["paths"][f"{API}/sweeps/{{sweep_id}}/summary"]["get"]["responses"]["200"]
     assert "text/csv" in summary["content"]
+
+
+def test_clone_changes_may_name_parameters_without_the_algorithm(client, auth) -> None:
+    """A clone's `changes.algorithm` may omit `name` (the schema says so, and the API merges it
+    over the run's own algorithm); a summary's `group_by` must look like dotted fields."""
+    doc = client.get(f"{API}/openapi.json").json()
+    changes = doc["components"]["schemas"]["SpecChanges"]
+    own = [s for s in changes["properties"]["algorithm"]["anyOf"] if "properties" in s]
+    assert own
+    assert "name" not in own[0]["properties"]
+    assert "gen_batch_size" in own[0]["properties"]
+    clone = doc["components"]["schemas"]["RunClone"]["properties"]["changes"]
+    assert "SpecChanges" in json.dumps(clone)
+    run = client.post(f"{API}/runs", json={"spec": {"algorithm": {"name": "fedgen"}}}, headers=auth)
+    rid = run.json()["id"]
+    ok = client.post(
+        f"{API}/runs/{rid}/clone",
+        json={"changes": {"algorithm": {"gen_batch_size": 64}}},
+        headers=auth,
+    )
+    assert ok.status_code == 202, ok.text
+    assert ok.json()["spec"]["algorithm"]["name"] == "fedgen"
+    assert ok.json()["spec"]["algorithm"]["gen_batch_size"] == 64
+    summary = doc["paths"][f"{API}/sweeps/{{sweep_id}}/summary"]["get"]["parameters"]
+    (group_by,) = [p for p in summary if p["name"] == "group_by"]
+    assert group_by["schema"]["anyOf"][0]["pattern"]

@@ -130,6 +130,17 @@ def test_gpu_run_no_live_worker_serves_is_refused(
     assert "no live worker serves the 'gpu' queue" in d["msg"]
     cpu = client.post("/api/v1/runs", json={"spec": make_spec()}, headers=auth)
     assert cpu.status_code == 202
+    # The error names the field where the request holds it: a clone's changes, a sweep's base.
+    clone = client.post(
+        f"/api/v1/runs/{cpu.json()['id']}/clone",
+        json={"changes": {"device": "cuda:9"}},
+        headers=auth,
+    )
+    assert [d["loc"] for d in clone.json()["detail"]] == [["body", "changes", "device"]]
+    sweep = client.post(
+        "/api/v1/sweeps", json={"base": make_spec(device="cuda"), "grid": {}}, headers=auth
+    )
+    assert [d["loc"] for d in sweep.json()["detail"]] == [["body", "base", "device"]]
     live_worker(session, queue="gpu")
     ok = client.post("/api/v1/runs", json={"spec": make_spec(device="cuda:0")}, headers=auth)
     assert ok.status_code == 202
