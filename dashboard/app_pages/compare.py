@@ -37,6 +37,7 @@ GROUP_MODES = {
     "fields": "Chosen fields",
     "none": "No grouping (one line per run)",
 }
+PERCENT = {"test_acc", "user_acc_mean", "user_acc_min"}  # stored as fractions, shown in %
 X_AXES = ["round", "wall-clock"]
 COMPACT = 12  # more chosen runs than this: a summary line instead of the run chips
 TIME_METRIC = "time_total_ms"  # the wall-clock axis and seconds-to-target come from it
@@ -126,8 +127,9 @@ if st.toggle(f"Filter {what}", key="cmp_filter", value=len(shown) < len(options)
 else:
     shown = options
 st.session_state["cmp_shown"] = shown
-ui.from_url("cmp_target", "target", 0.8, float)
-st.session_state["cmp_target"] = min(max(float(st.session_state["cmp_target"]), 0.0), 1.0)
+# The target is in % like the chart (a link from before, with a fraction such as 0.8, still works).
+ui.from_url("cmp_target", "target", 80.0, lambda v: float(v) * 100 if float(v) <= 1 else float(v))
+st.session_state["cmp_target"] = min(max(float(st.session_state["cmp_target"]), 0.0), 100.0)
 
 ui.to_url(
     {
@@ -141,7 +143,7 @@ ui.to_url(
         "smooth": smoothing or None,
         "points": max_points if max_points != 500 else None,
         "log": True if log_y else None,
-        "target": st.session_state["cmp_target"] if st.session_state["cmp_target"] != 0.8 else None,
+        "target": st.session_state["cmp_target"] if st.session_state["cmp_target"] != 80 else None,
     }
 )
 if not shown:
@@ -156,6 +158,8 @@ long = compare_long(payload, metric)
 if long.empty:
     st.info("The chosen runs have no rounds yet.")
     st.stop()
+if metric in PERCENT:
+    long["value"] = long["value"] * 100.0
 long["group"] = long["run_id"].map(lambda i: names.get(str(i), str(i)))
 long = long[long["group"].isin(set(shown))]
 if any(r.get("downsampled") for r in payload.get("runs", [])):
@@ -165,11 +169,11 @@ if mode == "fields":
         st.warning(f"Group {label!r} mixes runs that differ in {', '.join(differ)}.")
 smoothed = smooth(long, smoothing)
 x = "wall_s" if x_axis == "wall-clock" else "round"
-y_title = METRIC_TITLES.get(metric, metric)
+y_title = METRIC_TITLES.get(metric, metric) + (" (%)" if metric in PERCENT else "")
 title = y_title + (f" (EMA {smoothing:g})" if smoothing else "")
 if mode == "none":
     fig = charts.run_lines(smoothed, names, title, x=x, styles=styles, log_y=log_y, y_title=y_title)
-    csv = compare_view.runs_csv(smoothed, names, metric)
+    csv = compare_view.runs_csv(smoothed, names, metric + ("_pct" if metric in PERCENT else ""))
     agg = None
 else:
     agg = aggregate(smoothed)
@@ -192,8 +196,9 @@ st.download_button(
 
 st.subheader("Time to target accuracy")
 target = st.number_input(
-    "Target", 0.0, 1.0, step=0.01, key="cmp_target", disabled=metric != "test_acc"
-)
+    "Target test accuracy (%)", 0.0, 100.0, step=1.0, key="cmp_target",
+    disabled=metric != "test_acc",
+)  # fmt: skip
 if metric == "test_acc":
     ttt = time_to_target(long, float(target), "group")
     st.dataframe(

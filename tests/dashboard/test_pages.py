@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -201,6 +203,23 @@ def test_compare_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
     names = sorted(t["name"] for t in fig["data"])
     assert names == ["algorithm=fedgen, seed=0", "algorithm=fedgen, seed=1"]
     assert len(at.get("download_button")) == 1
+
+
+def test_compare_page_shows_accuracy_in_percent(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Accuracy curves and the target are in % (as the tables); a link with a fraction target
+    from before (target=0.6) still means 60 %."""
+    # Execute
+    at = _open_with_url(
+        app_path, "app_pages/compare.py", {"sweep": lab_env["sweep_id"], "target": "0.6"}
+    )
+    # Assert
+    assert not at.exception
+    fig = _compare_chart(at)
+    assert fig["layout"]["yaxis"]["title"]["text"] == "test accuracy (%)"
+    (line, *_) = [t for t in fig["data"] if t.get("mode") == "lines" and "fill" not in t]
+    y = line["y"]  # plotly's typed array: {"dtype": "f8", "bdata": base64}
+    assert np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).max() > 1.0
+    assert at.number_input(key="cmp_target").value == pytest.approx(60.0)
 
 
 def test_compare_page_writes_its_view_to_the_url(app_path: str, lab_env: dict[str, Any]) -> None:
