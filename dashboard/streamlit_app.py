@@ -45,8 +45,15 @@ RUNS = st.Page(_PAGES / "runs.py", title="Runs", icon=":material/table_rows:", u
 
 
 def _home() -> None:
-    """The root URL shows the Runs page at its own address, /runs (with the query string)."""
-    st.switch_page(RUNS, query_params=dict(st.query_params))
+    """The root URL forwards to `?page=<url path>` (the other parameters kept), else to /runs.
+
+    A shared link of the form `/?page=compare&sweep=<id>` loads from the root, so the browser
+    console stays clean: opening `/compare` directly makes Streamlit's frontend probe
+    `/compare/_stcore/health` and `/host-config` first, two 404s (streamlit/streamlit#7074).
+    """
+    params = dict(st.query_params)
+    target = BY_URL_PATH.get(str(params.pop("page", "")), RUNS)
+    st.switch_page(target, query_params=params)
 
 
 # Streamlit serves the default page at "/" only, so a default Runs page would make /runs a
@@ -68,6 +75,7 @@ pages = [
     ),
     st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
 ]
+BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""
 page = st.navigation(pages)
 sidebar()
 page.run()

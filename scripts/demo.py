@@ -149,8 +149,9 @@ def main() -> int:
         for rid in run_ids:
             spec = httpx.get(f"{api}/runs/{rid}", headers=headers, timeout=10).json()["spec"]
             labels[rid] = f"{spec['algorithm']['name']} seed {spec['seed']}"
-        # A short link: the sweep id brings all its runs (the Compare page keeps its view in the URL).
-        compare = f"http://127.0.0.1:{dash_port}/compare?sweep={r.json()['id']}"
+        # A short link: the sweep id brings all its runs (the Compare page keeps its view in the
+        # URL). It loads from the root, which forwards to /compare: no 404 probes in the console.
+        compare = f"http://127.0.0.1:{dash_port}/?page=compare&sweep={r.json()['id']}"
         print(
             f"\n  API        {api}\n  API docs   {base}/docs\n  dashboard  {compare}\n"
             f"  token      {token}\n\nsubmitted sweep {sweep['name']!r}: {len(run_ids)} runs\n",

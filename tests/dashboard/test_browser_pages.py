@@ -5,7 +5,7 @@ Opening a page's URL directly (`/runs`), Streamlit's frontend first asks whether
 path is the app's base path (`/runs/_stcore/health`, `/runs/_stcore/host-config`); the
 server answers 404 by design and the frontend goes on with `/`. Those two probes are the
 only 404s allowed, and only on a directly opened page URL; moving through the app from
-its root shows none.
+its root, or a link through the root (`/?page=compare&...`, as the demo prints), shows none.
 """
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ def test_every_page_loads_clean(tmp_path: Path) -> None:
                 nav.click()
                 _settle(page)
             by_nav = (watch.missing, watch.failed, watch.errors)
+            # Execute: a shared link through the root (the demo prints one)
+            page.goto(f"{stack.dashboard_url}/?page=compare&x=wall-clock")  # type: ignore[attr-defined]
+            _settle(page)
+            via_root = (page.url, watch.missing, watch.failed)  # type: ignore[attr-defined]
             # Execute: each page's own URL
             direct: dict[str, tuple[bool, int, str]] = {}
             watch.reset()
@@ -82,6 +86,9 @@ def test_every_page_loads_clean(tmp_path: Path) -> None:
     # Assert
     assert root_url.rstrip("/").endswith("/runs")  # the root forwards to the Runs page's URL
     assert by_nav == ([], [], [])
+    assert re.search(r"/compare\?(.*&)?x=wall-clock", via_root[0]), via_root[0]
+    assert "page=" not in via_root[0]
+    assert via_root[1:] == ([], [])
     assert direct["runs"] == (False, 0, "Runs")
     assert direct == {p: (False, 0, heading) for p, (_, heading) in PAGES.items()}
     assert watch.failed == []
