@@ -37,6 +37,21 @@ from fedgen.versions import versions
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Submitter:
+    """What every submission shares: the session, who submits, how tasks are sent, the settings.
+
+    `dispatch_now=False` leaves the sending to the workers' dispatcher (a bench that starts its
+    workers after submitting).
+    """
+
+    session: Session
+    user: User
+    enqueue: Enqueue
+    settings: Settings
+    dispatch_now: bool = True
+
+
 def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec:
     """parse_spec (strict, as the JSON schema says), SpecError as a 422 with field messages;
     a partition the dataset cannot satisfy is refused here too (it would fail on the worker)."""
@@ -116,21 +131,6 @@ def _dispatch_now(sub: Submitter, queues: set[str]) -> None:
     except Exception:  # the rows are committed; the workers' dispatcher sends them
         sub.session.rollback()
         log.exception("dispatch after submission failed; the workers' dispatcher will send")
-
-
-@dataclass(frozen=True)
-class Submitter:
-    """What every submission shares: the session, who submits, how tasks are sent, the settings.
-
-    `dispatch_now=False` leaves the sending to the workers' dispatcher (a bench that starts its
-    workers after submitting).
-    """
-
-    session: Session
-    user: User
-    enqueue: Enqueue
-    settings: Settings
-    dispatch_now: bool = True
 
 
 def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: str, **extra: Any) -> Run:
