@@ -31,7 +31,11 @@ def versions() -> dict[str, str]:
     """{"fedgen", "torch", "numpy", "python"} -> version; a package not installed is left out.
 
     A process that has loaded torch (a run) also records "torch_threads", the intra-op
-    threads it runs with (`fedgen run --threads`, a lab worker slot's share of the cores).
+    threads it runs with (`fedgen run --threads`, a lab worker slot's share of the cores), and
+    "cpu_capability", the CPU kernels torch picked (DEFAULT, AVX2, AVX512): two CPU runs of one
+    spec agree bit for bit when these and the versions agree; across kernels the last bits of
+    float sums differ, so the curves differ round by round (the seed statistics agree within
+    their spread).
     """
     out = {"fedgen": fedgen.__version__}
     for package in ("torch", "numpy"):
@@ -42,4 +46,5 @@ def versions() -> dict[str, str]:
     threads = current_threads()
     if threads is not None:
         out["torch_threads"] = str(threads)
+        out["cpu_capability"] = str(sys.modules["torch"].backends.cpu.get_cpu_capability())
     return out

@@ -1,9 +1,17 @@
 """Bit-for-bit fingerprint: a fixed small spec's 5-round metrics per algorithm and profile.
 
-The fingerprints in `fingerprints.json` were written by the code before the
-issue-11 refactor; a refactor that changes any CPU result (a metric, a per-user
-accuracy, a loss) by one bit fails here. Timings are excluded (they vary).
-Regenerate only for an intended change of results:
+The fingerprints in `fingerprints.json` pin the CPU results of the code as it was after the
+issue-11 refactor (which was itself checked against fingerprints written before it); a
+change that moves any CPU result (a metric, a per-user accuracy, a loss) by one bit fails
+here. Timings are excluded (they vary).
+
+The last bits of float arithmetic depend on the CPU's kernels: torch picks AVX2 or AVX-512
+code, oneDNN's convolutions pick theirs by ISA and cache sizes, MKL its own. The same code
+gave other bits on an AVX-512 machine than on the machine the fingerprints were first
+written on. So the fingerprints are computed in a child process with portable numerics
+(`PORTABLE_NUMERICS`: ATen's scalar kernels, MKL's conditional-numerical-reproducibility
+path, oneDNN off, one thread), which give the same bits on any x86-64 CPU. Regenerate only
+for an intended change of results:
 `FEDGEN_WRITE_FINGERPRINTS=1 python -m pytest tests/fedgen/test_fingerprint.py`.
 """
 
@@ -12,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +33,16 @@ from fedgen.runner import run
 from tests.fedgen.conftest import tiny_spec
 
 FILE = Path(__file__).with_name("fingerprints.json")
+ROOT = Path(__file__).resolve().parents[2]
+
+# Environment of the child process that computes the fingerprints: kernels chosen by none of
+# the CPU's features (torch.backends.mkldnn is switched off inside the child, see _main).
+PORTABLE_NUMERICS = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE",
+    "MKL_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+}
 
 # Small generator batches keep the 50 official generator steps per round cheap.
 FEDGEN: dict[str, Any] = {"name": "fedgen", "gen_batch_size": 4, "server_batch_size": 4}
@@ -70,12 +90,67 @@ def fingerprint(case: str) -> list[str]:
     return [hashlib.sha256(_round_record(e).encode()).hexdigest()[:32] for e in sink.events]
 
 
+def _portable_fingerprints() -> dict[str, list[str]]:
+    """Every case's fingerprint, computed by this module run as a child with portable numerics."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fedgen.test_fingerprint"],
+        cwd=ROOT,
+        env={**os.environ, **PORTABLE_NUMERICS},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, list[str]] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def portable() -> dict[str, list[str]]:
+    return _portable_fingerprints()
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_fingerprint_unchanged(case: str) -> None:
-    got = fingerprint(case)
+def test_fingerprint_unchanged(case: str, portable: dict[str, list[str]]) -> None:
+    got = portable[case]
     if os.environ.get("FEDGEN_WRITE_FINGERPRINTS"):
         stored = json.loads(FILE.read_text()) if FILE.exists() else {}
         stored[case] = got
         FILE.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
     want = json.loads(FILE.read_text())[case]
     assert got == want, f"{case}: CPU results differ from the committed fingerprint"
+
+
+def test_portable_numerics_ignore_the_cpu_features() -> None:
+    """What a different CPU would change (oneDNN's and MKL's instruction sets) leaves the
+    portable fingerprint as it is: the pin, not this machine, decides the bits."""
+    case = "fedavg-official"
+    base = _child_fingerprint(case, {})
+    for caps in ({"ONEDNN_MAX_CPU_ISA": "SSE41"}, {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}):
+        assert _child_fingerprint(case, caps) == base, caps
+
+
+def _child_fingerprint(case: str, extra_env: dict[str, str]) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fedgen.test_fingerprint", case],
+        cwd=ROOT,
+        env={**os.environ, **PORTABLE_NUMERICS, **extra_env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    fingerprints: list[str] = json.loads(done.stdout.splitlines()[-1])[case]
+    return fingerprints
+
+
+def _main(cases: list[str]) -> None:
+    """Child process: print {case: fingerprint} as one JSON line (all cases when none named)."""
+    torch.backends.mkldnn.enabled = False  # oneDNN's kernels depend on the ISA and cache sizes
+    sys.stdout.write(json.dumps({c: fingerprint(c) for c in cases or sorted(CASES)}) + "\n")
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -4,6 +4,7 @@ the shared run statuses and version info."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -202,6 +203,19 @@ def test_versions_without_importing_torch() -> None:
     assert not torch_loaded
     assert list(fresh) == ["fedgen", "torch", "numpy", "python"]
     assert versions()["python"] == fresh["python"]
+
+
+def test_versions_of_a_run_name_its_cpu_kernels() -> None:
+    """Once torch is loaded (a run), the record names the CPU kernels torch picked, which
+    decide the last bits of a CPU run; ATEN_CPU_CAPABILITY overrides them."""
+    code = "import json, torch; from fedgen.versions import versions; print(json.dumps(versions()))"
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    recorded = json.loads(out)
+    assert recorded["cpu_capability"] == "DEFAULT"
+    assert recorded["torch_threads"].isdigit()
 
 
 def test_specdict_and_status_import_only_light_modules() -> None:
