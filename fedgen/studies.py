@@ -65,17 +65,20 @@ FIG5_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedprox", "feddistill-plus", "fed
 
 # -- CPU time estimate -------------------------------------------------------------
 # ms per round on one core at the paper setting (10 users x T=20, official CNN,
-# Fashion-MNIST), from the committed Table 1 run (docs/results/table1-fashion-mnist.md,
-# "seconds per run" / 200 rounds). The VM's speed varies about 2x from day to day, and
-# the dataset and model factors are guesses: this is an estimate, not a measurement.
+# Fashion-MNIST), the median over the runs of the Fashion-MNIST studies of 2026-12-01
+# (table2, table3, fig5-delay, Table 1's FedDistill column: 2 processes x 1 thread, the
+# runs' own `wall_s` / rounds; docs/results/studies-fashion-mnist.md). FedEnsemble had no
+# run that day: FedAvg's figure times its ratio to FedAvg in the 2026-11-30 Table 1 (3.9).
+# The VM's speed varies about 2x from day to day, and the dataset and model factors are
+# guesses: this is an estimate, not a measurement.
 EST_MS_PER_ROUND: dict[str, float] = {
-    "fedavg": 235.0,
-    "fedprox": 235.0,
-    "fedensemble": 915.0,
-    "feddistill": 275.0,
-    "feddistill-plus": 280.0,
-    "feddf": 765.0,
-    "fedgen": 310.0,
+    "fedavg": 330.0,
+    "fedprox": 365.0,
+    "fedensemble": 1280.0,
+    "feddistill": 365.0,
+    "feddistill-plus": 590.0,
+    "feddf": 1610.0,
+    "fedgen": 405.0,
 }
 EST_DATASET_FACTOR: dict[str, float] = {
     "mnist": 1.0,
