@@ -51,7 +51,7 @@ def main(out_dir: Path = ROOT / "test-artifacts") -> int:
         with browser_page(Path(tmp) / "profile", 1500, 1400) as page:
             for name in LAUNCH:
                 page.goto(f"{stack.dashboard_url}/paper?study={name}")  # type: ignore[attr-defined]
-                page.get_by_role("heading", name="Paper").wait_for(timeout=60_000)  # type: ignore[attr-defined]
+                page.get_by_role("heading", name="Paper", exact=True).wait_for(timeout=60_000)  # type: ignore[attr-defined]
                 page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)  # type: ignore[attr-defined]
                 for _ in range(120):  # until no placeholder skeleton is left
                     if page.locator('[data-testid="stSkeleton"]').count() == 0:  # type: ignore[attr-defined]
