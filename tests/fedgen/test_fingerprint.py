@@ -6,12 +6,13 @@ change that moves any CPU result (a metric, a per-user accuracy, a loss) by one 
 here. Timings are excluded (they vary).
 
 The last bits of float arithmetic depend on the CPU's kernels: torch picks AVX2 or AVX-512
-code, oneDNN's convolutions pick theirs by ISA and cache sizes, MKL its own. The same code
-gave other bits on an AVX-512 machine than on the machine the fingerprints were first
-written on. So the fingerprints are computed in a child process with portable numerics
-(`PORTABLE_NUMERICS`: ATen's scalar kernels, MKL's conditional-numerical-reproducibility
-path, oneDNN off, one thread), which give the same bits on any x86-64 CPU. Regenerate only
-for an intended change of results:
+code, oneDNN's convolutions pick theirs by ISA and cache sizes, MKL its own. On a new VM
+(AVX-512) the same code gave other bits than on the VM the fingerprints were written on. So
+they are computed in a child process with portable numerics (`PORTABLE_NUMERICS`: ATen's
+scalar kernels, MKL's conditional-numerical-reproducibility path, oneDNN off, one thread),
+where the CPU's features do not pick the kernels; a test checks that capping oneDNN's and
+MKL's instruction sets leaves the bits as they are. Regenerate only for an intended change
+of results:
 `FEDGEN_WRITE_FINGERPRINTS=1 python -m pytest tests/fedgen/test_fingerprint.py`.
 """
 
@@ -90,12 +91,15 @@ def fingerprint(case: str) -> list[str]:
     return [hashlib.sha256(_round_record(e).encode()).hexdigest()[:32] for e in sink.events]
 
 
-def _portable_fingerprints() -> dict[str, list[str]]:
-    """Every case's fingerprint, computed by this module run as a child with portable numerics."""
+def _portable_fingerprints(
+    cases: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+) -> dict[str, list[str]]:
+    """{case: fingerprint} (all cases when none named), computed by this module run as a child
+    process with portable numerics, plus `extra_env`."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.fedgen.test_fingerprint"],
+        [sys.executable, "-m", "tests.fedgen.test_fingerprint", *cases],
         cwd=ROOT,
-        env={**os.environ, **PORTABLE_NUMERICS},
+        env={**os.environ, **PORTABLE_NUMERICS, **(extra_env or {})},
         capture_output=True,
         text=True,
         timeout=600,
@@ -125,25 +129,10 @@ def test_fingerprint_unchanged(case: str, portable: dict[str, list[str]]) -> Non
 def test_portable_numerics_ignore_the_cpu_features() -> None:
     """What a different CPU would change (oneDNN's and MKL's instruction sets) leaves the
     portable fingerprint as it is: the pin, not this machine, decides the bits."""
-    case = "fedavg-official"
-    base = _child_fingerprint(case, {})
+    case = ("fedavg-official",)
+    base = _portable_fingerprints(case)
     for caps in ({"ONEDNN_MAX_CPU_ISA": "SSE41"}, {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}):
-        assert _child_fingerprint(case, caps) == base, caps
-
-
-def _child_fingerprint(case: str, extra_env: dict[str, str]) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.fedgen.test_fingerprint", case],
-        cwd=ROOT,
-        env={**os.environ, **PORTABLE_NUMERICS, **extra_env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    fingerprints: list[str] = json.loads(done.stdout.splitlines()[-1])[case]
-    return fingerprints
+        assert _portable_fingerprints(case, caps) == base, caps
 
 
 def _main(cases: list[str]) -> None:
