@@ -37,6 +37,7 @@ def _spec_components() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _deref(s: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The schema `s` points to when it is a `$ref` into `defs`, else `s`."""
     return defs[s["$ref"].rsplit("/", 1)[1]] if "$ref" in s else s
 
 
@@ -74,10 +75,6 @@ def _changes(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """One property per dotted field: a non-empty list of that field's values."""
-
-    def deref(s: dict[str, Any]) -> dict[str, Any]:
-        return _deref(s, defs)
-
     fields: dict[str, dict[str, Any]] = {}
     for name, prop in spec["properties"].items():
         if name == "algorithm":
@@ -88,7 +85,7 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             for p, schema in _algorithm_params(prop, defs).items():
                 fields[f"algorithm.{p}"] = schema
             continue
-        target = deref(prop)
+        target = _deref(prop, defs)
         if target.get("type") == "object" and "properties" in target:
             for sub, ss in target["properties"].items():
                 fields[f"{name}.{sub}"] = {k: v for k, v in ss.items() if k != "default"}

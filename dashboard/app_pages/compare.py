@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import charts, compare_view, loaders, ui
 from dashboard.difference import difference_block
 from dashboard.frames import compare_long
+from dashboard.live_view import ACC_LINES
 from dashboard.tables import (
     aggregate,
     group_labels,
@@ -37,7 +38,7 @@ GROUP_MODES = {
     "fields": "Chosen fields",
     "none": "No grouping (one line per run)",
 }
-PERCENT = {"test_acc", "user_acc_mean", "user_acc_min"}  # stored as fractions, shown in %
+PERCENT = frozenset(ACC_LINES)  # the accuracies: stored as fractions, shown in % (as on Live)
 X_AXES = ["round", "wall-clock"]
 COMPACT = 12  # more chosen runs than this: a summary line instead of the run chips
 TIME_METRIC = "time_total_ms"  # the wall-clock axis and seconds-to-target come from it
