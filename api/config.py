@@ -63,6 +63,20 @@ class Settings(BaseSettings):
     db_retry_max_delay_s: float = Field(
         15.0, gt=0, description="Longest back-off between those retries (1, 2, 4, ... s up to it)."
     )
+    storage_retries: int = Field(
+        6,
+        ge=0,
+        le=100,
+        description="How many times a run whose checkpoint could not be written (a full disk) "
+        "resumes from its last good checkpoint before it fails.",
+    )
+    storage_retry_delay_s: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        description="The first wait before such a resume; each further one waits twice as long, "
+        "at most 120 s.",
+    )
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)
     max_compare_runs: int = Field(500, ge=1)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 
 try:  # orjson parses the per-round metric JSON ~3x faster (the /compare hot path)
@@ -63,8 +63,11 @@ def make_engine(url: str, *, async_commit: bool = False, **kwargs: Any) -> Engin
     """An engine for `url`; SQLite gets WAL, busy_timeout and foreign keys.
 
     async_commit (Postgres only, used by workers): commits return before the WAL flush.
-    A server crash may then lose the last few rounds, which the run replays from its
-    checkpoint and writes idempotently, so nothing is lost for good; it gives ~4x ingest.
+    A server crash may then lose the last few rounds committed (a suffix of them: the log is
+    flushed in order). The worker finds out instead of writing past the hole: a round is
+    written only when the one before it is stored (RoundGap otherwise), and a run is marked
+    succeeded only in a durable commit that finds rounds 0..R all stored; either way it
+    resumes from its newest stored checkpoint and replays the lost rounds idempotently.
     """
     u = make_url(url)
     if u.get_backend_name() == "sqlite":
@@ -83,6 +86,16 @@ def make_engine(url: str, *, async_commit: bool = False, **kwargs: Any) -> Engin
     if async_commit:
         event.listen(engine, "connect", _async_commit)
     return engine
+
+
+def durable_commit(session: Session) -> None:
+    """Make the session's next commit wait for the log flush (Postgres; SQLite always does).
+
+    A worker's engine commits asynchronously (`async_commit`); a commit made durable also makes
+    every earlier commit durable, since the log is flushed in order up to it.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SET LOCAL synchronous_commit TO on"))
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

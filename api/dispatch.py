@@ -9,7 +9,10 @@ under the one-row `dispatcher` lease) reads a snapshot of the runs and live work
   (fewer messages wait in its queue than runs were sent there), so one run never has two
   messages waiting at once;
 - treats a running run whose lease expired like a waiting one (it goes first), and marks
-  cancelled such a run whose cancel was asked for.
+  cancelled such a run whose cancel was asked for;
+- given `live` (the workers' loops do; see api.repository.runs.Liveness), also treats as waiting
+  a running run whose holder is gone (heartbeat missed twice, no live `workers` row): it stops
+  counting against the slots and is sent at once, without waiting for its lease to expire.
 A send is recorded (committed) before the message goes out, and undone when the broker
 refuses it, so a crash between the two is a lost message the next passes repair.
 Workers call this from their dispatch loop (worker/reaper.py); the API calls it once after a
@@ -45,6 +48,11 @@ class PassReport:
     sent: list[str] = field(default_factory=list)
     resent: list[str] = field(default_factory=list)
     failed: str | None = None  # the send error that ended the pass early (broker down)
+
+
+def liveness(settings: Settings) -> runs_repo.Liveness:
+    """The rule that declares a run's holder gone, from the lab's settings."""
+    return runs_repo.Liveness(heartbeat_s=settings.heartbeat_s, worker_ttl_s=settings.worker_ttl_s)
 
 
 def backoff_s(settings: Settings, count: int) -> float:
@@ -87,6 +95,7 @@ def dispatch_pass(
     waiting: WaitingCount | None = None,
     queues: set[str] | None = None,
     now: datetime | None = None,
+    live: runs_repo.Liveness | None = None,
 ) -> PassReport:
     """Run one pass under the dispatcher lease (commits as it goes); see the module docstring."""
     report = PassReport()
@@ -99,12 +108,14 @@ def dispatch_pass(
     try:
         # A cancelled run whose worker died needs no worker: it is cancelled, not re-sent.
         runs_repo.cancel_orphans(session, now or utcnow())
-        snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now)
+        snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now, live)
         session.commit()
         resend, new = plan(snap, waiting, queues)
         for w, again in [(w, True) for w in resend] + [(w, False) for w in new]:
             next_at = snap.now + timedelta(seconds=backoff_s(settings, w.dispatch_count))
-            device = runs_repo.mark_dispatched(session, w.id, w.dispatch_count, next_at, snap.now)
+            device = runs_repo.mark_dispatched(
+                session, w.id, w.dispatch_count, next_at, snap.now, live
+            )
             session.commit()
             if device is None:
                 continue  # claimed or cancelled meanwhile

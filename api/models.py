@@ -141,6 +141,9 @@ class Run(Base):
     info: Mapped[dict[str, Any] | None]
     summary: Mapped[dict[str, Any] | None]
     versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # One entry per start of the simulation (first claim, then each resume): where it ran, with
+    # which numerics, from which round (api/repository/runs.py: record_start).
+    segments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]

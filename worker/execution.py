@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -26,15 +27,17 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings, get_settings
-from api.db import is_unavailable, session_scope
+from api.db import durable_commit, is_unavailable, session_scope
+from api.dispatch import liveness
 from api.repository import checkpoints as ckpt_repo
+from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
-from api.repository.metrics import LeaseLost
+from api.repository.metrics import LeaseLost, RoundGap
 from api.store import CheckpointStore
 from fedgen.events import RunSummary, Sink
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.status import TERMINAL
-from worker.sink import DbSink
+from worker.sink import CheckpointWriteFailed, DbSink
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +198,7 @@ def execute_run(
                 token=new_token,
                 device=device,
                 lease_s=s.lease_s,
+                live=liveness(s),
             )
             if not claimed:
                 if runs_repo.cancel_orphan(sess, rid):
@@ -248,6 +252,10 @@ def _why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
     return "cancelled" if row.cancel_requested else "lost"
 
 
+# A gap found twice in a row at the same place is not a crash's doing: stop resuming.
+MAX_GAP_RESUMES = 5
+
+
 def _run_claimed(
     rid: uuid.UUID,
     token: str,
@@ -257,7 +265,16 @@ def _run_claimed(
     s: Settings,
     runner: Runner,
 ) -> str:
+    """Run the claimed run to its end, resuming from its newest checkpoint in the database
+    whenever what is stored falls behind what was computed:
+    - a round is missing under the one being written (RoundGap: rounds lost in a crash), or
+      under the last one when the run completes: resume (at most MAX_GAP_RESUMES times);
+    - a checkpoint could not be written (a full disk): record why on the run, wait (back-off)
+      and resume, failing the run only after `storage_retries` such tries.
+    """
     sink = DbSink(rid, token, factory, store, s.lease_s)
+    gaps = storage_failures = 0
+    summary: RunSummary | None = None
     with _Lease(rid, token, factory, s) as lease:
 
         def should_stop() -> bool:
@@ -266,33 +283,121 @@ def _run_claimed(
             with factory() as sess:
                 return runs_repo.is_cancel_requested(sess, rid)
 
-        try:
-            resume = _load_resume(factory, store, rid)
-            summary = runner(spec, sink, resume_from=resume, should_stop=should_stop)
-        except LeaseLost:
-            return _lease_gone(factory, store, rid)
-        except Exception as exc:  # the simulation failed: record it, do not retry
-            if is_unavailable(exc):
-                raise  # infrastructure: execute_run hands the lease back, the task retries
-            if _why_stopped(factory, rid) == "deleted":
-                return _lease_gone(factory, store, rid)  # e.g. the round's row lost its run
-            log.exception("run %s failed", rid)
-            _finish(factory, rid, token, "failed", error=_error_text(exc))
-            return "failed"
-        finally:
-            sink.close()
+        while True:
+            try:
+                resume = _load_resume(factory, store, rid)
+                summary = runner(spec, sink, resume_from=resume, should_stop=should_stop)
+            except LeaseLost:
+                return _lease_gone(factory, store, rid)
+            except RoundGap as exc:
+                gaps += 1
+                if gaps > MAX_GAP_RESUMES:
+                    _finish(factory, rid, token, "failed", error=_error_text(exc))
+                    return "failed"
+                log.warning("%s; resuming from the newest stored checkpoint", exc)
+                continue
+            except CheckpointWriteFailed as exc:
+                storage_failures += 1
+                if storage_failures > s.storage_retries:
+                    why = f"{exc} ({storage_failures} tries, the last one failed)"
+                    _finish(factory, rid, token, "failed", error=why)
+                    return "failed"
+                if _wait_for_storage(factory, rid, token, s, exc, storage_failures, should_stop):
+                    continue
+                summary = None  # cancelled, deleted or lost while it waited
+                break
+            except Exception as exc:  # the simulation failed: record it, do not retry
+                if is_unavailable(exc):
+                    raise  # infrastructure: execute_run hands the lease back, the task retries
+                if _why_stopped(factory, rid) == "deleted":
+                    return _lease_gone(factory, store, rid)  # e.g. the round's row lost its run
+                log.exception("run %s failed", rid)
+                _finish(factory, rid, token, "failed", error=_error_text(exc))
+                return "failed"
+            finally:
+                sink.close()
+            if summary.status == "stopped" or lease.lost.is_set():
+                break
+            missing = _finish_succeeded(factory, rid, token, spec.rounds, summary)
+            if not missing:
+                return "succeeded"
+            gaps += 1
+            if gaps > MAX_GAP_RESUMES:
+                error = f"rounds {missing[:10]} are missing from the database after {gaps} resumes"
+                _finish(factory, rid, token, "failed", error=error)
+                return "failed"
+            log.warning(
+                "run %s: rounds %s are missing from the database (lost in a crash?); resuming "
+                "from the newest stored checkpoint",
+                rid,
+                missing[:10],
+            )
     if lease.lost.is_set():
         return _lease_gone(factory, store, rid)
-    if summary.status == "stopped":
-        why = _why_stopped(factory, rid)
-        if why == "deleted":
-            return _lease_gone(factory, store, rid)
-        _finish(factory, rid, token, "cancelled", summary=summary.to_dict())
-        log.info("run %s cancelled; removing its checkpoint files", rid)
-        _drop_files(factory, store, rid)
-        return "cancelled"
-    _finish(factory, rid, token, "succeeded", summary=summary.to_dict())
-    return "succeeded"
+    why = _why_stopped(factory, rid)
+    if why == "deleted":
+        return _lease_gone(factory, store, rid)
+    _finish(factory, rid, token, "cancelled", summary=summary.to_dict() if summary else None)
+    log.info("run %s cancelled; removing its checkpoint files", rid)
+    _drop_files(factory, store, rid)
+    return "cancelled"
+
+
+def storage_delay_s(settings: Settings, failures: int) -> float:
+    """The wait before resume number `failures` (1-based) after a failed checkpoint write."""
+    return float(min(settings.storage_retry_delay_s * 2 ** min(failures - 1, 30), 120.0))
+
+
+def _wait_for_storage(
+    factory: sessionmaker[Session],
+    rid: uuid.UUID,
+    token: str,
+    s: Settings,
+    exc: CheckpointWriteFailed,
+    failures: int,
+    should_stop: Callable[[], bool],
+) -> bool:
+    """Say on the run why it waits, then wait; False when it was cancelled or lost meanwhile."""
+    delay = storage_delay_s(s, failures)
+    notice = (
+        f"{exc}; resuming from the last good checkpoint in {delay:.0f} s "
+        f"(try {failures} of {s.storage_retries})"
+    )
+    log.warning("run %s: %s", rid, notice)
+    try:
+        with session_scope(factory) as sess:
+            runs_repo.set_notice(sess, rid, token, notice)
+    except Exception as err:  # noqa: BLE001 - the notice is a courtesy; the retry goes on
+        log.warning("run %s: could not record the notice (%s)", rid, err)
+    deadline = time.monotonic() + delay
+    while (left := deadline - time.monotonic()) > 0:
+        if should_stop():
+            return False
+        time.sleep(min(left, 1.0))
+    return True
+
+
+def _finish_succeeded(
+    factory: sessionmaker[Session],
+    rid: uuid.UUID,
+    token: str,
+    last_round: int,
+    summary: RunSummary,
+) -> list[int]:
+    """Mark the run succeeded if rounds 0..last_round are all stored; else the missing ones.
+
+    The commit is durable even where the worker's rounds are committed asynchronously: it
+    flushes the log up to itself, so every round before it is on disk once `succeeded` is.
+    """
+    with session_scope(factory) as sess:
+        durable_commit(sess)
+        missing = metrics_repo.missing_rounds(sess, rid, last_round)
+        if missing:
+            return missing
+        status = "succeeded"
+        if not runs_repo.finish(sess, rid, token, status=status, summary=summary.to_dict()):
+            log.warning("run %s: could not record %s (lease lost)", rid, status)
+    return []
 
 
 def _lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> str:

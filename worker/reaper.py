@@ -4,8 +4,13 @@ Every FEDGEN_REAPER_S the loop renews the process's rows in `workers` (name, que
 heartbeat), then runs one `api.dispatch.dispatch_pass`, which only one process at a time
 performs (the one-row dispatcher lease). That pass sends queued runs to free slots in fair
 order, re-sends runs whose message was lost (after a back-off per run) and runs whose lease
-expired (their worker died). So an accepted run reaches a worker after a broker outage, a lost
-message, a failed send at submission, or exhausted task retries, with no manual step.
+expired or whose holder is gone (its worker died: see api.repository.runs.Liveness). So an
+accepted run reaches a worker after a broker outage, a lost message, a failed send at submission,
+exhausted task retries or a killed worker, with no manual step.
+
+Right after this process could not reach the database, a pass does not declare holders gone for
+2 x FEDGEN_HEARTBEAT_S: every worker's heartbeats failed during the outage too, and the live ones
+must get the time to beat again before their runs are taken from them.
 
 `register_worker` is also what a supervisor starting several worker processes (`--slots`)
 calls for each of them (each with its own name and 1 slot) if it runs no loop of its own.
@@ -18,13 +23,16 @@ import logging
 import os
 import socket
 import threading
+import time
+from datetime import datetime
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.db import session_scope
-from api.dispatch import PassReport, dispatch_pass
+from api.dispatch import PassReport, dispatch_pass, liveness
+from api.models import utcnow
 from api.queue import Sender
 from api.repository import workers as workers_repo
 
@@ -32,11 +40,15 @@ log = logging.getLogger(__name__)
 
 
 def register_worker(
-    factory: sessionmaker[Session], name: str, queues: list[str], slots: int
+    factory: sessionmaker[Session],
+    name: str,
+    queues: list[str],
+    slots: int,
+    started_at: datetime | None = None,
 ) -> None:
     """Insert or renew the worker's row for each (full, prefixed) queue name it consumes."""
     with session_scope(factory) as s:
-        workers_repo.register(s, name, queues, slots)
+        workers_repo.register(s, name, queues, slots, started_at)
 
 
 def unregister_worker(factory: sessionmaker[Session], name: str) -> None:
@@ -46,11 +58,18 @@ def unregister_worker(factory: sessionmaker[Session], name: str) -> None:
 
 
 def dispatch_once(
-    factory: sessionmaker[Session], sender: Sender, settings: Settings, holder: str
+    factory: sessionmaker[Session],
+    sender: Sender,
+    settings: Settings,
+    holder: str,
+    *,
+    find_gone: bool = True,
 ) -> PassReport:
-    """One dispatch pass with the sender's broker (sending and counting waiting messages)."""
+    """One dispatch pass with the sender's broker (sending and counting waiting messages);
+    `find_gone`: also take back runs whose holder is gone."""
+    live = liveness(settings) if find_gone else None
     with factory() as s:
-        return dispatch_pass(s, sender.send, settings, holder, waiting=sender.waiting)
+        return dispatch_pass(s, sender.send, settings, holder, waiting=sender.waiting, live=live)
 
 
 def start_dispatcher(
@@ -65,20 +84,26 @@ def start_dispatcher(
     """A daemon thread: register, then every reaper_s renew the row and dispatch. Set the event to stop."""
     stop = threading.Event()
     holder = f"{name}:{socket.gethostname()}:{os.getpid()}"
+    started_at = utcnow()
+    last_failure = -float("inf")  # time.monotonic() of the last pass that failed
 
     def tick() -> None:
-        register_worker(factory, name, queues, slots)
-        report = dispatch_once(factory, sender, settings, holder)
+        register_worker(factory, name, queues, slots, started_at)
+        settled = time.monotonic() - last_failure >= 2 * settings.heartbeat_s
+        report = dispatch_once(factory, sender, settings, holder, find_gone=settled)
         if report.sent or report.resent:
             log.info("dispatched %s, re-sent %s", report.sent, report.resent)
 
     def loop() -> None:
+        nonlocal last_failure
         while True:
             try:
                 tick()
             except OperationalError as exc:  # database down: say so briefly, try next pass
+                last_failure = time.monotonic()
                 log.warning("dispatch pass skipped: database unavailable (%s)", type(exc).__name__)
             except Exception:  # keep going through any other outage
+                last_failure = time.monotonic()
                 log.exception("dispatch pass failed")
             if stop.wait(settings.reaper_s):
                 break

@@ -17,6 +17,15 @@ from api.store import CheckpointStore
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 
 
+class CheckpointWriteFailed(RuntimeError):
+    """A round's checkpoint bytes could not be stored (a full or failing disk); nothing of the
+    round was written. Transient: the worker resumes the run from its last good checkpoint."""
+
+    def __init__(self, round_: int, cause: BaseException) -> None:
+        self.round = round_
+        super().__init__(f"checkpoint of round {round_} could not be written: {cause}")
+
+
 class DbSink:
     """Writes RunInfo, rounds (metrics + users + checkpoints together) and keeps the lease fresh.
 
@@ -66,10 +75,14 @@ class DbSink:
         """One transaction: metrics row, user rows, checkpoint rows; a replayed round is skipped."""
         ckpts: list[dict[str, Any]] = []
         if event.checkpoints and not self._exists(event.round):
-            for ck in event.checkpoints:
-                sha = ck.sha256
-                path = self.store.put(str(self.run_id), ck.round, ck.kind, sha, ck.data)
-                ckpts.append({"kind": ck.kind, "size": ck.size, "sha256": sha, "path": path})
+            try:
+                for ck in event.checkpoints:
+                    sha = ck.sha256
+                    path = self.store.put(str(self.run_id), ck.round, ck.kind, sha, ck.data)
+                    ckpts.append({"kind": ck.kind, "size": ck.size, "sha256": sha, "path": path})
+            except OSError as exc:
+                self.store.delete([c["path"] for c in ckpts])
+                raise CheckpointWriteFailed(event.round, exc) from exc
         try:
             inserted = self._write(event, ckpts)
         except metrics_repo.LeaseLost:

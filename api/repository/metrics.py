@@ -23,6 +23,7 @@ from sqlalchemy import (
     false,
     func,
     literal_column,
+    or_,
     select,
     true,
     update,
@@ -38,6 +39,22 @@ from fedgen.events import UserRoundMetrics
 
 class LeaseLost(RuntimeError):
     """The worker no longer holds the run's lease; it must stop writing."""
+
+
+class RoundGap(RuntimeError):
+    """Round r - 1 of the run is not in the database, so round r was not written.
+
+    Rounds are written in order, so this happens only when committed rounds were lost (a
+    database crash with asynchronous commits loses the last ones): the writer must resume
+    from the newest checkpoint the database still has, never write past the hole.
+    """
+
+    def __init__(self, run_id: uuid.UUID, round_: int) -> None:
+        self.run_id, self.round = run_id, round_
+        super().__init__(
+            f"run {run_id}: round {round_ - 1} is missing from the database, so round {round_} "
+            "was not written (rounds lost in a database crash?)"
+        )
 
 
 # A per-user row is the event's dataclass: one field per column of user_metrics (a test checks that
@@ -99,6 +116,7 @@ def _pg_statement(with_checkpoints: bool) -> Any:
     ins = postgresql.insert
     run, rnd = bindparam("run", type_=Uuid), bindparam("round", type_=Integer)
     now: Any = bindparam("now")
+    after = _previous_present(run, rnd)
     lease = (
         select(Run.id)
         .where(Run.id == run, Run.lease_token == bindparam("token"))
@@ -115,7 +133,7 @@ def _pg_statement(with_checkpoints: bool) -> Any:
                 cast(bindparam("acc"), Float),
                 bindparam("metrics", type_=RoundMetrics.metrics.type),
                 now,
-            ),
+            ).where(after),
         )
         .on_conflict_do_nothing()
         .returning(RoundMetrics.round)
@@ -153,7 +171,16 @@ def _pg_statement(with_checkpoints: bool) -> Any:
     return select(
         select(count()).select_from(upd).scalar_subquery(),
         select(count()).select_from(rm).scalar_subquery(),
+        after,
     ).add_cte(*ctes)
+
+
+def _previous_present(run: Any, rnd: Any) -> ColumnElement[bool]:
+    """True when round `rnd` may be written: it is round 0, or round rnd - 1 is stored."""
+    prev = select(RoundMetrics.round).where(
+        RoundMetrics.run_id == run, RoundMetrics.round == rnd - 1
+    )
+    return or_(rnd == 0, prev.exists())
 
 
 @cache
@@ -162,7 +189,9 @@ def _sqlite_statements() -> tuple[Any, ...]:
     several statements cost no round trips). The caller's transaction makes them atomic."""
     ins = sqlite.insert
     lease = Run.id == bindparam("run"), Run.lease_token == bindparam("token")
+    run, rnd = bindparam("run_id", type_=Uuid), bindparam("round", type_=Integer)
     return (
+        select(_previous_present(run, rnd)),
         ins(RoundMetrics).on_conflict_do_nothing().returning(RoundMetrics.round),
         ins(UserMetrics).on_conflict_do_nothing(),
         ins(CheckpointRow).on_conflict_do_nothing(),
@@ -188,7 +217,8 @@ def write_round(
     a transaction or in AUTOCOMMIT: on PostgreSQL the write is one statement, atomic either way).
     Idempotent on (run, round): a replayed round writes nothing and only renews the lease. Metrics
     that are not finite numbers are dropped. Raises LeaseLost (nothing was written; the caller
-    rolls back) when this worker no longer holds the run's lease.
+    rolls back) when this worker no longer holds the run's lease, and RoundGap (nothing written)
+    when round_ - 1 is not stored: a run's rounds are always 0..r with no hole.
     """
     conn = db.connection() if isinstance(db, Session) else db
     now = utcnow()
@@ -210,12 +240,13 @@ def write_round(
         if ck_rows:
             columns = list(zip(*ck_rows, strict=True))
             params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
-        held, inserted = conn.execute(_pg_statement(bool(ck_rows)), params).one()
+        held, inserted, in_order = conn.execute(_pg_statement(bool(ck_rows)), params).one()
     else:
-        round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
+        previous, round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
         key = {"run_id": run_id, "round": round_}
         row = {**key, "test_acc": params["acc"], "metrics": clean, "created_at": now}
-        inserted = conn.execute(round_ins, row).first() is not None  # rowcount is unreliable here
+        in_order = bool(conn.execute(previous, key).scalar())
+        inserted = in_order and conn.execute(round_ins, row).first() is not None  # rowcount lies
         if inserted and user_rows:
             conn.execute(
                 users_ins, [{**key, **dict(zip(USER_FIELDS, u, strict=True))} for u in user_rows]
@@ -229,7 +260,21 @@ def write_round(
         held = conn.execute(renew[inserted], params).rowcount
     if held != 1:
         raise LeaseLost(f"run {run_id}: lease lost before round {round_} was written")
+    if not in_order:
+        raise RoundGap(run_id, round_)
     return bool(inserted)
+
+
+def missing_rounds(session: Session, run_id: uuid.UUID, last: int) -> list[int]:
+    """Rounds of 0..last that are not stored for the run (a succeeded run has none)."""
+    stored = set(
+        session.scalars(
+            select(RoundMetrics.round).where(
+                RoundMetrics.run_id == run_id, RoundMetrics.round.between(0, last)
+            )
+        )
+    )
+    return [r for r in range(last + 1) if r not in stored]
 
 
 def round_history(

@@ -1,4 +1,11 @@
-"""Runs: create, read, filter, cancel, delete, the worker's lease protocol, and dispatch state."""
+"""Runs: create, read, filter, cancel, delete, the worker's lease protocol, and dispatch state.
+
+A running run is held by the worker whose lease token it carries until the lease expires, or
+until its holder is gone (`Liveness`): the run's heartbeat missed twice and no live `workers`
+row of the holder's name started before that heartbeat (a restarted slot with the same name
+does not count). Such a run is waiting again at once: it no longer takes a slot, the dispatcher
+sends it, and another worker may claim it without waiting for the lease to expire.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,60 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, Update, and_, case, delete, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    and_,
+    case,
+    delete,
+    false,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
 from api.fairshare import Active, Snapshot, Waiting
 from api.models import DispatcherLease, Run, User, Worker, utcnow
 from fedgen.status import TERMINAL
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """When a running run's holder counts as gone before its lease expires (see the docstring)."""
+
+    heartbeat_s: float  # the run heartbeat's period: two missed and the run looks unattended
+    worker_ttl_s: float  # a `workers` row not renewed for this long is a dead worker
+
+    def holder_gone(self, now: datetime) -> ColumnElement[bool]:
+        """SQL: the run is running, unattended, and its worker has no live row of its own."""
+        holder_alive = (
+            select(Worker.name)
+            .where(
+                Worker.name == Run.worker,
+                Worker.heartbeat_at >= now - timedelta(seconds=self.worker_ttl_s),
+                Worker.started_at <= Run.heartbeat_at,
+            )
+            .exists()
+        )
+        return and_(
+            Run.status == "running",
+            Run.heartbeat_at < now - timedelta(seconds=2 * self.heartbeat_s),
+            ~holder_alive,
+        )
+
+
+def _holder_gone(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
+    return live.holder_gone(now) if live is not None else false()
+
+
+def _unheld(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
+    """Queued, or running on an expired lease or with its holder gone."""
+    expired = and_(Run.status == "running", Run.lease_expires_at < now)
+    return or_(Run.status == "queued", expired, _holder_gone(now, live))
 
 
 @dataclass(frozen=True)
@@ -149,11 +203,19 @@ def is_cancel_requested(session: Session, run_id: uuid.UUID) -> bool:
 
 
 def claim(
-    session: Session, run_id: uuid.UUID, *, worker: str, token: str, device: str, lease_s: float
+    session: Session,
+    run_id: uuid.UUID,
+    *,
+    worker: str,
+    token: str,
+    device: str,
+    lease_s: float,
+    live: Liveness | None = None,
 ) -> bool:
-    """Take the lease of a queued run, or of a running one whose lease expired (rule 16)."""
+    """Take the lease of a queued run, or of a running one whose lease expired or (with `live`)
+    whose holder is gone."""
     now = utcnow()
-    stmt = _update_unheld(run_id, now, cancel_requested=False).values(
+    stmt = _update_unheld(run_id, now, cancel_requested=False, live=live).values(
         status="running",
         attempt=Run.attempt + 1,
         worker=worker,
@@ -180,14 +242,16 @@ def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
 
-def _update_unheld(run_id: uuid.UUID, now: datetime, *, cancel_requested: bool) -> Update:
-    """An UPDATE of the run if no live worker holds it: queued, or running on an expired lease."""
+def _update_unheld(
+    run_id: uuid.UUID, now: datetime, *, cancel_requested: bool, live: Liveness | None = None
+) -> Update:
+    """An UPDATE of the run if no live worker holds it (`_unheld`)."""
     return (
         update(Run)
         .where(
             Run.id == run_id,
             Run.cancel_requested.is_(cancel_requested),
-            or_(Run.status == "queued", and_(Run.status == "running", Run.lease_expires_at < now)),
+            _unheld(now, live),
         )
         .execution_options(synchronize_session=False)
     )
@@ -205,19 +269,71 @@ def heartbeat(session: Session, run_id: uuid.UUID, token: str, lease_s: float) -
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
 
+# What must agree between two segments for the run to be bit-for-bit one computation.
+NUMERICS = ("torch_threads", "cpu_capability", "torch")
+
+
 def record_start(
     session: Session, run_id: uuid.UUID, token: str, *, info: dict[str, Any], device: str
 ) -> bool:
-    """Store the RunInfo (partition fingerprint, versions, device) of a started segment."""
+    """Store the RunInfo (partition fingerprint, versions, device) of a started segment and
+    append the segment to the run's `segments`.
+
+    A resume whose numerics (torch threads, CPU kernels, torch) differ from an earlier segment's
+    is marked: `versions.numerics_changed` lists each change and the round it began at, since
+    the curve is then no longer bit-for-bit the one an uninterrupted run would give.
+    """
+    row = session.execute(
+        select(Run.segments, Run.versions, Run.worker, Run.attempt).where(
+            Run.id == run_id, Run.lease_token == token
+        )
+    ).first()
+    if row is None:
+        return False
+    segments = list(row.segments or [])
+    versions = dict(info.get("versions") or {})
+    start = int(info.get("start_round") or 0)
+    changes = list((row.versions or {}).get("numerics_changed") or [])
+    if segments:
+        before = segments[-1]
+        diff = {k: [before.get(k), versions.get(k)] for k in NUMERICS}
+        diff = {k: v for k, v in diff.items() if v[0] != v[1]}
+        if diff:
+            changes.append({"round": start, **diff})
+    if changes:
+        versions["numerics_changed"] = changes
+    segments.append(
+        {
+            "attempt": row.attempt,
+            "worker": row.worker,
+            "device": device,
+            "start_round": start,
+            "resumed_from": start - 1 if start > 0 else None,  # the checkpoint's round
+            "started_at": utcnow().isoformat(),
+            **{k: versions.get(k) for k in ("fedgen", *NUMERICS)},
+        }
+    )
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
         .values(
             info=info,
             partition_fingerprint=info.get("partition_fingerprint"),
-            versions=info.get("versions") or {},
+            versions=versions,
+            segments=segments,
             device=device,
         )
+        .execution_options(synchronize_session=False)
+    )
+    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+
+
+def set_notice(session: Session, run_id: uuid.UUID, token: str, text: str) -> bool:
+    """Show `text` as the running run's error (why it is retrying); cleared by a success."""
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.lease_token == token)
+        .values(error=text)
         .execution_options(synchronize_session=False)
     )
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
@@ -234,8 +350,8 @@ def finish(
 ) -> bool:
     """Mark the end state and drop the lease; only the lease holder may."""
     values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "lease_token": None}
-    if error is not None:
-        values["error"] = error
+    if error is not None or status == "succeeded":
+        values["error"] = error  # a success clears a notice left by a retried storage error
     if summary is not None:
         values["summary"] = summary
     stmt = (
@@ -253,22 +369,20 @@ def status_of(session: Session, run_id: uuid.UUID) -> tuple[str, int] | None:
     return (row[0], row[1]) if row else None
 
 
-def stale_runs(session: Session) -> list[tuple[uuid.UUID, str]]:
-    """(id, device) of running runs whose lease expired: their worker died."""
-    stmt = select(Run.id, Run.spec).where(Run.status == "running", Run.lease_expires_at < utcnow())
-    return [(rid, str(spec.get("device", "cpu"))) for rid, spec in session.execute(stmt).all()]
+def _needs_worker(now: datetime, live: Liveness | None) -> Any:
+    # Queued, or running with an expired lease (its worker died or handed the lease back) or a
+    # holder that is gone.
+    return and_(Run.cancel_requested.is_(False), _unheld(now, live))
 
 
-def _needs_worker(now: datetime) -> Any:
-    # Queued, or running with an expired lease (its worker died or handed the lease back).
-    return and_(
-        Run.cancel_requested.is_(False),
-        or_(Run.status == "queued", and_(Run.status == "running", Run.lease_expires_at < now)),
-    )
-
-
-def queue_snapshot(session: Session, worker_ttl_s: float, now: datetime | None = None) -> Snapshot:
-    """Waiting runs, runs holding a live lease, live workers' slots per queue, owners' last start."""
+def queue_snapshot(
+    session: Session,
+    worker_ttl_s: float,
+    now: datetime | None = None,
+    live: Liveness | None = None,
+) -> Snapshot:
+    """Waiting runs, runs held by a live lease (and, with `live`, a live holder), live workers'
+    slots per queue, owners' last start."""
     now = now or utcnow()
     waiting = [
         Waiting(
@@ -297,7 +411,7 @@ def queue_snapshot(session: Session, worker_ttl_s: float, now: datetime | None =
                 Run.dispatched_at,
                 Run.dispatch_count,
                 Run.next_dispatch_at,
-            ).where(_needs_worker(now))
+            ).where(_needs_worker(now, live))
         )
     ]
     active = [
@@ -305,7 +419,7 @@ def queue_snapshot(session: Session, worker_ttl_s: float, now: datetime | None =
         for row in session.execute(
             select(
                 Run.id, Run.queue, Run.owner_id, Run.started_at, Run.current_round, Run.rounds
-            ).where(Run.status == "running", Run.lease_expires_at >= now)
+            ).where(Run.status == "running", Run.lease_expires_at >= now, ~_holder_gone(now, live))
         )
     ]
     slots = {
@@ -334,13 +448,18 @@ def queue_snapshot(session: Session, worker_ttl_s: float, now: datetime | None =
 
 
 def mark_dispatched(
-    session: Session, run_id: uuid.UUID, count: int, next_at: datetime, now: datetime
+    session: Session,
+    run_id: uuid.UUID,
+    count: int,
+    next_at: datetime,
+    now: datetime,
+    live: Liveness | None = None,
 ) -> str | None:
     """Record a send of a run that still needs a worker and was sent `count` times since its
     last claim; returns the run's spec device, or None when someone else got there first."""
     stmt = (
         update(Run)
-        .where(Run.id == run_id, Run.dispatch_count == count, _needs_worker(now))
+        .where(Run.id == run_id, Run.dispatch_count == count, _needs_worker(now, live))
         .values(dispatched_at=now, dispatch_count=count + 1, next_dispatch_at=next_at)
         .execution_options(synchronize_session=False)
     )

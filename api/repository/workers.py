@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -10,19 +10,31 @@ from sqlalchemy.orm import Session
 from api.models import Worker, utcnow
 
 
-def register(session: Session, name: str, queues: list[str], slots: int) -> None:
-    """Insert or renew the rows of worker `name` (one per queue it consumes)."""
+def register(
+    session: Session,
+    name: str,
+    queues: list[str],
+    slots: int,
+    started_at: datetime | None = None,
+) -> None:
+    """Insert or renew the rows of worker `name` (one per queue it consumes).
+
+    `started_at`: when this process started. A process restarted under the same name (a slot
+    the supervisor brought back) thus gets a new start time, and the runs its predecessor held
+    (heartbeats older than that) are not taken for its own.
+    """
     now = utcnow()
+    since = started_at or now
     for queue in queues:
         done = session.execute(
             update(Worker)
             .where(Worker.name == name, Worker.queue == queue)
-            .values(slots=slots, heartbeat_at=now)
+            .values(slots=slots, heartbeat_at=now, started_at=since)
             .execution_options(synchronize_session=False)
         ).rowcount  # type: ignore[attr-defined]
         if not done:
             session.add(
-                Worker(name=name, queue=queue, slots=slots, started_at=now, heartbeat_at=now)
+                Worker(name=name, queue=queue, slots=slots, started_at=since, heartbeat_at=now)
             )
     session.flush()
 
