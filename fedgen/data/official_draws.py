@@ -17,7 +17,8 @@ official script's samples in the official script's storage order:
 
 Index ``i`` of class ``l`` is the ``i``-th sample of class ``l`` in the dataset file's order; the
 returned indices are positions in the file. The per-user test split (§2.1 step 5) draws nothing
-and is `fedgen.data.partition.per_user_test_split`.
+and is `fedgen.data.partition.per_user_test_split`; it visits a user's labels in the order the
+script's Python `set` of them iterates, `official_label_order`.
 
 Another seed than 42 seeds both generators with it: the same procedure and draw order, other
 draws.
@@ -26,11 +27,18 @@ draws.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
-__all__ = ["OFFICIAL_SEED", "SplitArgs", "Variant", "official_train_split"]
+__all__ = [
+    "OFFICIAL_SEED",
+    "SplitArgs",
+    "Variant",
+    "official_label_order",
+    "official_train_split",
+]
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -78,6 +86,39 @@ class SplitArgs(TypedDict):
 
 class OfficialSplitError(ValueError):
     """Parameters with which the official script itself cannot produce a split."""
+
+
+def official_label_order(labels_in_storage_order: Iterable[int]) -> list[int]:
+    """The order in which the official script visits a user's labels in its test split.
+
+    The script collects a user's labels in a Python `set`, adding them in the order the user's
+    training samples are stored (class by class, in the shuffled class order, §2.1 step 4), and
+    takes the user's test samples label by label in ``list(label_set)`` order (step 5). That is
+    CPython's set iteration order, which is slot order in the set's hash table, not ascending
+    and not insertion order:
+
+    * ``hash(i) == i`` for a small non-negative int, and label ``i`` first tries slot
+      ``i & mask``;
+    * a set starts with 8 slots (mask 7) and, once 5 slots are filled, is rebuilt with 32
+      (then 128, ... as it fills further), so a set of 5 or more labels below 32 iterates in
+      ascending order;
+    * in the 8-slot table, labels 8 and 9 first try slots 0 and 1, ahead of the labels 2-7:
+      {3, 8} iterates as 8, 3;
+    * a label whose slot is taken probes further: CPython's linear probes (LINEAR_PROBES = 9
+      slots) only run where they fit inside the table, which they never do in 8 slots, so the
+      next slot is ``(5 * i + 1 + perturb) & mask`` with ``perturb`` the hash shifted right by
+      5 each step (0 for labels below 32): 8, 9, 4, 0 added in that order put 0, whose slot 0
+      holds 8, in slot 1 (taken by 9), then slot 6, so the set iterates as 8, 9, 4, 0.
+
+    Rather than re-implement that table, this builds a real `set` the same way and iterates it:
+    exactly what the script does, on CPython (tests/fedgen/test_official_split.py checks the
+    interpreter against a model of the table above). Re-adding a label changes nothing, so
+    passing every stored sample's label or each class once gives the same order.
+    """
+    label_set: set[int] = set()
+    for label in labels_in_storage_order:
+        label_set.add(int(label))
+    return list(label_set)
 
 
 def _kept(n_l: int, sampling_ratio: float, max_per_user: float, variant: Variant) -> int:

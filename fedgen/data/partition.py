@@ -12,8 +12,9 @@ Three splits are provided:
 * `group_partition` - a natural split where every sample already carries a user id
   (CelebA: groups of celebrities).
 
-Both Dirichlet splits use the official label-matched per-user test split. All indices are
-positions in the dataset files, in their stored order.
+Both Dirichlet splits use the official label-matched per-user test split: the official draws
+visit a user's labels in the official script's (CPython set) order, fedgen's draws in ascending
+order. All indices are positions in the dataset files, in their stored order.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fedgen.data.official_draws import (
     OfficialSplitError,
     SplitArgs,
     Variant,
+    official_label_order,
     official_train_split,
 )
 
@@ -160,25 +162,39 @@ def _draw_train_split(
 
 
 def per_user_test_split(
-    train_y: IntArray, test_y: IntArray, train_indices: list[IntArray], num_classes: int
+    train_y: IntArray,
+    test_y: IntArray,
+    train_indices: list[IntArray],
+    num_classes: int,
+    *,
+    label_order: Literal["ascending", "official"] = "ascending",
 ) -> list[IntArray]:
     """Return the official label-matched per-user test split (``unknown_test=0``).
 
-    For each user in order and each label present in its training data (ascending), the
-    user gets ``floor(n_test_label / num_users)`` consecutive test samples of that label,
-    in the test set's original order, from a per-label running pointer shared by all
-    users; if the pointer would run past the label's test count it wraps to 0. Labels
-    with fewer test samples than users therefore contribute nothing; the remainder of
-    each label is dropped.
+    For each user in order and each label present in its training data, the user gets
+    ``floor(n_test_label / num_users)`` consecutive test samples of that label, in the test
+    set's original order, from a per-label running pointer shared by all users; if the
+    pointer would run past the label's test count it wraps to 0. Labels with fewer test
+    samples than users therefore contribute nothing; the remainder of each label is dropped.
+
+    `label_order` is the order a user's labels are visited in, which orders its test samples
+    (not which samples it gets: every user takes its labels' slices in turn, users in order):
+    ``official`` is the official script's, the iteration order of a Python `set` of the
+    labels built in the user's training storage order (`official_label_order`, §2.1 step 5;
+    not ascending for some users with labels 8 or above); ``ascending`` sorts them (fedgen's
+    draws: not the official split anyway, and kept as they were).
     """
     num_users = len(train_indices)
     by_label = [np.flatnonzero(test_y == c).astype(np.int64) for c in range(num_classes)]
     pointer = [0] * num_classes
     out: list[IntArray] = []
     for idx in train_indices:
-        present = np.unique(train_y[idx]) if idx.size else np.zeros(0, dtype=np.int64)
+        if label_order == "official":
+            present = official_label_order(train_y[idx].tolist())
+        else:
+            present = np.unique(train_y[idx]).tolist()
         chunks: list[IntArray] = []
-        for label in present.tolist():
+        for label in present:
             pool = by_label[label]
             k = pool.size // num_users
             if k == 0:
@@ -270,7 +286,8 @@ def official_partition(
 
     Parameters are those of `dirichlet_partition`; `seed` seeds both of the script's
     generators (42 reproduces the official split) and `variant` picks the MNIST or the
-    EMNIST script. Train indices are stored class by class in the shuffled class order.
+    EMNIST script. Train indices are stored class by class in the shuffled class order; each
+    user's test samples come label by label in the script's set order (`official_label_order`).
 
     Raises
     ------
@@ -286,7 +303,7 @@ def official_partition(
     smallest = min(i.size for i in train_idx)
     if smallest < args["min_samples"]:
         raise _no_split(args, smallest)
-    test_idx = per_user_test_split(ty, vy, train_idx, args["num_classes"])
+    test_idx = per_user_test_split(ty, vy, train_idx, args["num_classes"], label_order="official")
     return Partition(train_idx, test_idx, args["num_classes"])
 
 

@@ -2,11 +2,15 @@
 
 The test vector (`shared/reference/official-split/`, beside the repository) holds the official
 script's split of Fashion-MNIST at alpha 1, ratio 0.5, 20 users; the replay test checks the
-draw order of reference §2.1 step by step on a tiny label set.
+draw order of reference §2.1 step by step on a tiny label set. The test order (§2.1 step 5:
+a user's labels in its Python set's iteration order) is checked against a model of CPython's
+set table and on Fashion-MNIST at alpha 0.1 and 0.05, where it is not ascending for some users
+(the vector, at alpha 1, has no such user).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -18,7 +22,8 @@ import torch
 
 from fedgen.cli import main
 from fedgen.data import DatasetError, DatasetTensors, PartitionError, build_partition, load_dataset
-from fedgen.data.partition import dirichlet_partition, official_partition
+from fedgen.data.official_draws import official_label_order
+from fedgen.data.partition import dirichlet_partition, official_partition, per_user_test_split
 from fedgen.fidelity import resolve
 from fedgen.spec import DataSpec, PartitionSpec, parse_spec
 from tests.needs import needs
@@ -186,7 +191,8 @@ def test_storage_is_class_by_class_in_shuffled_class_order() -> None:
 
 
 def test_test_split_takes_consecutive_slices_per_label() -> None:
-    """Users in order, labels ascending: the next floor(n_test / U) test samples of the label."""
+    """Users in order, labels in the set's order (ascending for labels 0-2): the next
+    floor(n_test / U) test samples of the label."""
     part = official_partition(
         TRAIN_Y,
         TEST_Y,
@@ -202,7 +208,7 @@ def test_test_split_takes_consecutive_slices_per_label() -> None:
     pointer = dict.fromkeys(range(3), 0)
     for tr, te in zip(part.train_indices, part.test_indices, strict=True):
         want: list[int] = []
-        for c in sorted(set(TRAIN_Y[tr].tolist())):
+        for c in set(TRAIN_Y[tr].tolist()):
             want += by_label[c][pointer[c] : pointer[c] + 2]  # floor(4 / 2)
             pointer[c] += 2
         assert te.tolist() == want
@@ -275,3 +281,121 @@ def test_build_partition_uses_the_spec_or_the_default() -> None:
     assert build_partition(ds, p).fingerprint() != off.fingerprint()  # default: fedgen
     pinned = p.model_copy(update={"draws": "official"})
     assert build_partition(ds, pinned, "fedgen").fingerprint() == off.fingerprint()
+
+
+# -- the test order: a user's labels in CPython's set iteration order (§2.1 step 5) ------------
+
+
+def _cpython_set_order(added: list[int]) -> list[int]:
+    """Iteration order of a CPython set of small non-negative ints `add`-ed in this order.
+
+    A model of Objects/setobject.c for this case: hash(i) == i; 8 slots to start; a new key
+    tries slot ``hash & mask``, then the slots after it while ``i + 9 <= mask`` (LINEAR_PROBES,
+    never in 8 slots), then ``i = (5 i + 1 + perturb) & mask`` with ``perturb >>= 5`` each
+    round; once ``fill * 5 >= mask * 3`` the table is rebuilt with the smallest power of two
+    (from 8) above ``4 x used``, re-inserting the old slots in order; iteration is slot order.
+    """
+    table: list[int | None] = [None] * 8
+
+    def insert(tab: list[int | None], key: int) -> bool:
+        mask = len(tab) - 1
+        i, perturb = key & mask, key
+        while True:
+            for j in range(i, i + (9 if i + 9 <= mask else 0) + 1):
+                if tab[j] is None:
+                    tab[j] = key
+                    return True
+                if tab[j] == key:
+                    return False
+            perturb >>= 5
+            i = (5 * i + 1 + perturb) & mask
+
+    used = 0
+    for key in added:
+        if insert(table, key):
+            used += 1
+            if used * 5 >= (len(table) - 1) * 3:  # no deletions: fill == used
+                size = 8
+                while size <= 4 * used:
+                    size <<= 1
+                old, table = table, [None] * size
+                for k in old:
+                    if k is not None:
+                        insert(table, k)
+    return [k for k in table if k is not None]
+
+
+def test_label_order_is_cpython_set_order_not_ascending() -> None:
+    """The issue's example: classes added 8, 9, 4, 0 iterate in that order (0 collides with 8
+    in slot 0, probes 8's neighbour 9's slot 1, lands in slot 6); {3, 8} iterates 8, 3; five or
+    more labels below 32 get a 32-slot table and iterate in ascending order."""
+    assert official_label_order([8, 9, 4, 0]) == [8, 9, 4, 0] != sorted([8, 9, 4, 0])
+    assert official_label_order([3, 8]) == [8, 3]
+    assert official_label_order([9, 8, 2, 5, 0]) == [0, 2, 5, 8, 9]
+    # Every stored sample's label may be passed: re-adding a label changes nothing.
+    assert official_label_order([8, 8, 9, 9, 9, 4, 0, 0]) == [8, 9, 4, 0]
+    assert _cpython_set_order([8, 9, 4, 0]) == [8, 9, 4, 0]
+
+
+def test_this_interpreter_iterates_sets_as_the_model_says() -> None:
+    """Building a real set is faithful on this interpreter: it agrees with the model of
+    CPython's table for every insertion order of up to 5 of 10 labels (resizes included) and
+    for sets of EMNIST's 26 labels."""
+    for n in range(1, 6):
+        for added in itertools.permutations(range(10), n):
+            assert official_label_order(added) == _cpython_set_order(list(added)), added
+    rng = random.Random(0)
+    for _ in range(2000):
+        added = rng.sample(range(26), rng.randint(1, 26))
+        assert official_label_order(added) == _cpython_set_order(added), added
+
+
+def test_test_split_visits_labels_in_the_given_order() -> None:
+    """per_user_test_split: `official` follows the set of the labels in storage order, the
+    default sorts them; the samples are the same, only their order changes."""
+    # user 0 stores classes 8, 9, 4, 0 (in that order), user 1 classes 4, 8; 2 test samples each.
+    train_y = np.array([8, 9, 9, 4, 0, 0, 4, 8], dtype=np.int64)
+    train_idx = [np.array([0, 1, 2, 3, 4, 5]), np.array([6, 7])]
+    test_y = np.repeat(np.arange(10), 2)  # test sample 2c, 2c + 1 have label c
+    official = per_user_test_split(train_y, test_y, train_idx, 10, label_order="official")
+    ascending = per_user_test_split(train_y, test_y, train_idx, 10)
+    assert test_y[official[0]].tolist() == [8, 9, 4, 0]  # one sample per label: floor(2 / 2)
+    assert test_y[ascending[0]].tolist() == [0, 4, 8, 9]
+    assert test_y[official[1]].tolist() == [8, 4]  # {4, 8}: 8 sits in slot 0
+    assert test_y[ascending[1]].tolist() == [4, 8]
+    for a, b in zip(official, ascending, strict=True):
+        assert sorted(a.tolist()) == sorted(b.tolist())
+
+
+# Users whose test labels do not come in ascending order, with data_seed 42 (measured).
+NOT_ASCENDING = {
+    0.1: {1: [8, 9, 4, 0], 17: [8, 1, 3, 6], 18: [9, 3, 5, 6]},
+    0.05: {1: [8, 3], 2: [8, 2], 4: [8, 9, 2, 0], 11: [9, 2], 18: [8, 0, 2, 5]},
+}
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.05])
+def test_fashion_mnist_test_order_follows_the_label_set(alpha: float) -> None:
+    """Fashion-MNIST, 20 users, ratio 0.5: each user's test samples come label by label in the
+    order the script's set of its labels iterates. At alpha 0.1 user 1 stores classes 8, 9, 4,
+    0 and gets its test samples in that order, not ascending; every user keeps the samples the
+    ascending order gave it."""
+    ds = _fashion_mnist()
+    p = PartitionSpec(num_users=20, alpha=alpha, sampling_ratio=0.5)
+    part = build_partition(ds, p, "official")
+    ty, vy = ds.train_y.numpy(), ds.test_y.numpy()
+    ascending = per_user_test_split(ty, vy, part.train_indices, 10)
+    not_ascending: dict[int, list[int]] = {}
+    for u, (tr, te) in enumerate(zip(part.train_indices, part.test_indices, strict=True)):
+        classes_added = list(dict.fromkeys(ty[tr].tolist()))  # first appearances, in order
+        labels = vy[te].tolist()
+        blocks = [c for i, c in enumerate(labels) if i == 0 or labels[i - 1] != c]
+        assert blocks == _cpython_set_order(classes_added), u
+        assert labels == [c for c in blocks for _ in range(50)]
+        if blocks != sorted(blocks):
+            not_ascending[u] = blocks
+        # Only the order changed: the same test samples as the ascending order's.
+        assert sorted(te.tolist()) == sorted(ascending[u].tolist()), u
+    assert not_ascending == NOT_ASCENDING[alpha]
+    if alpha == 0.1:
+        assert list(dict.fromkeys(ty[part.train_indices[1]].tolist())) == [8, 9, 4, 0]
