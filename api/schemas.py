@@ -6,7 +6,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    AliasPath,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 
 from fedgen.status import RunStatus
 
@@ -164,6 +172,41 @@ class SweepCreate(_In):
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
+class Segment(BaseModel):
+    """One start of a run's simulation: the first claim, then each resume (after a worker died,
+    a database crash or a full disk)."""
+
+    attempt: int = Field(description="The run's attempt (claims so far) when it started.")
+    worker: str | None = Field(description="The worker (node name) that ran it.")
+    device: str | None
+    start_round: int = Field(description="The first round computed in this segment.")
+    last_round: int | None = Field(
+        None,
+        description="The last round computed in it (the next segment's start - 1, or the run's "
+        "current round); null before its first round.",
+    )
+    resumed_from: int | None = Field(
+        description="The round of the checkpoint it resumed from; null when it started afresh."
+    )
+    started_at: datetime
+    fedgen: str | None = None
+    torch: str | None = None
+    torch_threads: str | None = None
+    cpu_capability: str | None = None
+
+
+def segments_out(stored: list[dict[str, Any]] | None, current_round: int) -> list[Segment]:
+    """The stored segments with each one's last round filled in."""
+    stored = stored or []
+    out = []
+    for i, seg in enumerate(stored):
+        end = stored[i + 1]["start_round"] - 1 if i + 1 < len(stored) else current_round
+        known = {k: v for k, v in seg.items() if k in Segment.model_fields}
+        last = end if end >= seg["start_round"] else None
+        out.append(Segment.model_validate({**known, "last_round": last}))
+    return out
+
+
 class RunPublic(_FromRow):
     """A run as the API shows it."""
 
@@ -202,6 +245,16 @@ class RunPublic(_FromRow):
     started_at: datetime | None
     finished_at: datetime | None
     versions: dict[str, Any]
+    segments: list[Segment] = Field(
+        default_factory=list,
+        description="Each start and resume of the run, oldest first (see Segment).",
+    )
+
+    @model_validator(mode="after")
+    def _segment_ends(self) -> RunPublic:
+        raw = [s.model_dump() for s in self.segments]
+        self.segments = segments_out(raw, self.current_round)
+        return self
 
 
 class RunsPublic(BaseModel):
@@ -352,3 +405,6 @@ class RunInfoPublic(BaseModel):
     fidelity: dict[str, Any] | None = None
     start_round: int | None = None
     versions: dict[str, Any]
+    segments: list[Segment] = Field(
+        default_factory=list, description="Each start and resume of the run, oldest first."
+    )

@@ -23,6 +23,7 @@ from api.schemas import (
     UserRow,
     UsersPublic,
     error_responses,
+    segments_out,
 )
 
 router = APIRouter(tags=["metrics"])
@@ -163,6 +164,7 @@ def run_info(run: RunDep) -> RunInfoPublic:
         "num_users": int(spec.get("partition", {}).get("num_users", 0)),
         "device": run.device or str(spec.get("device", "cpu")),
         "versions": run.versions,
+        "segments": segments_out(run.segments, run.current_round),
     }
     if not run.info:
         return RunInfoPublic(pending=True, **known)

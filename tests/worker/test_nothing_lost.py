@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -87,7 +88,11 @@ def test_a_round_is_never_written_past_a_hole(session: Session) -> None:
 
 
 def test_lost_rounds_found_at_the_next_write_are_recomputed(
-    factory: sessionmaker[Session], session: Session, settings: Settings
+    factory: sessionmaker[Session],
+    session: Session,
+    settings: Settings,
+    client: TestClient,
+    auth: dict[str, str],
 ) -> None:
     """Rounds 3 and 4 vanish after round 4 committed; round 5 finds the hole, the run resumes
     from checkpoint 2 and ends with every round once, its curve the uninterrupted one."""
@@ -106,6 +111,10 @@ def test_lost_rounds_found_at_the_next_write_are_recomputed(
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(9)]
     segments = _run(session, run.id).segments
     assert [(s["start_round"], s["resumed_from"]) for s in segments] == [(0, None), (3, 2)]
+    for path in ("", "/info"):
+        shown = client.get(f"/api/v1/runs/{run.id}{path}", headers=auth).json()["segments"]
+        ends = [(g["start_round"], g["last_round"], g["resumed_from"]) for g in shown]
+        assert ends == [(0, 2, None), (3, 8, 2)]
 
 
 def test_no_success_with_a_hole(
