@@ -226,7 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.set_defaults(fn=_cmd_worker)
     up = sub.add_parser(
-        "up", parents=[serve], help="API + worker (+ dashboard) together; Ctrl-C stops all"
+        "up",
+        parents=[serve],
+        help="API + worker (+ dashboard) together; a dead worker or dashboard is restarted; "
+        "Ctrl-C stops all",
     )
     up.add_argument("--dashboard-port", type=int, default=8501)
     up.add_argument("--no-dashboard", action="store_true")

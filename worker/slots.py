@@ -6,7 +6,9 @@ time) with its share of the machine: FEDGEN_TORCH_THREADS / OMP_NUM_THREADS = co
 one GPU through CUDA_VISIBLE_DEVICES on a GPU machine. Default: one slot per core
 with one thread each; one slot per GPU (`--slots-per-device K` packs K runs on a
 GPU). More than one slot turns the command into a supervisor (worker/supervisor.py):
-each slot in its own process group, SIGTERM stops all, nothing is left behind.
+each slot in its own process group; a slot that dies (killed for memory, crashed) is
+restarted alone with its name, threads and GPU, after a back-off, while the others keep
+running; SIGTERM stops all, nothing is left behind.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""`fedgen-lab` as a user types it: users create, db upgrade, and `up` stopping everything."""
+"""`fedgen-lab` as a user types it: users create, db upgrade, and `up` restarting a killed worker
+and stopping everything."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +17,7 @@ import pytest
 
 from api.db import make_engine
 from api.security import hash_token
+from worker.slots import plan_slots, usable_cores, visible_devices
 
 pytestmark = pytest.mark.slow
 LAB = [sys.executable, "-m", "worker.lab_cli"]
@@ -81,33 +84,64 @@ def test_users_create_prints_token_last_and_stores_only_its_hash(tmp_path: Path)
     assert hash_token(token) in hashes
 
 
-def test_up_serves_and_sigterm_leaves_no_process(tmp_path: Path) -> None:
-    """`fedgen-lab up` starts API, worker and dashboard; SIGTERM stops every one of them."""
+def test_up_restarts_a_killed_worker_and_sigterm_leaves_no_process(tmp_path: Path) -> None:
+    """`fedgen-lab up` starts API, worker and dashboard; a worker killed with -9 is restarted
+    while the API keeps serving; SIGTERM stops every one of them."""
     port, dash = _free_port(), _free_port()
     env = _env(tmp_path)
-    up = subprocess.Popen(
-        [*LAB, "up", "--port", str(port), "--dashboard-port", str(dash)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    log = tmp_path / "up.log"
+    with log.open("wb") as out:
+        up = subprocess.Popen(
+            [*LAB, "up", "--port", str(port), "--dashboard-port", str(dash)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def workers() -> list[int]:
+        return [int(p) for p in re.findall(r"\[up\] started worker \(pid (\d+)\)", log.read_text())]
+
+    def api_ready() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     try:
         deadline = time.monotonic() + 90
         ready = False
         while time.monotonic() < deadline and not ready:
             try:
-                ready = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200
-                ready = (
-                    ready
-                    and httpx.get(f"http://127.0.0.1:{dash}/_stcore/health", timeout=2).status_code
+                ready = api_ready() and (
+                    httpx.get(f"http://127.0.0.1:{dash}/_stcore/health", timeout=2).status_code
                     == 200
                 )
             except httpx.HTTPError:
+                pass
+            if not ready:
                 time.sleep(0.5)
         assert ready, "API and dashboard did not come up"
         spawned = _descendants(up.pid)
         assert len(spawned) >= 3
+        # One child killed by the kernel (kill -9): it alone restarts, the lab stays up.
+        [worker] = workers()
+        n = len(plan_slots(cores=usable_cores(), devices=visible_devices()))
+        slots = n if n > 1 else 0  # the worker's slot processes (none with a single slot)
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+            len(workers()) < 2 or len(_descendants(workers()[-1])) < slots
+        ):
+            time.sleep(0.2)
+        assert len(workers()) == 2, log.read_text()
+        assert len(_descendants(workers()[-1])) >= slots, log.read_text()
+        assert (
+            "[up] worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)" in log.read_text()
+        )
+        assert up.poll() is None
+        assert api_ready()
+        spawned |= _descendants(up.pid)
         up.send_signal(signal.SIGTERM)
         assert up.wait(timeout=60) == 0
         time.sleep(0.5)

@@ -166,10 +166,18 @@ def _start_worker(lab: dict, *args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _slot_pids(log: Path) -> list[int]:
-    return [
-        int(p) for p in re.findall(r"\[worker\] started slot\d+ \(pid (\d+)\)", log.read_text())
-    ]
+def _slot_pids(log: Path, slot: str = r"slot\d+") -> list[int]:
+    """The pids slots were started with, in order (restarts included)."""
+    pattern = rf"\[worker\] started {slot} \(pid (\d+)\)"
+    return [int(p) for p in re.findall(pattern, log.read_text())]
+
+
+def _proc_view(pid: int) -> tuple[list[bytes], set[bytes]]:
+    """A process's command line and its slot share (threads, GPU) from its environment."""
+    proc = Path("/proc") / str(pid)
+    keys = (b"FEDGEN_TORCH_THREADS=", b"OMP_NUM_THREADS=", b"CUDA_VISIBLE_DEVICES=")
+    env = {kv for kv in (proc / "environ").read_bytes().split(b"\0") if kv.startswith(keys)}
+    return (proc / "cmdline").read_bytes().split(b"\0"), env
 
 
 @pytest.mark.slow
@@ -230,6 +238,40 @@ def test_kill9_of_the_supervisor_takes_its_slots_along(pg_lab: dict) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         _wait(lambda: not any(_alive(p) for p in slots), "slot processes to die", 30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_a_killed_slot_restarts_alone_and_the_other_keeps_running(pg_lab: dict) -> None:
+    """kill -9 of one slot (as the kernel's OOM killer does): it comes back as the same slot."""
+    # Prepare
+    log: Path = pg_lab["log"]
+    proc = _start_worker(pg_lab, "--slots", "2")
+    try:
+        _wait(lambda: log.read_text().count(" ready.") >= 2, "two ready slots", 120)
+        [slot0] = _slot_pids(log, "slot0")
+        [slot1] = _slot_pids(log, "slot1")
+        before = _proc_view(slot1)
+        # Execute
+        os.kill(slot1, signal.SIGKILL)
+        _wait(lambda: len(_slot_pids(log, "slot1")) == 2, "slot1 to restart", 60)
+        _wait(lambda: len(re.findall(r"-slot1@\S+ ready\.", log.read_text())) == 2, "slot1", 120)
+        # Assert
+        text = log.read_text()
+        assert "[worker] slot1 exited with -9 (SIGKILL); restarting in 1 s (restart 1)" in text
+        new = _slot_pids(log, "slot1")[-1]
+        assert _alive(new)
+        assert _proc_view(new) == before  # same node name, threads and GPU
+        assert _slot_pids(log, "slot0") == [slot0]
+        assert _alive(slot0)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        _wait(lambda: not (_alive(slot0) or _alive(new)), "slot processes to exit", 30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
