@@ -63,6 +63,18 @@ class Settings(BaseSettings):
     db_retry_max_delay_s: float = Field(
         15.0, gt=0, description="Longest back-off between those retries (1, 2, 4, ... s up to it)."
     )
+    keep_full_checkpoints: int = Field(
+        2,
+        ge=1,
+        le=1000,
+        description="Full (resume) checkpoints kept per run, the newest; older ones are removed "
+        "when a newer one commits. Generator and final-model checkpoints are all kept.",
+    )
+    max_checkpoint_bytes: int = Field(
+        1 << 30,
+        ge=1 << 20,
+        description="A spec whose estimated full checkpoint is larger is refused at submission.",
+    )
     storage_retries: int = Field(
         6,
         ge=0,
@@ -76,6 +88,13 @@ class Settings(BaseSettings):
         le=3600,
         description="The first wait before such a resume; each further one waits twice as long, "
         "at most 120 s.",
+    )
+    sse_max_s: float = Field(
+        3600.0,
+        gt=0,
+        description="The longest a GET /runs/{id}/events stream stays open: one of a run not yet "
+        "terminal ends after this long, without a terminal `status` event; the client reconnects "
+        "(EventSource does, with Last-Event-ID) and resumes after the last round it got.",
     )
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)

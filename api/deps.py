@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.db import session_scope
@@ -33,7 +33,13 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+def get_session_factory(request: Request) -> sessionmaker[Session]:
+    """The app's sessionmaker, for a stream that opens a short session per chunk it reads."""
+    return request.app.state.sessionmaker  # type: ignore[no-any-return]
+
+
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 

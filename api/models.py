@@ -20,6 +20,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -180,7 +181,9 @@ class UserMetrics(Base):
 
 
 class CheckpointRow(Base):
-    """A checkpoint file in the store (FEDGEN_HOME/checkpoints): path relative to the store root."""
+    """A checkpoint: its bytes in `checkpoint_chunks` (written in the round's transaction), or,
+    for one written before checkpoints moved into the database, a file in the store
+    (FEDGEN_HOME/checkpoints) at `path`, relative to the store root, until it is imported."""
 
     __tablename__ = "checkpoints"
     __table_args__ = (
@@ -192,8 +195,20 @@ class CheckpointRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
-    path: Mapped[str] = mapped_column(String(1000))
+    path: Mapped[str | None] = mapped_column(String(1000))  # a legacy file; None: in the database
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CheckpointChunk(Base):
+    """Bytes seq*CHUNK .. of a checkpoint (api/repository/checkpoints.py: CHUNK_BYTES): fixed-size
+    rows, so a download streams one chunk at a time on either database."""
+
+    __tablename__ = "checkpoint_chunks"
+    checkpoint_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("checkpoints.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Worker(Base):

@@ -144,16 +144,18 @@ class _Lease:
 def _load_resume(
     factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID
 ) -> bytes | None:
+    """The newest full checkpoint's bytes (from the database, or a legacy file in `store`)."""
     with factory() as s:
         row = ckpt_repo.latest_full(s, run_id)
     if row is None:
         return None
     try:
-        data = store.read(row.path)
-    except (OSError, ValueError):
-        log.warning("checkpoint %s of run %s is missing; starting over", row.path, run_id)
+        return ckpt_repo.read_bytes(factory, row, store)
+    except ckpt_repo.CheckpointMissing as exc:
+        # Only a checkpoint written before they moved into the database can be missing here: a
+        # file on another host's disk. Import such files (`fedgen-lab checkpoints import`).
+        log.warning("run %s: %s; starting over from round 0", run_id, exc)
         return None
-    return data
 
 
 def execute_run(
@@ -237,7 +239,7 @@ def _try_release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> 
 
 
 def _drop_files(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> None:
-    """Remove a deleted or cancelled run's checkpoint rows and its whole folder of files."""
+    """Remove a deleted or cancelled run's checkpoints (and any legacy files of it here)."""
     with session_scope(factory) as sess:
         ckpt_repo.delete_of_run(sess, rid)
     store.delete_run(str(rid))
@@ -272,7 +274,7 @@ def _run_claimed(
     - a checkpoint could not be written (a full disk): record why on the run, wait (back-off)
       and resume, failing the run only after `storage_retries` such tries.
     """
-    sink = DbSink(rid, token, factory, store, s.lease_s)
+    sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
     gaps = storage_failures = 0
     summary: RunSummary | None = None
     with _Lease(rid, token, factory, s) as lease:

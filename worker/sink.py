@@ -1,37 +1,47 @@
-"""DbSink: the runner's Sink that writes each round in one database transaction."""
+"""DbSink: the runner's Sink that writes each round, its checkpoints included, in one database
+transaction."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.db import session_scope
-from api.models import RoundMetrics
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
-from api.store import CheckpointStore
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 
 
 class CheckpointWriteFailed(RuntimeError):
-    """A round's checkpoint bytes could not be stored (a full or failing disk); nothing of the
-    round was written. Transient: the worker resumes the run from its last good checkpoint."""
+    """A round's checkpoint bytes could not be stored (the database's disk is full); nothing of
+    the round was written. Transient: the worker resumes the run from its last good checkpoint."""
 
     def __init__(self, round_: int, cause: BaseException) -> None:
         self.round = round_
-        super().__init__(f"checkpoint of round {round_} could not be written: {cause}")
+        first = (str(cause).strip().splitlines() or [""])[0]
+        super().__init__(f"checkpoint of round {round_} could not be stored: {first}")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """The database refused a write for lack of space (Postgres 53100, SQLite SQLITE_FULL)."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) == "53100":
+        return True
+    return "database or disk is full" in str(orig) or "No space left on device" in str(orig)
 
 
 class DbSink:
     """Writes RunInfo, rounds (metrics + users + checkpoints together) and keeps the lease fresh.
 
     Rounds go through metrics_repo.write_round on one connection held for the run: no pool
-    checkout and ping per round. On PostgreSQL a round is a single statement, so the connection
-    runs in AUTOCOMMIT (one round trip per round, atomic); elsewhere each round is a transaction.
+    checkout and ping per round. On PostgreSQL a round without checkpoints is a single
+    statement, so the connection runs in AUTOCOMMIT (one round trip per round, atomic); a round
+    with checkpoints (their bytes go into the database with it) is a transaction on a pooled
+    connection; on SQLite every round is a transaction.
     """
 
     def __init__(
@@ -39,14 +49,14 @@ class DbSink:
         run_id: uuid.UUID,
         token: str,
         factory: sessionmaker[Session],
-        store: CheckpointStore,
         lease_s: float,
+        keep_full: int = 2,
     ) -> None:
         self.run_id = run_id
         self.token = token
         self.factory = factory
-        self.store = store
         self.lease_s = lease_s
+        self.keep_full = keep_full
         self.rounds_written = 0
         self.rounds_skipped = 0
         self.summary: RunSummary | None = None
@@ -64,32 +74,17 @@ class DbSink:
             ):
                 raise metrics_repo.LeaseLost(f"run {self.run_id}: lease lost at start")
 
-    def _exists(self, round_: int) -> bool:
-        with self.factory() as s:
-            stmt = select(RoundMetrics.round).where(
-                RoundMetrics.run_id == self.run_id, RoundMetrics.round == round_
-            )
-            return s.scalar(stmt) is not None
-
     def on_round(self, event: RoundEvent) -> None:
-        """One transaction: metrics row, user rows, checkpoint rows; a replayed round is skipped."""
-        ckpts: list[dict[str, Any]] = []
-        if event.checkpoints and not self._exists(event.round):
-            try:
-                for ck in event.checkpoints:
-                    sha = ck.sha256
-                    path = self.store.put(str(self.run_id), ck.round, ck.kind, sha, ck.data)
-                    ckpts.append({"kind": ck.kind, "size": ck.size, "sha256": sha, "path": path})
-            except OSError as exc:
-                self.store.delete([c["path"] for c in ckpts])
-                raise CheckpointWriteFailed(event.round, exc) from exc
+        """One transaction: metrics row, user rows, checkpoints; a replayed round is skipped."""
+        ckpts = [
+            {"kind": ck.kind, "size": ck.size, "sha256": ck.sha256, "data": ck.data}
+            for ck in event.checkpoints
+        ]
         try:
             inserted = self._write(event, ckpts)
-        except metrics_repo.LeaseLost:
-            raise  # another worker owns the run now and may have written these very paths
-        except BaseException:
-            # Not written: the files this round put in the store belong to no row.
-            self.store.delete([c["path"] for c in ckpts])
+        except DBAPIError as exc:
+            if ckpts and is_disk_full(exc):
+                raise CheckpointWriteFailed(event.round, exc) from exc
             raise
         if inserted:
             self.rounds_written += 1
@@ -106,20 +101,15 @@ class DbSink:
         return self._conn
 
     def _write(self, event: RoundEvent, ckpts: list[dict[str, Any]]) -> bool:
+        pg = self._engine.dialect.name == "postgresql"
         for attempt in (0, 1):
-            conn = self._connection()
             try:
+                if ckpts and pg:
+                    with self._engine.begin() as conn:
+                        return self._write_on(conn, event, ckpts)
+                conn = self._connection()
                 with conn.begin():
-                    return metrics_repo.write_round(
-                        conn,
-                        self.run_id,
-                        self.token,
-                        round_=event.round,
-                        metrics=event.metrics,
-                        users=event.users,
-                        checkpoints=ckpts,
-                        lease_s=self.lease_s,
-                    )
+                    return self._write_on(conn, event, ckpts)
             except DBAPIError as exc:
                 self.close()
                 # A connection dropped (server restart, idle kill) between rounds: the round
@@ -129,6 +119,19 @@ class DbSink:
                 if attempt or not exc.connection_invalidated:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write_on(self, conn: Connection, event: RoundEvent, ckpts: list[dict[str, Any]]) -> bool:
+        return metrics_repo.write_round(
+            conn,
+            self.run_id,
+            self.token,
+            round_=event.round,
+            metrics=event.metrics,
+            users=event.users,
+            checkpoints=ckpts,
+            lease_s=self.lease_s,
+            keep_full=self.keep_full,
+        )
 
     def close(self) -> None:
         """Return the held connection (if any) to the pool."""

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from api.db import loads_json
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
+from api.repository import checkpoints as ckpt_repo
 from fedgen.events import UserRoundMetrics
 
 
@@ -210,11 +211,16 @@ def write_round(
     users: Sequence[UserRoundMetrics | Mapping[str, Any]],
     checkpoints: Sequence[Mapping[str, Any]],
     lease_s: float,
+    keep_full: int = 2,
 ) -> bool:
-    """Write a round's metrics, user rows and checkpoint rows; False if the round was already there.
+    """Write a round's metrics, user rows and checkpoints; False if the round was already there.
 
-    The one way a round is stored. Runs in the caller's transaction (a Session, or a Connection in
-    a transaction or in AUTOCOMMIT: on PostgreSQL the write is one statement, atomic either way).
+    The one way a round is stored. `checkpoints`: mappings of kind, size, sha256 and data (the
+    bytes, stored in chunk rows) or path (a file in the store, tests of legacy rows). When the
+    round is new its checkpoints' bytes are stored with it, and of its 'full' checkpoints only
+    the newest `keep_full` are kept. Runs in the caller's transaction (a Session, or a Connection
+    in a transaction; a round without checkpoints may also go through a Connection in AUTOCOMMIT:
+    on PostgreSQL it is then one statement, atomic either way).
     Idempotent on (run, round): a replayed round writes nothing and only renews the lease. Metrics
     that are not finite numbers are dropped. Raises LeaseLost (nothing was written; the caller
     rolls back) when this worker no longer holds the run's lease, and RoundGap (nothing written)
@@ -224,7 +230,7 @@ def write_round(
     now = utcnow()
     clean = {k: f for k, v in metrics.items() if (f := _finite(v)) is not None}
     user_rows = [_user_values(u) for u in users]
-    ck_rows = [(uuid.uuid4(), *(c[n] for n in _CKPT_FIELDS[1:])) for c in checkpoints]
+    ck_rows = [(uuid.uuid4(), *(c.get(n) for n in _CKPT_FIELDS[1:])) for c in checkpoints]
     params: dict[str, Any] = {
         "run": run_id,
         "token": token,
@@ -262,6 +268,11 @@ def write_round(
         raise LeaseLost(f"run {run_id}: lease lost before round {round_} was written")
     if not in_order:
         raise RoundGap(run_id, round_)
+    if inserted and ck_rows:
+        blobs = [(row[0], c.get("data")) for row, c in zip(ck_rows, checkpoints, strict=True)]
+        ckpt_repo.insert_chunks(conn, [(cid, data) for cid, data in blobs if data is not None])
+        if any(c["kind"] == "full" for c in checkpoints):
+            ckpt_repo.prune_full(conn, run_id, keep_full)
     return bool(inserted)
 
 

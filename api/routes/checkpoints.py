@@ -1,4 +1,5 @@
-"""Checkpoints of a run: list, and download (streamed, with the sha256 in a header)."""
+"""Checkpoints of a run: list, and download (streamed chunk by chunk from the database, with
+the sha256 in a header; a checkpoint written before they moved there streams from its file)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi.responses import StreamingResponse
 from api.deps import (
     RunDep,
     SessionDep,
+    SessionFactoryDep,
     SettingsDep,
     StreamRunDep,
     StreamSessionDep,
@@ -42,24 +44,26 @@ def list_checkpoints(run: RunDep, session: SessionDep) -> CheckpointsPublic:
     },
 )
 def download_checkpoint(
-    run: StreamRunDep, ckpt_id: str, session: StreamSessionDep, settings: SettingsDep
+    run: StreamRunDep,
+    ckpt_id: str,
+    session: StreamSessionDep,
+    settings: SettingsDep,
+    factory: SessionFactoryDep,
 ) -> StreamingResponse:
     """The checkpoint's bytes (torch.save format), header X-Checkpoint-SHA256."""
     row = ckpt_repo.get_checkpoint(session, run.id, parse_uuid(ckpt_id, "checkpoint"))
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"checkpoint {ckpt_id} not found")
     store = CheckpointStore(settings.checkpoint_root)
-    try:
-        path = store.path(row.path)
-        if not path.is_file():
-            raise FileNotFoundError(row.path)
-    except (OSError, ValueError):
+    if not ckpt_repo.available(session, row, store):
         raise HTTPException(
-            status.HTTP_410_GONE, "checkpoint file is missing from the store"
-        ) from None
+            status.HTTP_410_GONE,
+            "checkpoint file is missing from this host's store (written before checkpoints "
+            "moved into the database; import it with `fedgen-lab checkpoints import` where it is)",
+        )
     name = f"{run.id}-r{row.round}-{row.kind}.pt"
     return StreamingResponse(
-        store.iter_chunks(row.path),
+        ckpt_repo.iter_bytes(factory, row, store),
         media_type="application/octet-stream",
         headers={
             "X-Checkpoint-SHA256": row.sha256,

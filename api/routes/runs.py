@@ -102,14 +102,14 @@ def delete_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> Re
 
 
 def _withdraw(session: Session, settings: Settings, run: Run, *, delete: bool) -> None:
-    """Cancel `run` (and delete its rows when asked), then remove its checkpoint files.
-
-    Files go only once the rows are committed; a running run that is only cancelled keeps them
-    until its worker stops between rounds and cleans up after itself.
+    """Cancel `run` (and delete its rows when asked): its checkpoints go with its rows (their
+    bytes are in the database); checkpoint files written before that go once the rows are
+    committed. A running run that is only cancelled keeps them until its worker stops between
+    rounds and cleans up after itself.
     """
     runs_repo.request_cancel(session, run.id)
     if delete:
-        paths = ckpt_repo.paths_of_run(session, run.id)
+        paths = ckpt_repo.legacy_paths_of_run(session, run.id)
         runs_repo.delete_run(session, run.id)
     else:
         session.flush()

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import shutil
 import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.db import make_engine, make_sessionmaker
 from api.downsample import _downsample_python, downsample, to_columns
-from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics
+from api.models import CheckpointChunk, CheckpointRow, RoundMetrics, Run, UserMetrics
+from api.repository import checkpoints as ckpt_repo
 from api.repository import metrics as metrics_repo
-from api.store import CheckpointStore
 from fedgen.events import Checkpoint, RoundEvent, UserRoundMetrics
 from tests import factories as f
 from worker.sink import DbSink
@@ -120,7 +121,7 @@ def test_write_round_same_rows_on_both_dialects(
     other.dispose()
     assert sa == sb
     assert len(sa["users"]) == 20 * len(ACCS)
-    assert len(sa["ckpts"]) == 6
+    assert len(sa["ckpts"]) == 5  # 3 model + the newest 2 of 3 full (keep_full=2)
     assert sa["rounds"][0][2] == {"test_acc": 0.3, "loss": 1.5, "lr": 0.01}  # NaN dropped
     assert sa["run"] == (4, 0.6, 0.6)
 
@@ -178,7 +179,7 @@ def test_sink_writes_dataclass_users(
         UserRoundMetrics(0, 0.25, 2.0, 7, False),
         UserRoundMetrics(1, 0.75, 0.5, 9, True, 3.5, 0.1),
     ]
-    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    sink = DbSink(rid, "tok", factory, lease_s=60)
     sink.on_round(RoundEvent(0, {"test_acc": 0.5}, users))
     sink.close()
     assert _snapshot(session, rid)["users"] == [
@@ -192,7 +193,7 @@ def test_sink_held_connection_exactly_once(
 ) -> None:
     """DbSink (held AUTOCOMMIT connection on Postgres) writes each round once, replays are skipped."""
     rid = _leased_run(session)
-    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    sink = DbSink(rid, "tok", factory, lease_s=60)
     for r in range(4):
         sink.on_round(_event(r))
     sink.on_round(_event(2))  # replay
@@ -216,7 +217,7 @@ def test_sink_reconnects_after_dropped_connection(
     factory: sessionmaker[Session], session: Session, tmp_path: Path
 ) -> None:
     rid = _leased_run(session)
-    sink = DbSink(rid, "tok", factory, CheckpointStore(tmp_path), lease_s=60)
+    sink = DbSink(rid, "tok", factory, lease_s=60)
     sink.on_round(_event(0))
     if sink._conn is not None:  # Postgres: kill the held connection; the next round reconnects once
         sink._conn.connection.driver_connection.close()  # type: ignore[union-attr]
@@ -269,22 +270,31 @@ def test_downsample_holes_empty_and_non_numeric() -> None:
     assert downsample([0, 1, 2, 3], mixed, 2) == _reference([0, 1, 2, 3], mixed, 2)
 
 
-def test_failed_round_leaves_no_checkpoint_file(
-    factory: sessionmaker[Session],
-    session: Session,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+def test_checkpoint_bytes_live_in_the_database(
+    factory: sessionmaker[Session], session: Session
 ) -> None:
-    """A round whose transaction fails removes the checkpoint files it had put in the store."""
+    """A round's checkpoint bytes (over several chunks) commit with it and read back whole; only
+    the newest `keep_full` full checkpoints stay; a round refused (lease lost) stores no bytes."""
     rid = _leased_run(session)
-    store_root = tmp_path / "store"
-    sink = DbSink(rid, "tok", factory, CheckpointStore(store_root), lease_s=60)
-
-    def broken(*_a: object, **_k: object) -> bool:
-        raise RuntimeError("database went away")
-
-    monkeypatch.setattr(sink, "_write", broken)
-    with pytest.raises(RuntimeError):
-        sink.on_round(_event(0))
-    assert [p for p in store_root.rglob("*") if p.is_file()] == []
+    sink = DbSink(rid, "tok", factory, lease_s=60, keep_full=2)
+    big = bytes(range(256)) * (ckpt_repo.CHUNK_BYTES // 256 * 2 + 3)  # 3 chunks
+    for r in range(7):
+        cks = [Checkpoint("full", r, big + bytes([r])), Checkpoint("generator", r, b"g%d" % r)]
+        sink.on_round(RoundEvent(r, {"test_acc": 0.1}, [], cks if r % 2 == 0 else []))
+    rows = ckpt_repo.list_checkpoints(session, rid)
+    assert [(c.round, c.kind) for c in rows if c.kind == "full"] == [(4, "full"), (6, "full")]
+    assert [c.round for c in rows if c.kind == "generator"] == [0, 2, 4, 6]
+    newest = ckpt_repo.latest_full(session, rid)
+    assert newest is not None
+    assert newest.path is None
+    data = ckpt_repo.read_bytes(factory, newest)
+    assert data == big + bytes([6])
+    assert hashlib.sha256(data).hexdigest() == newest.sha256
+    chunks = session.scalar(select(func.count()).select_from(CheckpointChunk))
+    assert chunks == 2 * 3 + 4  # two full checkpoints of 3 chunks, four generators of 1
+    session.execute(update(Run).where(Run.id == rid).values(lease_token="thief"))
+    session.commit()
+    with pytest.raises(metrics_repo.LeaseLost):
+        sink.on_round(RoundEvent(7, {}, [], [Checkpoint("full", 7, big)]))
+    assert session.scalar(select(func.count()).select_from(CheckpointChunk)) == chunks
     sink.close()

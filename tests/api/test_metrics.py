@@ -124,7 +124,7 @@ def test_users_info_checkpoints_and_sse(
     )
     assert client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["pending"] is False
     ckpts = client.get(f"{API}/runs/{run.id}/checkpoints", headers=auth).json()["data"]
-    assert [c["round"] for c in ckpts] == [0, 1, 2, 3]
+    assert [c["round"] for c in ckpts] == [2, 3]  # the newest 2 full ones are kept
     dl = client.get(f"{API}/runs/{run.id}/checkpoints/{ckpts[-1]['id']}/download", headers=auth)
     assert dl.status_code == 200
     assert json.loads(dl.content) == {"round": 3}

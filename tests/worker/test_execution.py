@@ -46,7 +46,7 @@ def test_success_writes_every_round_once(
     assert row.summary["status"] == "completed"
     assert _count(session, RoundMetrics, run.id) == 5
     assert _count(session, UserMetrics, run.id) == 15
-    assert _count(session, CheckpointRow, run.id) == 5
+    assert _count(session, CheckpointRow, run.id) == 2  # the newest 2 of 5 full (keep_full)
     assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "skipped"
 
 
@@ -289,39 +289,32 @@ def _files(settings: Settings, rid) -> list[str]:
     return sorted(p.name for p in d.iterdir()) if d.exists() else []
 
 
-def test_run_deleted_mid_round_stops_and_leaves_no_files(
+def test_run_deleted_mid_run_stops_and_leaves_nothing(
     factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """DELETE lands while a round is being written (its checkpoint file is on disk, its row not
-    yet): the worker stops, removes that file too, and logs 'deleted', not 'lease lost'."""
+    """DELETE lands between two rounds: the worker stops at the next write, its checkpoints
+    (rows and bytes) went with the run, no file is left, and it logs 'deleted', not 'lease lost'."""
+    from api.models import CheckpointChunk
     from api.repository import runs as runs_repo
-    from api.store import CheckpointStore
 
     user, _ = create_user(session)
     run = create_run(session, user, rounds=10, checkpoint_every=1)
 
-    class DeletedDuringRound3(CheckpointStore):
-        def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
-            rel = super().put(run_id, round_, kind, sha256, data)
-            if round_ == 3:  # what DELETE /runs/{id} does, between this put and the row write
-                with factory() as s:
-                    runs_repo.request_cancel(s, run.id)
-                    runs_repo.delete_run(s, run.id)
-                    s.commit()
-                self.delete_run(run_id)
-                super().put(run_id, round_, kind, sha256, data)  # the in-flight file
-            return rel
+    def delete_after(r: int) -> None:
+        if r == 3:  # what DELETE /runs/{id} does
+            with factory() as s:
+                runs_repo.request_cancel(s, run.id)
+                runs_repo.delete_run(s, run.id)
+                s.commit()
 
     with caplog.at_level("INFO", logger="worker.execution"):
         out = execute_run(
-            str(run.id),
-            factory,
-            runner=FakeRunner(),
-            settings=settings,
-            store=DeletedDuringRound3(settings.checkpoint_root),
+            str(run.id), factory, runner=FakeRunner(on_round=delete_after), settings=settings
         )
     assert out == "deleted"
     assert _files(settings, run.id) == []
+    assert _count(session, CheckpointRow, run.id) == 0
+    assert session.scalar(select(func.count()).select_from(CheckpointChunk)) == 0
     assert "deleted" in caplog.text
     assert "lease lost" not in caplog.text
 

@@ -1,8 +1,11 @@
 """A full checkpoint disk is transient: the run waits, says why, and resumes once space returns.
 
-The checkpoint store sits on a small tmpfs (mounted here, as root) that a filler file has
-filled; the real simulation's first checkpoint write fails with ENOSPC. Once the run shows the
-reason, the filler is removed: the run resumes from its last good checkpoint and succeeds.
+Checkpoints live in the database, so the disk that fills is the database's. A private Postgres
+(tests/pg_server.py) keeps the `checkpoint_chunks` table in a tablespace on a 4 MiB tmpfs
+(mounted here, as root) that a filler file has filled, while its log and every other table stay
+on the big disk: a checkpoint write fails with "could not extend file ... No space left on
+device" (SQLSTATE 53100), and nothing else does. Once the run shows the reason, the filler is
+removed: the run resumes from its last good checkpoint and succeeds.
 """
 
 from __future__ import annotations
@@ -16,83 +19,110 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import func, select, text
 
 import fedgen.runner as runner_mod
 from api.config import Settings
+from api.db import make_engine, make_sessionmaker
+from api.migrate import upgrade
 from api.models import CheckpointRow, RoundMetrics, Run
-from api.store import CheckpointStore
+from api.repository import checkpoints as ckpt_repo
+from tests import pg_server
 from tests.factories import create_run, create_user
 from tests.needs import needs
 from worker.execution import execute_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs, full."""
-    mount = tmp_path / "store"
-    mount.mkdir()
-    can = os.geteuid() == 0 and shutil.which("mount") is not None
-    needs(can, "root and mount(8) for a small tmpfs")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    """A 4 MiB tmpfs owned by postgres."""
+    why = pg_server.available()
+    needs(why is None and shutil.which("mount") is not None, f"a private PostgreSQL ({why})")
+    mount = Path(f"/tmp/fedgen-tmpfs-{os.getpid()}")
+    mount.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=True)
+    shutil.chown(mount, "postgres", "postgres")
     try:
-        with (mount / "filler").open("wb") as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 65536)
-                    fh.flush()
-            except OSError:
-                pass
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
 
 
-def test_full_disk_then_space(
-    factory: sessionmaker[Session], session: Session, settings: Settings, small_disk: Path
-) -> None:
-    user, _ = create_user(session)
-    run = create_run(session, user, rounds=6, checkpoint_every=2)
-    s = settings.model_copy(update={"storage_retries": 20, "storage_retry_delay_s": 0.2})
-    out: list[str] = []
-    worker = threading.Thread(
-        target=lambda: out.append(
-            execute_run(
-                str(run.id),
-                factory,
-                runner=runner_mod.run,
-                settings=s,
-                store=CheckpointStore(small_disk / "ck"),
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with filler.open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_full_database_disk_then_space(small_disk: Path, tmp_path: Path) -> None:
+    server = pg_server.PgServer()
+    try:
+        upgrade(server.url)
+        engine = make_engine(server.url, pool_size=2)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            c.execute(text(f"CREATE TABLESPACE small LOCATION '{small_disk}'"))
+            c.execute(text("ALTER TABLE checkpoint_chunks SET TABLESPACE small"))
+        filler = _fill(small_disk)
+        factory = make_sessionmaker(engine)
+        with factory() as s:
+            user, _ = create_user(s)
+            run = create_run(s, user, rounds=6, checkpoint_every=2)
+        settings = Settings(
+            home=tmp_path / "home",
+            database_url=server.url,
+            lease_s=60,
+            heartbeat_s=0.5,
+            storage_retries=30,
+            storage_retry_delay_s=0.2,
+        )
+        out: list[str] = []
+        worker = threading.Thread(
+            target=lambda: out.append(
+                execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
             )
         )
-    )
-    worker.start()
+        worker.start()
 
-    def error() -> str:
-        session.expire_all()
-        row = session.get(Run, run.id)
-        return (row.error if row else None) or ""
+        def error() -> str:
+            with factory() as s:
+                return s.scalar(select(Run.error).where(Run.id == run.id)) or ""
 
-    deadline = time.monotonic() + 120
-    while "No space left on device" not in error() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    notice = error()
-    (small_disk / "filler").unlink()  # space returns
-    worker.join(300)
-    assert not worker.is_alive()
-    assert "No space left on device" in notice
-    assert "resuming from the last good checkpoint" in notice
-    assert out == ["succeeded"]
-    session.expire_all()
-    row = session.get(Run, run.id)
-    assert row is not None
-    assert row.status == "succeeded"
-    assert row.error is None
-    n = session.scalar(select(func.count()).where(RoundMetrics.run_id == run.id))
-    assert n == 7
-    paths = session.scalars(select(CheckpointRow.path).where(CheckpointRow.run_id == run.id))
-    for p in paths:
-        assert (small_disk / "ck" / p).is_file()
+        deadline = time.monotonic() + 120
+        while "No space left on device" not in error() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        notice = error()
+        filler.unlink()  # space returns
+        worker.join(300)
+        assert not worker.is_alive()
+        with factory() as s:
+            row = s.get(Run, run.id)
+            n = s.scalar(select(func.count()).where(RoundMetrics.run_id == run.id))
+            full = ckpt_repo.latest_full(s, run.id)
+            kinds = s.scalars(select(CheckpointRow.kind).where(CheckpointRow.run_id == run.id))
+            kinds = sorted(kinds)
+        assert "No space left on device" in notice
+        assert "resuming from the last good checkpoint" in notice
+        assert out == ["succeeded"]
+        assert row is not None
+        assert row.status == "succeeded"
+        assert row.error is None
+        assert n == 7
+        assert full is not None
+        assert full.round == 6
+        assert len(ckpt_repo.read_bytes(factory, full)) == full.size
+        assert kinds == ["full", "full", "model"]
+        assert not (tmp_path / "home" / "checkpoints").exists() or not any(
+            (tmp_path / "home" / "checkpoints").rglob("*.pt")
+        )
+        engine.dispose()
+    finally:
+        server.close()

@@ -3,28 +3,29 @@ no success with a hole, a dead holder's run taken back before its lease expires,
 checkpoint write retried, and a run's segments with a change of numerics marked.
 
 The same against a Postgres server that really crashes: test_pg_crash.py; a slot killed with
-SIGKILL: test_dead_slot.py; a full disk: test_full_disk.py.
+SIGKILL: test_dead_slot.py; a full database disk: test_full_disk.py.
 """
 
 from __future__ import annotations
 
-import errno
+import sqlite3
 import uuid
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.dispatch import dispatch_pass, liveness
 from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, Worker, utcnow
+from api.repository import checkpoints as ckpt_repo
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.repository import workers as workers_repo
-from api.store import CheckpointStore
 from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner, fake_acc
 from worker.execution import execute_run
@@ -138,18 +139,22 @@ def test_no_success_with_a_hole(
     assert _run(session, run.id).status == "succeeded"
 
 
-class FullDisk(CheckpointStore):
-    """A store whose first `fail` writes raise ENOSPC, as a full disk does."""
+class FullDisk:
+    """Makes the first `fail` checkpoint writes fail as a full database disk does (SQLite's
+    SQLITE_FULL; Postgres's 53100 is recognised the same way)."""
 
-    def __init__(self, root: Path, fail: int) -> None:
-        super().__init__(root)
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fail: int) -> None:
         self.fail = fail
+        real = ckpt_repo.insert_chunks
 
-    def put(self, run_id: str, round_: int, kind: str, sha256: str, data: bytes) -> str:
-        if self.fail > 0:
-            self.fail -= 1
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return super().put(run_id, round_, kind, sha256, data)
+        def insert_chunks(conn: Any, pairs: Any) -> None:
+            if self.fail > 0:
+                self.fail -= 1
+                cause = sqlite3.OperationalError("database or disk is full")
+                raise OperationalError("INSERT INTO checkpoint_chunks", {}, cause)
+            real(conn, pairs)
+
+        monkeypatch.setattr(ckpt_repo, "insert_chunks", insert_chunks)
 
 
 @pytest.fixture
@@ -158,34 +163,40 @@ def quick_retry(settings: Settings) -> Settings:
 
 
 def test_full_disk_resumes_once_space_returns(
-    factory: sessionmaker[Session], session: Session, quick_retry: Settings, tmp_path: Path
+    factory: sessionmaker[Session],
+    session: Session,
+    quick_retry: Settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two failed checkpoint writes, then space: the run resumes and succeeds, notice cleared."""
     user, _ = create_user(session)
     run = create_run(session, user, rounds=4, checkpoint_every=2)
     notices: list[str | None] = []
     runner = FakeRunner(on_round=lambda r: notices.append(_run(session, run.id).error))
-    store = FullDisk(tmp_path / "ck", fail=2)
-    out = execute_run(str(run.id), factory, runner=runner, settings=quick_retry, store=store)
+    FullDisk(monkeypatch, fail=2)
+    out = execute_run(str(run.id), factory, runner=runner, settings=quick_retry)
     assert out == "succeeded"
     assert runner.calls == [0, 0, 0]  # checkpoint 0 failed twice: no checkpoint yet, from 0
-    assert any(n and "No space left on device" in n and "try 2 of 3" in n for n in notices)
+    assert any(n and "disk is full" in n and "try 2 of 3" in n for n in notices)
     row = _run(session, run.id)
     assert row.error is None
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(5)]
 
 
 def test_full_disk_fails_the_run_after_the_last_try(
-    factory: sessionmaker[Session], session: Session, quick_retry: Settings, tmp_path: Path
+    factory: sessionmaker[Session],
+    session: Session,
+    quick_retry: Settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     user, _ = create_user(session)
     run = create_run(session, user, rounds=4, checkpoint_every=2)
-    store = FullDisk(tmp_path / "ck", fail=100)
-    out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=quick_retry, store=store)
+    FullDisk(monkeypatch, fail=100)
+    out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=quick_retry)
     assert out == "failed"
     row = _run(session, run.id)
     assert row.status == "failed"
-    assert "No space left on device" in (row.error or "")
+    assert "disk is full" in (row.error or "")
     assert "4 tries" in (row.error or "")
 
 
