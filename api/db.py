@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 
 try:  # orjson parses the per-round metric JSON ~3x faster (the /compare hot path)
@@ -86,6 +87,17 @@ def make_engine(url: str, *, async_commit: bool = False, **kwargs: Any) -> Engin
     if async_commit:
         event.listen(engine, "connect", _async_commit)
     return engine
+
+
+def db_now(db: Session | Connection) -> datetime:
+    """The database's clock (UTC, timezone-aware): leases, heartbeats and the dispatcher are
+    timed by it, so a host whose own clock is off neither steals nor keeps leases. SQLite is
+    the embedded, one-host default: there the process's clock is the database's."""
+    conn = db.connection() if isinstance(db, Session) else db
+    if conn.dialect.name == "postgresql":
+        now = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+        return now.astimezone(UTC)  # type: ignore[no-any-return]
+    return datetime.now(UTC)
 
 
 def durable_commit(session: Session) -> None:

@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from api.config import Settings
+from api.db import db_now
 from api.fairshare import Snapshot, Waiting, free_slots, orders
-from api.models import utcnow
 from api.queue import Enqueue
 from api.repository import runs as runs_repo
 
@@ -107,7 +107,7 @@ def dispatch_pass(
     session.commit()
     try:
         # A cancelled run whose worker died needs no worker: it is cancelled, not re-sent.
-        runs_repo.cancel_orphans(session, now or utcnow())
+        runs_repo.cancel_orphans(session, now or db_now(session))
         snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now, live)
         session.commit()
         resend, new = plan(snap, waiting, queues)

@@ -32,7 +32,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.config import Settings
 from api.db import session_scope
 from api.dispatch import PassReport, dispatch_pass, liveness
-from api.models import utcnow
 from api.queue import Sender
 from api.repository import workers as workers_repo
 
@@ -45,10 +44,11 @@ def register_worker(
     queues: list[str],
     slots: int,
     started_at: datetime | None = None,
-) -> None:
-    """Insert or renew the worker's row for each (full, prefixed) queue name it consumes."""
+) -> datetime:
+    """Insert or renew the worker's row for each (full, prefixed) queue name it consumes;
+    returns its start time (the database's clock at the first call)."""
     with session_scope(factory) as s:
-        workers_repo.register(s, name, queues, slots, started_at)
+        return workers_repo.register(s, name, queues, slots, started_at)
 
 
 def unregister_worker(factory: sessionmaker[Session], name: str) -> None:
@@ -84,11 +84,12 @@ def start_dispatcher(
     """A daemon thread: register, then every reaper_s renew the row and dispatch. Set the event to stop."""
     stop = threading.Event()
     holder = f"{name}:{socket.gethostname()}:{os.getpid()}"
-    started_at = utcnow()
+    started_at: datetime | None = None  # by the database's clock, at the first registration
     last_failure = -float("inf")  # time.monotonic() of the last pass that failed
 
     def tick() -> None:
-        register_worker(factory, name, queues, slots, started_at)
+        nonlocal started_at
+        started_at = register_worker(factory, name, queues, slots, started_at)
         settled = time.monotonic() - last_failure >= 2 * settings.heartbeat_s
         report = dispatch_once(factory, sender, settings, holder, find_gone=settled)
         if report.sent or report.resent:

@@ -80,15 +80,15 @@ def _finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _progress(new: ColumnElement[bool]) -> dict[str, Any]:
+def _progress(new: ColumnElement[bool], now: Any, expires: Any) -> dict[str, Any]:
     """SET of the run row: renew the lease; if `new` (the round was inserted) advance the run's
     current round, last and best accuracy (a replay, or an older round, leaves them)."""
     rnd, acc = bindparam("round", type_=Integer), cast(bindparam("acc"), Float)
     later = new & (Run.current_round < rnd)
     has_acc = new & acc.is_not(None)
     return {
-        "heartbeat_at": bindparam("now"),
-        "lease_expires_at": bindparam("expires"),
+        "heartbeat_at": now,
+        "lease_expires_at": expires,
         "current_round": case((later, rnd), else_=Run.current_round),
         "last_acc": case((has_acc & later, acc), else_=Run.last_acc),
         "best_acc": case(
@@ -116,7 +116,9 @@ def _pg_statement(with_checkpoints: bool) -> Any:
     """
     ins = postgresql.insert
     run, rnd = bindparam("run", type_=Uuid), bindparam("round", type_=Integer)
-    now: Any = bindparam("now")
+    # The database's clock: a worker host whose clock is off neither steals nor keeps leases.
+    now: Any = func.statement_timestamp()
+    expires = now + func.make_interval(0, 0, 0, 0, 0, 0, cast(bindparam("lease_s"), Float))
     after = _previous_present(run, rnd)
     lease = (
         select(Run.id)
@@ -164,7 +166,7 @@ def _pg_statement(with_checkpoints: bool) -> Any:
     upd = (
         update(Run)
         .where(Run.id.in_(select(lease.c.id)))
-        .values(_progress(new))
+        .values(_progress(new, now, expires))
         .returning(Run.id)
         .cte("upd")
     )
@@ -196,8 +198,11 @@ def _sqlite_statements() -> tuple[Any, ...]:
         ins(RoundMetrics).on_conflict_do_nothing().returning(RoundMetrics.round),
         ins(UserMetrics).on_conflict_do_nothing(),
         ins(CheckpointRow).on_conflict_do_nothing(),
-        update(Run).where(*lease).values(_progress(false())),  # a replay: renew the lease only
-        update(Run).where(*lease).values(_progress(true())),  # a new round
+        # a replay renews the lease only; SQLite is one host: the process's clock is the database's
+        update(Run)
+        .where(*lease)
+        .values(_progress(false(), bindparam("now"), bindparam("expires"))),
+        update(Run).where(*lease).values(_progress(true(), bindparam("now"), bindparam("expires"))),
     )
 
 
@@ -237,10 +242,9 @@ def write_round(
         "round": round_,
         "acc": clean.get("test_acc"),
         "metrics": clean,
-        "now": now,
-        "expires": now + timedelta(seconds=lease_s),
     }
     if conn.dialect.name != "sqlite":
+        params["lease_s"] = float(lease_s)
         columns = list(zip(*user_rows, strict=True)) or [()] * len(USER_FIELDS)
         params |= {f"u_{n}": list(col) for n, col in zip(USER_FIELDS, columns, strict=True)}
         if ck_rows:
@@ -248,6 +252,7 @@ def write_round(
             params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
         held, inserted, in_order = conn.execute(_pg_statement(bool(ck_rows)), params).one()
     else:
+        params |= {"now": now, "expires": now + timedelta(seconds=lease_s)}
         previous, round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
         key = {"run_id": run_id, "round": round_}
         row = {**key, "test_acc": params["acc"], "metrics": clean, "created_at": now}

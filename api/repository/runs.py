@@ -30,8 +30,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
+from api.db import db_now
 from api.fairshare import Active, Snapshot, Waiting
-from api.models import DispatcherLease, Run, User, Worker, utcnow
+from api.models import DispatcherLease, Run, User, Worker
 from fedgen.status import TERMINAL
 
 
@@ -179,7 +180,7 @@ def list_runs(
 
 def request_cancel(session: Session, run_id: uuid.UUID) -> None:
     """Flag a run for cancel; a queued run is cancelled at once, a running one between rounds."""
-    now = utcnow()
+    now = db_now(session)
     session.execute(
         update(Run)
         .where(Run.id == run_id, Run.status.not_in(TERMINAL))
@@ -214,7 +215,7 @@ def claim(
 ) -> bool:
     """Take the lease of a queued run, or of a running one whose lease expired or (with `live`)
     whose holder is gone."""
-    now = utcnow()
+    now = db_now(session)
     stmt = _update_unheld(run_id, now, cancel_requested=False, live=live).values(
         status="running",
         attempt=Run.attempt + 1,
@@ -235,7 +236,7 @@ def claim(
 
 def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     """Mark cancelled a cancel-requested run that no live worker holds."""
-    now = utcnow()
+    now = db_now(session)
     stmt = _update_unheld(run_id, now, cancel_requested=True).values(
         status="cancelled", finished_at=now, lease_token=None
     )
@@ -259,7 +260,7 @@ def _update_unheld(
 
 def heartbeat(session: Session, run_id: uuid.UUID, token: str, lease_s: float) -> bool:
     """Renew the lease; False when the lease was lost to another worker."""
-    now = utcnow()
+    now = db_now(session)
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
@@ -309,7 +310,7 @@ def record_start(
             "device": device,
             "start_round": start,
             "resumed_from": start - 1 if start > 0 else None,  # the checkpoint's round
-            "started_at": utcnow().isoformat(),
+            "started_at": db_now(session).isoformat(),
             **{k: versions.get(k) for k in ("fedgen", *NUMERICS)},
         }
     )
@@ -349,7 +350,7 @@ def finish(
     summary: dict[str, Any] | None = None,
 ) -> bool:
     """Mark the end state and drop the lease; only the lease holder may."""
-    values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "lease_token": None}
+    values: dict[str, Any] = {"status": status, "finished_at": db_now(session), "lease_token": None}
     if error is not None or status == "succeeded":
         values["error"] = error  # a success clears a notice left by a retried storage error
     if summary is not None:
@@ -383,7 +384,7 @@ def queue_snapshot(
 ) -> Snapshot:
     """Waiting runs, runs held by a live lease (and, with `live`, a live holder), live workers'
     slots per queue, owners' last start."""
-    now = now or utcnow()
+    now = now or db_now(session)
     waiting = [
         Waiting(
             id=r.id,
@@ -486,7 +487,7 @@ def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
 
 def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
     """Become the one dispatcher for ttl_s (or renew); False while another holder has it."""
-    now = utcnow()
+    now = db_now(session)
     stmt = (
         update(DispatcherLease)
         .where(

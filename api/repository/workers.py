@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from api.models import Worker, utcnow
+from api.db import db_now
+from api.models import Worker
 
 
 def register(
@@ -16,14 +17,14 @@ def register(
     queues: list[str],
     slots: int,
     started_at: datetime | None = None,
-) -> None:
+) -> datetime:
     """Insert or renew the rows of worker `name` (one per queue it consumes).
 
     `started_at`: when this process started. A process restarted under the same name (a slot
     the supervisor brought back) thus gets a new start time, and the runs its predecessor held
     (heartbeats older than that) are not taken for its own.
     """
-    now = utcnow()
+    now = db_now(session)
     since = started_at or now
     for queue in queues:
         done = session.execute(
@@ -37,6 +38,7 @@ def register(
                 Worker(name=name, queue=queue, slots=slots, started_at=since, heartbeat_at=now)
             )
     session.flush()
+    return since
 
 
 def unregister(session: Session, name: str) -> None:
@@ -51,6 +53,6 @@ def list_workers(session: Session) -> list[Worker]:
 
 def served_queues(session: Session, ttl_s: float) -> set[str]:
     """Queue names a live worker (heartbeat within `ttl_s`) consumes now."""
-    since = utcnow() - timedelta(seconds=ttl_s)
+    since = db_now(session) - timedelta(seconds=ttl_s)
     rows = session.scalars(select(Worker.queue).where(Worker.heartbeat_at >= since).distinct())
     return set(rows)
