@@ -29,6 +29,7 @@ from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.repository.workers import served_queues
 from api.schemas import RunPublic
+from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -113,6 +114,30 @@ def check_device_served(sub: Submitter, specs: list[ExperimentSpec], prefix: str
             )
 
 
+def checkpoint_problem(spec: ExperimentSpec, limit: int) -> tuple[str, str] | None:
+    """(field, message) when the spec's estimated full checkpoint is over `limit` bytes."""
+    est = checkpoint_estimate(spec)
+    if est.total <= limit:
+        return None
+    return (
+        est.driving_field() or "(root)",
+        f"estimated full checkpoint {format_bytes(est.total)} is over the limit "
+        f"FEDGEN_MAX_CHECKPOINT_BYTES = {format_bytes(limit)}",
+    )
+
+
+def check_checkpoint_size(sub: Submitter, specs: list[ExperimentSpec], prefix: str) -> None:
+    """422 naming the field that drives it when a spec's full checkpoint would be too large
+    (it could never be stored: checkpoints are written in the round's transaction)."""
+    for i, spec in enumerate(specs):
+        problem = checkpoint_problem(spec, sub.settings.max_checkpoint_bytes)
+        if problem is not None:
+            field, msg = problem
+            if len(specs) > 1:
+                msg += f" (run {i} of the grid)"
+            raise FieldErrors([(field, msg)], prefix)
+
+
 def check_priority(user: User, priority: str) -> None:
     """403 naming the field unless the user may submit at this priority (high: admins only)."""
     if priority == "high" and not user.is_admin:
@@ -151,6 +176,7 @@ def submit_run(
 ) -> Run:
     """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
     check_priority(sub.user, priority)
+    check_checkpoint_size(sub, [spec], prefix)
     check_device_served(sub, [spec], prefix)
     run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions())
     sub.session.commit()
@@ -185,6 +211,7 @@ def submit_sweep(
         problem = partition_problem(spec)
         if problem is not None:
             raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
+    check_checkpoint_size(sub, specs, "base.")
     check_device_served(sub, specs, "base.")
     sweep = sweeps_repo.create_sweep(
         sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id

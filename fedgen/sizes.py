@@ -1,0 +1,307 @@
+"""Parameter counts and the estimated size of a run's full checkpoint, without torch.
+
+The API refuses a spec whose full checkpoint would not fit (FEDGEN_MAX_CHECKPOINT_BYTES)
+before any worker loads data, so everything here is arithmetic on the spec: the shapes
+of `fedgen.models.cnn` and `fedgen.models.generator` written out layer by layer (a test
+checks every count against the real modules' `numel`), and what
+`fedgen.runner.Simulation.full_state` holds:
+
+* the global model's state dict (parameters and BatchNorm buffers);
+* per user (`Federation.user_local`): the tensors that stay on the user: BatchNorm
+  buffers when they are kept local, the feature extractor under `share: predictor`,
+  the whole model for personalised algorithms (FedDistill);
+* per user: the batch stream (a permutation of its training samples, int64, and its RNG);
+* FedGen: the generator, its Adam moments (two per parameter, plus a step), its noise
+  RNG and the per-user label counts; FedDistill: the per-user label-logit trackers;
+  FedDF: its RNG;
+* the history (one float per round), the spec and small fields.
+
+`torch.save` adds a zip entry and a pickled record per tensor (`TENSOR_OVERHEAD`); the
+estimate errs above the real size (tests: within 10% above).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from fedgen.generator_presets import PRESETS, dataset_family
+from fedgen.spec import ExperimentSpec
+
+FLOAT = 4  # float32
+INT64 = 8
+
+# torch.save, measured: about 260-320 bytes of zip entry, 64-byte alignment and pickle
+# record per tensor, 130 per NumPy RNG state, 1.3 KiB of archive plus the spec's JSON.
+TENSOR_OVERHEAD = 320
+STREAM_OVERHEAD = 160
+TORCH_CPU_RNG_STATE = 5056  # torch.Generator("cpu").get_state(): uint8 tensor
+TORCH_CUDA_RNG_STATE = 16
+FIXED_OVERHEAD = 4096
+
+# (channels, side, classes) of each dataset's images; synthetic takes its classes from the spec.
+INPUT_SHAPES: dict[str, tuple[int, int, int]] = {
+    "mnist": (1, 28, 10),
+    "fashion-mnist": (1, 28, 10),
+    "emnist-letters": (1, 28, 26),
+    "celeba": (3, 84, 2),
+    "synthetic": (1, 28, 10),
+}
+# CelebA (natural groups of celebrities) is bounded per user.
+CELEBA_TRAIN_SAMPLES = 162_770
+CELEBA_IMAGES_PER_CELEB = 35  # at most, in the official split's subset (about 30 on average)
+
+
+@dataclass
+class Tensors:
+    """A list of tensors as (number of tensors, bytes of data) by part."""
+
+    count: int = 0
+    nbytes: int = 0
+
+    def add(self, numel: int, itemsize: int = FLOAT) -> None:
+        self.count += 1
+        self.nbytes += numel * itemsize
+
+    def extend(self, other: Tensors, times: int = 1) -> None:
+        self.count += other.count * times
+        self.nbytes += other.nbytes * times
+
+    @property
+    def serialized(self) -> int:
+        return self.nbytes + self.count * TENSOR_OVERHEAD
+
+
+@dataclass
+class ModelShape:
+    """A classifier's state dict, split the way `Federation` splits it."""
+
+    features: Tensors = field(default_factory=Tensors)  # parameters of the feature extractor
+    predictor: Tensors = field(default_factory=Tensors)
+    buffers: Tensors = field(default_factory=Tensors)  # BatchNorm running statistics
+
+    @property
+    def num_params(self) -> int:
+        return (self.features.nbytes + self.predictor.nbytes) // FLOAT
+
+    @property
+    def state(self) -> Tensors:
+        out = Tensors()
+        for part in (self.features, self.predictor, self.buffers):
+            out.extend(part)
+        return out
+
+
+def _conv(t: Tensors, cin: int, cout: int, k: int) -> None:
+    t.add(cout * cin * k * k)
+    t.add(cout)
+
+
+def _linear(t: Tensors, fin: int, fout: int) -> None:
+    t.add(fout * fin)
+    t.add(fout)
+
+
+def _bn(m: ModelShape, n: int) -> None:
+    m.features.add(n)  # weight
+    m.features.add(n)  # bias
+    m.buffers.add(n)  # running_mean
+    m.buffers.add(n)  # running_var
+    m.buffers.add(1, INT64)  # num_batches_tracked
+
+
+def model_shape(name: str, in_channels: int, image_size: int, num_classes: int) -> ModelShape:
+    """The state dict of `fedgen.models.cnn.BUILDERS[name]`, by part."""
+    m = ModelShape()
+    if name == "official-cnn":
+        if image_size == 84:  # CelebA: three Conv+BN+ReLU+MaxPool blocks
+            cin = in_channels
+            for cout in (16, 32, 64):
+                _conv(m.features, cin, cout, 3)
+                _bn(m, cout)
+                cin = cout
+            _linear(m.features, 64, 32)
+        else:
+            side = (image_size + 3) // 4
+            _conv(m.features, in_channels, 6, 3)
+            _bn(m, 6)
+            _conv(m.features, 6, 16, 3)
+            _bn(m, 16)
+            _linear(m.features, 16 * side * side, 32)
+        _linear(m.predictor, 32, num_classes)
+    elif name == "mcmahan-cnn":
+        side = image_size // 4
+        _conv(m.features, in_channels, 32, 5)
+        _conv(m.features, 32, 64, 5)
+        _linear(m.features, 64 * side * side, 512)
+        _linear(m.predictor, 512, num_classes)
+    else:
+        raise KeyError(f"unknown model {name!r}")
+    return m
+
+
+def latent_dim(name: str) -> int:
+    """The predictor's input size (what FedGen's generator produces)."""
+    return 512 if name == "mcmahan-cnn" else 32
+
+
+def generator_params(
+    noise_dim: int,
+    hidden_dim: int,
+    latent: int,
+    num_classes: int,
+    *,
+    embedding: bool = False,
+    batchnorm: bool = True,
+) -> Tensors:
+    """The parameters (not buffers) of `fedgen.models.generator.Generator`."""
+    t = Tensors()
+    label_dim = noise_dim if embedding else num_classes
+    if embedding:
+        t.add(num_classes * noise_dim)
+    _linear(t, noise_dim + label_dim, hidden_dim)
+    if batchnorm:
+        t.add(hidden_dim)
+        t.add(hidden_dim)
+    _linear(t, hidden_dim, latent)
+    return t
+
+
+def generator_buffers(hidden_dim: int, *, batchnorm: bool = True) -> Tensors:
+    t = Tensors()
+    if batchnorm:
+        t.add(hidden_dim)
+        t.add(hidden_dim)
+        t.add(1, INT64)
+    return t
+
+
+def input_shape(spec: ExperimentSpec) -> tuple[int, int, int]:
+    """(channels, side, classes) of the spec's dataset."""
+    c, side, classes = INPUT_SHAPES[spec.data.name]
+    if spec.data.name == "synthetic":
+        classes = spec.data.synthetic_classes
+    return c, side, classes
+
+
+def train_samples_bound(spec: ExperimentSpec) -> int:
+    """At most how many training samples the users hold together.
+
+    The Dirichlet splits keep int(min(sampling_ratio x n_train / num_users,
+    sampling_ratio x n_class)) samples of each class (`fedgen.data.partition`).
+    """
+    from fedgen.data.partition import KNOWN_TRAIN_CLASS_COUNTS, synthetic_class_counts
+
+    d, p = spec.data, spec.partition
+    if d.name == "celeba":
+        return min(CELEBA_TRAIN_SAMPLES, p.num_users * p.celebs_per_user * CELEBA_IMAGES_PER_CELEB)
+    if d.name == "synthetic":
+        counts = synthetic_class_counts(d.synthetic_samples, d.synthetic_classes)
+    else:
+        counts = KNOWN_TRAIN_CLASS_COUNTS[d.name]
+    ratio = p.sampling_ratio
+    if ratio >= 1:
+        return sum(counts)
+    per_user = ratio * sum(counts) / p.num_users
+    return sum(math.ceil(min(per_user, ratio * n)) for n in counts)
+
+
+@dataclass(frozen=True)
+class CheckpointEstimate:
+    """Estimated serialized bytes of a full checkpoint, by part."""
+
+    global_model: int
+    per_user: int  # all users together: local model state, batch streams, trackers
+    algorithm: int  # generator, optimiser, RNGs
+    other: int  # history, spec, archive
+
+    @property
+    def total(self) -> int:
+        return self.global_model + self.per_user + self.algorithm + self.other
+
+    def driving_field(self) -> str | None:
+        """The spec field that makes the checkpoint large (None when no part dominates)."""
+        parts = {
+            "partition.num_users": self.per_user,
+            "model.name": self.global_model,
+            "algorithm": self.algorithm,
+        }
+        name, size = max(parts.items(), key=lambda kv: kv[1])
+        return name if size * 2 > self.total else None
+
+
+def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
+    """What `Simulation.full_state` holds for `spec`, by part (see the module docstring)."""
+    from fedgen.fidelity import resolve
+
+    fid = resolve(spec)
+    channels, side, classes = input_shape(spec)
+    model = model_shape(spec.model.name, channels, side, classes)
+    users = spec.partition.num_users
+    algo = spec.algorithm
+
+    local = Tensors()
+    if algo.name == "feddistill":  # personalised: every user keeps its whole model
+        local.extend(model.state)
+    else:
+        if spec.share == "predictor":
+            local.extend(model.features)
+        if not (fid.bn_buffers == "average" and spec.share == "all"):
+            local.extend(model.buffers)
+    per_user = Tensors()
+    per_user.extend(local, users)
+    per_user.add(train_samples_bound(spec), INT64)  # the streams' permutations ...
+    per_user.count += users - 1  # ... one tensor each
+    per_user_bytes = per_user.serialized + users * STREAM_OVERHEAD
+    torch_rng = TORCH_CUDA_RNG_STATE if spec.device.startswith("cuda") else TORCH_CPU_RNG_STATE
+
+    extra = Tensors()
+    if algo.name in ("feddistill", "feddistill-plus"):
+        per_user_bytes += users * (classes * classes + classes) * FLOAT + 2 * TENSOR_OVERHEAD
+        extra.add(classes * classes)  # global label logits
+    elif algo.name == "feddf":
+        extra.add(torch_rng, 1)
+    elif algo.name == "fedgen":
+        hidden, noise = PRESETS[dataset_family(spec.data.name)][algo.preset]
+        hidden = algo.hidden_dim if algo.hidden_dim is not None else hidden
+        noise = algo.noise_dim if algo.noise_dim is not None else noise
+        bn = fid.generator_batchnorm
+        gen = generator_params(
+            noise,
+            hidden,
+            latent_dim(spec.model.name),
+            classes,
+            embedding=algo.embedding,
+            batchnorm=bn,
+        )
+        extra.extend(gen)
+        extra.extend(generator_buffers(hidden, batchnorm=bn))
+        if fid.generator_optimizer == "adam":
+            extra.extend(gen, 2)  # exp_avg, exp_avg_sq
+            extra.count += gen.count  # step (a 0-d tensor per parameter)
+            extra.nbytes += gen.count * FLOAT
+        extra.add(torch_rng, 1)
+        extra.add(users * classes)  # user_counts
+    other = FIXED_OVERHEAD + len(spec.canonical_json()) + 16 * (spec.rounds + 1) + 8 * users
+    return CheckpointEstimate(
+        global_model=model.state.serialized,
+        per_user=per_user_bytes,
+        algorithm=extra.serialized,
+        other=other,
+    )
+
+
+def estimate_checkpoint_bytes(spec: ExperimentSpec) -> int:
+    """Estimated size in bytes of `spec`'s full checkpoint (slightly above the real one)."""
+    return checkpoint_estimate(spec).total
+
+
+def format_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB', 1 << 30 -> '1 GiB' (binary units, at most one decimal)."""
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{text} {unit}"
