@@ -129,7 +129,8 @@ def drain(
             proc = subprocess.Popen(
                 [sys.executable, "-m", "worker.lab_cli", "worker", "--slots", str(slots)]
                 + (["--threads", str(threads)] if threads else [])
-                + ["--queues", "cpu", "--loglevel", "WARNING"],
+                + ["--queues", "cpu", "--loglevel", "WARNING"]
+                + (["--embedded"] if broker == "sqlite" else []),  # the SQLite broker on purpose
                 env=env,
                 cwd=ROOT,
                 stdout=out,

@@ -1,4 +1,10 @@
-"""`fedgen-lab`: api, worker, up, db upgrade, users create, requeue."""
+"""`fedgen-lab`: api, worker, up, db upgrade, users create, requeue, checkpoints import.
+
+Every command first prints (to stderr) what it connects to: the database and broker URLs,
+passwords hidden, and where checkpoints live. A worker refuses the embedded SQLite lab unless
+given --embedded: on a host without FEDGEN_DATABASE_URL it would otherwise make its own lab
+under FEDGEN_HOME and wait there forever.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,95 @@ import argparse
 import os
 import socket
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
-from api.config import get_settings
+from api.config import Settings, get_settings
+
+EMBEDDED_FLAG_HELP = (
+    "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
+    "only runs submitted to this host's `fedgen-lab api`/`up`"
+)
+
+
+def hide_password(url: str) -> str:
+    """The URL with its password shown as *** (`redis://:pass@h` -> `redis://:***@h`); Celery's
+    `;`-separated failover lists URL by URL."""
+    if ";" in url:
+        return ";".join(hide_password(u) for u in url.split(";"))
+    try:
+        from sqlalchemy.engine import make_url
+
+        if make_url(url).password is not None:
+            return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not an SQLAlchemy URL (amqp://, memory://): the generic rule below
+        pass
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def embedded_parts(s: Settings) -> list[str]:
+    """What makes the settings the embedded lab: an SQLite database (FEDGEN_DATABASE_URL unset,
+    or set to sqlite:) and/or the SQLite broker (sqla+sqlite:); empty when neither."""
+    out = []
+    if s.database_url.startswith("sqlite"):
+        out.append("database")
+    if s.broker_url.startswith("sqla+sqlite"):
+        out.append("broker")
+    return out
+
+
+def print_connections(command: str, s: Settings) -> None:
+    """What this command connects to (stderr, so stdout stays the command's own answer)."""
+    tag = dict.fromkeys(embedded_parts(s), "  (embedded SQLite)")
+    lines = [
+        f"fedgen-lab {command}",
+        f"  database:    {hide_password(s.database_url)}{tag.get('database', '')}",
+        f"  broker:      {hide_password(s.broker_url)}{tag.get('broker', '')}",
+        f"  checkpoints: in the database (legacy files: {s.checkpoint_root})",
+    ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def refuse_embedded(s: Settings) -> str | None:
+    """Why a worker must not start on these settings without --embedded; None when it may."""
+    parts = embedded_parts(s)
+    if not parts:
+        return None
+    why = []
+    if "database" in parts:
+        set_ = os.environ.get("FEDGEN_DATABASE_URL")
+        why.append(
+            f"FEDGEN_DATABASE_URL is SQLite ({hide_password(s.database_url)}), a file only "
+            "this host's processes share, even when set explicitly"
+            if set_
+            else f"FEDGEN_DATABASE_URL is not set (the default: {s.database_url})"
+        )
+    if "broker" in parts:
+        set_ = os.environ.get("FEDGEN_BROKER_URL")
+        why.append(
+            f"FEDGEN_BROKER_URL is the SQLite broker ({hide_password(s.broker_url)})"
+            if set_
+            else f"FEDGEN_BROKER_URL is not set (the default: {s.broker_url})"
+        )
+    return (
+        "error: refusing to start a worker on the embedded SQLite lab: "
+        + "; ".join(why)
+        + ".\nSuch a worker sees only the runs of this host's own SQLite files and would wait "
+        "there forever for runs submitted to the lab's server.\nSet FEDGEN_DATABASE_URL (e.g. "
+        "postgresql://user:pass@host/db) and FEDGEN_BROKER_URL (e.g. redis://host:6379/0) to "
+        "the lab's, or pass --embedded to use the SQLite files on purpose (as `fedgen-lab up` "
+        "and `make demo` do)."
+    )
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
+    print_connections("api", get_settings())
     uvicorn.run(
         "api.main:create_app",
         factory=True,
@@ -38,6 +126,13 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     except SlotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    s = get_settings()
+    if not args.slot_child:  # a slot of `worker --slots N`: its supervisor printed and checked
+        print_connections("worker", s)
+        refusal = None if args.embedded else refuse_embedded(s)
+        if refusal:
+            print(refusal, file=sys.stderr)
+            return 2
     # `gpu` when this worker is given GPUs (--devices, CUDA_VISIBLE_DEVICES), else `cpu`.
     base_queues = args.queues or ("gpu" if devices else "cpu")
     if len(plan) == 1:
@@ -58,6 +153,9 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         loglevel=args.loglevel,
         quiet=args.quiet,
     )
+    # The slots inherit the decision made here (and print nothing of their own).
+    extra = ["--slot-child", *(["--embedded"] if args.embedded else [])]
+    specs = [(slot, [*argv, *extra], env) for slot, argv, env in specs]
     gpus = sorted({s.device for s in plan if s.device is not None})
     where = f"GPU(s) {','.join(gpus)}" if gpus else f"{usable_cores()} core(s)"
     banner = f"{len(plan)} slots on {where}, {plan[0].threads} torch thread(s) each"
@@ -115,26 +213,36 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from worker.supervisor import run_up
 
     s = get_settings()
+    print_connections("up", s)
     s.ensure_dirs()
     upgrade(s.database_url)
-    return run_up(args.host, args.port, args.dashboard_port, not args.no_dashboard)
+    # The lab of one host: its worker uses the same (possibly embedded SQLite) lab as its API.
+    return run_up(
+        args.host,
+        args.port,
+        args.dashboard_port,
+        not args.no_dashboard,
+        embedded=bool(embedded_parts(s)),
+    )
 
 
 def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
     from api.migrate import upgrade
 
     s = get_settings()
+    print_connections("db upgrade", s)
     s.ensure_dirs()
     upgrade(s.database_url)
-    print(f"database at head: {s.database_url.split('@')[-1]}")
+    print(f"database at head: {hide_password(s.database_url)}")
     return 0
 
 
-def _session_factory():  # type: ignore[no-untyped-def]
+def _session_factory(command: str):  # type: ignore[no-untyped-def]
     from api.db import make_engine, make_sessionmaker
     from api.migrate import upgrade
 
     s = get_settings()
+    print_connections(command, s)
     s.ensure_dirs()
     if s.auto_upgrade:
         upgrade(s.database_url)
@@ -145,7 +253,7 @@ def _cmd_users_create(args: argparse.Namespace) -> int:
     from api.db import session_scope
     from api.repository import users as users_repo
 
-    with session_scope(_session_factory()) as session:
+    with session_scope(_session_factory("users create")) as session:
         user, token = users_repo.create_user(session, args.name, args.admin)
         role = "admin" if user.is_admin else "user"
     print(f"created {role} {args.name!r}; the token is shown once, only its hash is stored:")
@@ -159,13 +267,38 @@ def _cmd_requeue(_args: argparse.Namespace) -> int:
     from api.models import Run
     from api.queue import Sender
 
+    factory = _session_factory("requeue")
     send = Sender(get_settings()).send
-    with _session_factory()() as session:
+    with factory() as session:
         rows = session.execute(select(Run.id, Run.spec).where(Run.status == "queued")).all()
     for rid, spec in rows:
         send(str(rid), str(spec.get("device", "cpu")))
     print(f"re-sent {len(rows)} queued run(s)")
     return 0
+
+
+def _size(n: int) -> str:
+    """1234567 -> '1.2 MB'."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _cmd_checkpoints_import(_args: argparse.Namespace) -> int:
+    from api.repository.checkpoints import import_files
+    from api.store import CheckpointStore
+
+    factory = _session_factory("checkpoints import")
+    root = get_settings().checkpoint_root
+    done, total, problems = import_files(factory, CheckpointStore(root))
+    print(
+        f"imported {done} checkpoint{'s' * (done != 1)} ({_size(total)}) from {root}; "
+        f"{len(problems)} problem{'s' * (len(problems) != 1)}"
+    )
+    for problem in problems:
+        print(f"  {problem}")
+    return 1 if problems else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,6 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no Celery start-up banner and no superuser warning (the worker of `fedgen-lab up`)",
     )
+    w.add_argument("--embedded", action="store_true", help=EMBEDDED_FLAG_HELP)
+    w.add_argument("--slot-child", action="store_true", help=argparse.SUPPRESS)
     w.set_defaults(fn=_cmd_worker)
     up = sub.add_parser(
         "up",
@@ -248,6 +383,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(
         fn=_cmd_requeue
     )
+    ck = sub.add_parser("checkpoints", help="checkpoint commands").add_subparsers(
+        dest="checkpoints_command", required=True
+    )
+    ck.add_parser(
+        "import",
+        help="move checkpoint files written before checkpoints moved into the database into it "
+        "(sha256 checked; a file is removed once imported)",
+    ).set_defaults(fn=_cmd_checkpoints_import)
     return p
 
 

@@ -127,9 +127,10 @@ def stop_all(children: list[Child], grace_s: float = GRACE_S) -> None:
 
 
 def commands(
-    host: str, port: int, dashboard_port: int, dashboard: bool
+    host: str, port: int, dashboard_port: int, dashboard: bool, *, embedded: bool = False
 ) -> list[tuple[str, list[str]]]:
-    """The child command lines."""
+    """The child command lines; `embedded`: the lab is the embedded SQLite one, which the
+    worker then uses on purpose (`worker --embedded`)."""
     py = sys.executable
     out = [
         (
@@ -159,6 +160,7 @@ def commands(
                 "--loglevel",
                 "WARNING",
                 "--quiet",
+                *(["--embedded"] if embedded else []),
             ],  # fmt: skip
         ),
     ]
@@ -271,12 +273,18 @@ def supervise(
     return code
 
 
-def run_up(host: str, port: int, dashboard_port: int, dashboard: bool) -> int:
+def run_up(
+    host: str, port: int, dashboard_port: int, dashboard: bool, *, embedded: bool = False
+) -> int:
     """Start everything and keep the worker and dashboard running until a signal or the API's
-    exit; then stop everything. The exit code."""
+    exit; then stop everything. `embedded`: the settings are the embedded SQLite lab, which
+    the worker of one host's `up` shares with its API. The exit code."""
     env = dict(os.environ, FEDGEN_AUTO_UPGRADE="0", FEDGEN_API_URL=f"http://{host}:{port}/api/v1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
-    specs = [(name, argv, env) for name, argv in commands(host, port, dashboard_port, dashboard)]
+    specs = [
+        (name, argv, env)
+        for name, argv in commands(host, port, dashboard_port, dashboard, embedded=embedded)
+    ]
     return supervise(
         specs,
         label="up",

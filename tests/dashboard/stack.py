@@ -108,7 +108,10 @@ def lab_stack(home: Path, *, worker: bool = True) -> Iterator[Stack]:
         api = start("api", [*lab_cli, "api", "--port", str(api_port)])
         _wait_http(f"{stack.api_url}/api/v1/health", api)
         if worker:
-            start("worker", [*lab_cli, "worker", "--queues", "cpu", "--loglevel", "WARNING"])
+            start(
+                "worker",
+                [*lab_cli, "worker", "--queues", "cpu", "--loglevel", "WARNING", "--embedded"],
+            )
         dash = start(
             "dashboard",
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "streamlit_app.py"),

@@ -104,6 +104,7 @@ def lab(db_url: str, broker: str, tmp_path: Path) -> Iterator[dict]:
                 "cpu",
                 "--loglevel",
                 "WARNING",
+                *(["--embedded"] if db_url.startswith("sqlite") else []),  # SQLite on purpose
             ],
             env=env,
             cwd=ROOT,
