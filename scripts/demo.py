@@ -1,7 +1,7 @@
 """`make demo`: start the lab on the embedded default and run a FedGen-vs-FedAvg comparison.
 
 Starts `fedgen-lab up` (API, worker, dashboard) with SQLite and the SQLite broker
-under FEDGEN_HOME, creates a local user, submits the sweep in
+under FEDGEN_HOME (`up` starts its worker with --embedded on them), creates a local user, submits the sweep in
 examples/fedgen-vs-fedavg.yaml, prints the URLs and the token, and follows the
 runs round by round. The lab keeps running for the dashboard until Ctrl-C
 (set FEDGEN_DEMO_EXIT=1 to stop once the sweep is done).
