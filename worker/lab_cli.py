@@ -27,13 +27,14 @@ def hide_password(url: str) -> str:
     `;`-separated failover lists URL by URL."""
     if ";" in url:
         return ";".join(hide_password(u) for u in url.split(";"))
-    try:
-        from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import make_url
 
-        if make_url(url).password is not None:
-            return make_url(url).render_as_string(hide_password=True)
+    try:
+        parsed = make_url(url)
     except Exception:  # not an SQLAlchemy URL (amqp://, memory://): the generic rule below
-        pass
+        parsed = None
+    if parsed is not None and parsed.password is not None:
+        return parsed.render_as_string(hide_password=True)
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -67,25 +68,20 @@ def print_connections(command: str, s: Settings) -> None:
 
 def refuse_embedded(s: Settings) -> str | None:
     """Why a worker must not start on these settings without --embedded; None when it may."""
-    parts = embedded_parts(s)
-    if not parts:
-        return None
     why = []
-    if "database" in parts:
-        set_ = os.environ.get("FEDGEN_DATABASE_URL")
-        why.append(
-            f"FEDGEN_DATABASE_URL is SQLite ({hide_password(s.database_url)}), a file only "
-            "this host's processes share, even when set explicitly"
-            if set_
-            else f"FEDGEN_DATABASE_URL is not set (the default: {s.database_url})"
-        )
-    if "broker" in parts:
-        set_ = os.environ.get("FEDGEN_BROKER_URL")
-        why.append(
-            f"FEDGEN_BROKER_URL is the SQLite broker ({hide_password(s.broker_url)})"
-            if set_
-            else f"FEDGEN_BROKER_URL is not set (the default: {s.broker_url})"
-        )
+    for part in embedded_parts(s):
+        var, url = f"FEDGEN_{part.upper()}_URL", getattr(s, f"{part}_url")
+        if not os.environ.get(var):
+            why.append(f"{var} is not set (the default: {url})")
+        elif part == "database":
+            why.append(
+                f"{var} is set to SQLite ({hide_password(url)}): set explicitly or not, "
+                "an SQLite file is this host's alone"
+            )
+        else:
+            why.append(f"{var} is the SQLite broker ({hide_password(url)})")
+    if not why:
+        return None
     return (
         "error: refusing to start a worker on the embedded SQLite lab: "
         + "; ".join(why)

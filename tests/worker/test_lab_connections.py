@@ -84,7 +84,7 @@ def test_embedded_is_an_sqlite_database_or_the_sqlite_broker(
     [
         ({}, ["FEDGEN_DATABASE_URL is not set", "FEDGEN_BROKER_URL is not set"]),
         ({"FEDGEN_DATABASE_URL": "sqlite:///{home}/mine.db", "FEDGEN_BROKER_URL": REDIS},
-         ["FEDGEN_DATABASE_URL is SQLite", "even when set explicitly"]),
+         ["FEDGEN_DATABASE_URL is set to SQLite", "set explicitly or not"]),
         ({"FEDGEN_DATABASE_URL": PG}, ["FEDGEN_BROKER_URL is not set"]),
     ],
 )  # fmt: skip
