@@ -59,10 +59,12 @@ lint: install
 	$(VENV)/bin/mypy fedgen
 
 # Schemathesis, every check, against a live `fedgen-lab api` on a scratch Postgres schema;
-# non-zero on any failure or under 1000 generated cases (CONTRACT_EXAMPLES per operation/phase).
+# non-zero on any failure, under 1000 generated cases (CONTRACT_EXAMPLES per operation/phase)
+# or past CONTRACT_TIMEOUT_S (stopped, exit 124); output as it comes, clean-up on every exit.
 CONTRACT_EXAMPLES ?= 30
+CONTRACT_TIMEOUT_S ?= 1200
 contract: install services
-	$(PY) -m scripts.contract --max-examples $(CONTRACT_EXAMPLES) --min-cases 1000
+	$(PY) -m scripts.contract --max-examples $(CONTRACT_EXAMPLES) --min-cases 1000 --timeout-s $(CONTRACT_TIMEOUT_S)
 
 bench: install data
 	$(PY) bench/round_speed.py

@@ -3,12 +3,18 @@
 A database that cannot be reached (down, restarting, pool exhausted) is answered once, here,
 for every route: 503 {"detail": "database unavailable (<error class>); retry later"} with
 `Retry-After`, never a plain-text 500.
+
+A JSON body that is not UTF-8 (RFC 8259), or that nests arrays and objects deeper than
+MAX_JSON_DEPTH, is a 422 naming the problem (`JsonBodyCheck`), not FastAPI's plain 400 "There
+was an error parsing the body" nor a RecursionError further on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -24,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds a client is asked to wait after a 503 (a database restart takes a few seconds).
 RETRY_AFTER_S = 5
+#: Arrays and objects nested deeper than this in a JSON body are refused (a sweep nests 5).
+MAX_JSON_DEPTH = 32
 
 
 class FieldErrors(Exception):
@@ -107,6 +115,120 @@ def _database(_req: Request, exc: Exception) -> JSONResponse:
     # Any other database error is a bug; answer it in the error body schema, not plain text.
     log.error("database error", exc_info=exc)
     return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """`value` nests arrays and objects more than `limit` deep (`[]` is 1 deep)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def json_body_problem(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any] | None:
+    """The 422 entry for a JSON body that is not UTF-8 or nests too deep; None otherwise
+    (a body that is malformed in another way is left to FastAPI's own 422)."""
+    encoding = json.detect_encoding(body)  # what json.loads, and so FastAPI, decodes with
+    try:
+        text = body.decode(encoding, "surrogatepass")
+    except UnicodeDecodeError as exc:
+        name = encoding.upper().removesuffix("-SIG")
+        return {
+            "loc": ["body", str(exc.start)],
+            "msg": f"(body): malformed JSON: invalid {name} at byte {exc.start} ({exc.reason}); "
+            "a JSON body must be UTF-8",
+            "type": "json_invalid",
+            "field": "(body)",
+        }
+    if text.count("[") + text.count("{") <= max_depth:
+        return None  # cannot nest deeper: no need to parse it twice
+    try:
+        too_deep = _too_deep(json.loads(text), max_depth)
+    except RecursionError:
+        too_deep = True
+    except ValueError:
+        return None
+    if not too_deep:
+        return None
+    return {
+        "loc": ["body"],
+        "msg": f"(body): JSON nested deeper than {max_depth} levels of arrays and objects "
+        "(the limit)",
+        "type": "value_error",
+        "field": "(body)",
+    }
+
+
+def _is_json(content_type: str | None) -> bool:
+    """FastAPI reads the body as JSON: no content type, application/json or application/*+json."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    return media in ("", "application/json") or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class JsonBodyCheck:
+    """422 for a JSON body that is not UTF-8 or nests deeper than MAX_JSON_DEPTH.
+
+    Only for the operations the OpenAPI document gives a request body (so a 404, a 405 or a
+    route that takes no body answers as before); a pure ASGI middleware that reads the body
+    (already bounded by BodyLimit) and passes it on unchanged.
+    """
+
+    def __init__(self, app: Any, paths: Callable[[], dict[str, Any]]) -> None:
+        self.app = app
+        self._paths = paths
+        self._table: list[tuple[re.Pattern[str], set[str]]] | None = None
+
+    def takes_body(self, method: str, path: str) -> bool:
+        if self._table is None:
+            self._table = [
+                (
+                    re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(t)) + "$"),
+                    {m.upper() for m, op in ops.items() if "requestBody" in op},
+                )
+                for t, ops in self._paths().items()
+            ]
+        return any(method in m and p.match(path) for p, m in self._table)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        ctype = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), None
+        )
+        if not _is_json(ctype) or not self.takes_body(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        body = b"".join(chunks)
+        problem = json_body_problem(body) if body else None
+        if problem is not None:
+            await JSONResponse({"detail": [problem]}, status_code=422)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            message: dict[str, Any] = await receive()
+            return message
+
+        await self.app(scope, replay, send)
 
 
 def install(app: FastAPI) -> None:

@@ -116,6 +116,8 @@ def create_app(
     app.state.settings_sse_poll_s = sse_poll_s
     app.state.limits = Limits(s.submit_rate, s.auth_fail_rate)
     errors.install(app)
+    # Inside AllowedMethods: OPTIONS and 405 answer before a body is looked at.
+    app.add_middleware(errors.JsonBodyCheck, paths=lambda: app.openapi().get("paths", {}))
     app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
     app.add_middleware(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]

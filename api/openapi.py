@@ -3,7 +3,9 @@
 - `ExperimentSpecInput`: fedgen.spec.ExperimentSpec's input schema (mode="validation":
   every field optional, defaults fill in), with its sections as components; each algorithm
   variant requires its `name` (the discriminator).
-- `SweepGrid`: dotted spec field -> list of values, one property per field.
+- `SweepGrid`: dotted spec field -> list of values, one property per field; with an
+  `algorithm` key, `algorithm.<param>` only where every algorithm listed has that parameter.
+- `SweepCreate`: without one, only where the base's algorithm has it (FedAvg by default).
 - `SpecChanges`: a clone's changes (the spec's schema; `algorithm` may omit `name`).
 - `limit` query parameters: maximum = FEDGEN_MAX_PAGE_SIZE of this app.
 """
@@ -73,9 +75,94 @@ def _changes(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _parameters_by_algorithm(
+    algorithm: dict[str, Any], defs: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """(algorithm name -> its component's $ref, algorithm name -> its parameters but `name`)."""
+    mapping: dict[str, str] = algorithm["discriminator"]["mapping"]
+    has = {
+        n: set(_deref({"$ref": ref}, defs)["properties"]) - {"name"} for n, ref in mapping.items()
+    }
+    return mapping, has
+
+
+def _algorithm_rule(algorithm: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The grid's `anyOf`: with an `algorithm` key, an `algorithm.<param>` key only where every
+    algorithm that key lists has the parameter (each run of the product sets it on each).
+
+    One branch per set of algorithms S (the sets of a parameter's owners, all algorithms, and
+    their intersections): `algorithm` lists only S's names or mappings, and the parameters
+    some algorithm of S lacks are absent. Plus a branch without `algorithm` (the base's
+    algorithm decides, a rule the API checks). This is exact, and unlike one `dependentSchemas`
+    entry per parameter it stays small enough for generators (Schemathesis) to use.
+    """
+    mapping, has = _parameters_by_algorithm(algorithm, defs)
+    params = sorted(set().union(*has.values()))
+    owners = {p: frozenset(n for n in mapping if p in has[n]) for p in params}
+    sets = {frozenset(mapping), *owners.values()}
+    while more := {a & b for a in sets for b in sets} - sets - {frozenset()}:
+        sets |= more
+    branches: list[dict[str, Any]] = [
+        {"description": "no `algorithm` key", "properties": {"algorithm": False}}
+    ]
+    for algos in sorted(sets, key=lambda a: (-len(a), sorted(a))):
+        names = sorted(algos)
+        listed = {
+            "anyOf": [{"type": "string", "enum": names}, *({"$ref": mapping[n]} for n in names)]
+        }
+        absent = {f"algorithm.{p}": False for p in params if not algos <= owners[p]}
+        branches.append(
+            {
+                "description": f"`algorithm` lists only {', '.join(names)}",
+                "properties": {"algorithm": {"items": listed}, **absent},
+            }
+        )
+    return branches
+
+
+def _base_algorithm_rule(algorithm: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """SweepCreate's `anyOf`: a grid without an `algorithm` key sets its `algorithm.<param>`
+    keys on the base's algorithm (FedAvg's when the base names none), which must have them.
+
+    One branch for a grid with `algorithm` (SweepGrid's own rule applies), and one per
+    algorithm the base may name, without the grid keys of parameters that algorithm lacks.
+    """
+    mapping, has = _parameters_by_algorithm(algorithm, defs)
+    params = sorted(set().union(*has.values()))
+    default = ExperimentSpec().algorithm.name
+    branches: list[dict[str, Any]] = [
+        {
+            "description": "the grid has an `algorithm` key",
+            "required": ["grid"],
+            "properties": {"grid": {"required": ["algorithm"]}},
+        }
+    ]
+    for name in sorted(mapping):
+        names_it: dict[str, Any] = {
+            "required": ["algorithm"],
+            "properties": {"algorithm": {"properties": {"name": {"const": name}}}},
+        }
+        lacks = {f"algorithm.{p}": False for p in params if p not in has[name]}
+        branch: dict[str, Any] = {
+            "description": f"the base's algorithm is {name}",
+            "properties": {
+                "base": names_it
+                if name != default
+                else {"anyOf": [names_it, {"properties": {"algorithm": False}}]},
+                "grid": {"properties": lacks},
+            },
+        }
+        if name != default:
+            branch["required"] = ["base"]
+        branches.append(branch)
+    return branches
+
+
 def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """One property per dotted field: a non-empty list of that field's values."""
+    """One property per dotted field: a non-empty list of that field's values; with an
+    `algorithm` key, only parameters every listed algorithm has (`_algorithm_rule`)."""
     fields: dict[str, dict[str, Any]] = {}
+    rule: list[dict[str, Any]] = []
     for name, prop in spec["properties"].items():
         if name == "algorithm":
             names = sorted(prop["discriminator"]["mapping"])
@@ -84,6 +171,7 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             }
             for p, schema in _algorithm_params(prop, defs).items():
                 fields[f"algorithm.{p}"] = schema
+            rule = _algorithm_rule(prop, defs)
             continue
         target = _deref(prop, defs)
         if target.get("type") == "object" and "properties" in target:
@@ -96,7 +184,9 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         "description": (
             "Dotted spec field -> the values it takes; runs are the cartesian product (at most "
             f"{MAX_SWEEP_RUNS}). `algorithm` takes names or parameter mappings; "
-            "`algorithm.<param>` needs an algorithm with that parameter. A key naming several "
+            "`algorithm.<param>` needs an algorithm with that parameter: every one the "
+            "`algorithm` key lists, or the base's when the grid has no `algorithm` key. A field "
+            "is applied before its sub-fields, whatever the key order. A key naming several "
             'fields ("partition.alpha,local_steps") is one axis whose values are lists, one '
             "value per field."
         ),
@@ -107,6 +197,7 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             k: {"type": "array", "minItems": 1, "maxItems": MAX_SWEEP_RUNS, "items": v}
             for k, v in fields.items()
         },
+        "anyOf": rule,
     }
 
 
@@ -128,6 +219,7 @@ def build_openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
         components[name] = schema
     components["ExperimentSpecInput"] = spec
     components["SweepGrid"] = _grid(copy.deepcopy(spec), defs)
+    components["SweepCreate"]["anyOf"] = _base_algorithm_rule(spec["properties"]["algorithm"], defs)
     components["SpecChanges"] = _changes(spec, defs)
     # FastAPI's own 422 models are unused: every route documents the body it sends.
     for unused in ("HTTPValidationError", "ValidationError"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
@@ -43,7 +44,9 @@ MAX_SEED = 2**31 - 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: every float field of every section refuses NaN and ±Infinity
+    # (YAML's .nan, JSON's NaN), reported by format_validation_error as NOT_FINITE says.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -383,6 +386,16 @@ class SpecError(ValueError):
         super().__init__(f"invalid {source}:\n{lines}")
 
 
+NOT_FINITE = "{value} is not allowed (a finite number is required)"
+
+
+def _json_float(value: Any) -> str:
+    """NaN, Infinity, -Infinity: how JSON (Python's json module) spells a non-finite float."""
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return "NaN" if isinstance(value, float) and math.isnan(value) else repr(value)
+
+
 def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     """Turn pydantic's error list into (dotted field, message with value and limit) pairs."""
     out: list[tuple[str, str]] = []
@@ -392,6 +405,9 @@ def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
         if isinstance(cross, CrossFieldError):
             at = loc + "." if loc != "(root)" else ""
             out.extend((at + f, str(cross)) for f in cross.fields)
+            continue
+        if err["type"] == "finite_number":  # any float field (allow_inf_nan=False on _Strict)
+            out.append((loc, NOT_FINITE.format(value=_json_float(err.get("input")))))
             continue
         msg = err["msg"]
         if err["type"] not in ("missing", "extra_forbidden") and "input" in err:

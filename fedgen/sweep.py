@@ -5,8 +5,9 @@ Field names are dotted paths into the spec (`algorithm.name` is spelled
 with `fedgen.specdict.set_dotted`, by the rules of `fedgen.specdict.merge`. A key that
 names several fields separated by commas ("partition.alpha,local_steps") is one
 axis whose values are lists, one value per field: settings that go together (the
-paper's rows) without a full cartesian product. Every expanded spec is validated,
-so an invalid combination fails before anything runs.
+paper's rows) without a full cartesian product. A field is applied before its
+sub-fields (`algorithm` before `algorithm.mu`), whatever the grid's key order. Every
+expanded spec is validated, so an invalid combination fails before anything runs.
 """
 
 from __future__ import annotations
@@ -64,6 +65,16 @@ def zipped_fields(key: str) -> list[str]:
     return [f.strip() for f in key.split(",")]
 
 
+def _depth(key: str) -> int:
+    """How deep the shallowest field of a grid key lies ("algorithm" 0, "algorithm.mu" 1).
+
+    Keys are applied shallowest first, whatever their order in the grid: a field before its
+    sub-fields, so `algorithm` (a name replaces the whole block) never drops the values of
+    `algorithm.<param>`, and the schema's rule on the two keys (api.openapi) holds in any order.
+    """
+    return min(f.count(".") for f in zipped_fields(key))
+
+
 def grid_location(keys: list[str], idx: list[int], loc: str) -> str | None:
     """Where in the grid an expanded spec's error `loc` comes from: `grid.<key>[i]` (plus the
     rest of the path, or `[j]` of a zipped key), or None when no grid value set that field."""
@@ -87,7 +98,7 @@ def expand(sweep: SweepSpec, *, strict: bool = False) -> list[ExperimentSpec]:
         idx = list(idx_t)
         combo = [sweep.grid[k][i] for k, i in zip(keys, idx, strict=True)]
         data: dict[str, Any] = copy.deepcopy(sweep.base)
-        for k, v in zip(keys, combo, strict=True):
+        for k, v in sorted(zip(keys, combo, strict=True), key=lambda kv: _depth(kv[0])):
             fields = zipped_fields(k)
             if len(fields) == 1:
                 set_dotted(data, k, v)

@@ -1,11 +1,16 @@
 """`make contract`: Schemathesis with every check against a live `fedgen-lab api` on Postgres.
 
-A scratch Postgres schema (dropped at the end), FEDGEN_HOME in a temporary folder, a user
-from `fedgen-lab users create` whose token goes into every request, the API on a free
-port, then `schemathesis run --checks all`. Exits with Schemathesis's status (non-zero on
-any failure). The broker is Celery's in-memory transport: submitted runs stay queued.
+A scratch Postgres schema, FEDGEN_HOME in a temporary folder, a user from `fedgen-lab users
+create` whose token goes into every request, the API on a free port, then `schemathesis run
+--checks all`, its output printed as it comes. Exits with Schemathesis's status (non-zero on
+any failure), 124 when it ran past `--timeout-s`, 130 on Ctrl-C, 143 on SIGTERM; on every one
+of these the API and Schemathesis are stopped, the schema dropped and the folder removed.
 
-    python -m scripts.contract [--max-examples N] [--seed S] [-- extra schemathesis args]
+The broker is Celery's in-memory transport: submitted runs stay queued, so the API runs with
+FEDGEN_SSE_MAX_S=2 (a declared setting: an event stream of a run not yet terminal ends after
+that long) and every GET /runs/{id}/events case ends.
+
+    python -m scripts.contract [--max-examples N] [--seed S] [--timeout-s T] [-- extra schemathesis args]
 
 FEDGEN_TEST_POSTGRES_URL names the database (default the test suite's).
 """
@@ -16,20 +21,28 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
 from pathlib import Path
+from types import FrameType
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = ROOT / "tests" / "api" / "contract_hooks.py"
 PG_BASE = os.environ.get(
     "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+#: How long one event stream of the contract's (always queued) runs stays open.
+SSE_MAX_S = "2"
+TIMED_OUT = 124
+HELD = (signal.SIGINT, signal.SIGTERM)  # ignored while cleaning up
 
 
 def _free_port() -> int:
@@ -52,12 +65,46 @@ def _wait_up(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> 
     raise SystemExit(f"the API did not answer {url} within {timeout_s:.0f} s")
 
 
+def _stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str] | None) -> None:
+    """Terminate `proc` and its process group (it was started in a session of its own)."""
+    if proc is None or proc.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _echo(stream: IO[str], lines: list[str]) -> None:
+    """Copy `stream` to stdout line by line as it comes, keeping the lines."""
+    for line in stream:
+        lines.append(line)
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _terminated(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # unwinds through main's clean-up, as Ctrl-C does
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--max-examples", type=int, default=120, help="cases per operation and phase")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workers", default="1")
     p.add_argument("--min-cases", type=int, default=0, help="fail with fewer generated cases")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=1800,
+        help="stop Schemathesis after this long and fail (exit 124)",
+    )
     p.add_argument("extra", nargs="*", help="more schemathesis arguments (after --)")
     args = p.parse_args(argv)
 
@@ -65,40 +112,54 @@ def main(argv: list[str] | None = None) -> int:
 
     from api.db import make_engine
 
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if on_main else None
     schema = f"contract_{uuid.uuid4().hex[:10]}"
     admin = make_engine(PG_BASE, pool_size=1)
-    with admin.begin() as c:
-        c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    home = Path(tempfile.mkdtemp(prefix="fedgen-contract-"))
-    env = {
-        **os.environ,
-        "FEDGEN_HOME": str(home),
-        "FEDGEN_DATABASE_URL": f"{PG_BASE}?options=-csearch_path%3D{schema}",
-        "FEDGEN_BROKER_URL": "memory://",
-        # The contract run is one client sending fast: keep the limits out of its way.
-        "FEDGEN_SUBMIT_RATE": "100000/minute",
-        "FEDGEN_AUTH_FAIL_RATE": "100000/minute",
-    }
-    py = sys.executable
+    created = False
+    home: Path | None = None
     api: subprocess.Popen[bytes] | None = None
+    st_proc: subprocess.Popen[str] | None = None
+    reader: threading.Thread | None = None
     try:
-        out = subprocess.run(
+        with admin.begin() as c:
+            c.execute(text(f'CREATE SCHEMA "{schema}"'))
+        created = True
+        home = Path(tempfile.mkdtemp(prefix="fedgen-contract-"))
+        print(f"contract: scratch schema {schema}, FEDGEN_HOME {home}", flush=True)
+        env = {
+            **os.environ,
+            "FEDGEN_HOME": str(home),
+            "FEDGEN_DATABASE_URL": f"{PG_BASE}?options=-csearch_path%3D{schema}",
+            "FEDGEN_BROKER_URL": "memory://",
+            # The contract run is one client sending fast: keep the limits out of its way.
+            "FEDGEN_SUBMIT_RATE": "100000/minute",
+            "FEDGEN_AUTH_FAIL_RATE": "100000/minute",
+            # No worker: its runs stay queued, and their event streams would never end.
+            "FEDGEN_SSE_MAX_S": SSE_MAX_S,
+        }
+        py = sys.executable
+        made = subprocess.run(
             [py, "-m", "worker.lab_cli", "users", "create", "contract", "--admin"],
             env=env,
             cwd=ROOT,
-            check=True,
             capture_output=True,
             text=True,
         )
-        token = out.stdout.strip().splitlines()[-1]
+        if made.returncode != 0:
+            print(f"contract: `fedgen-lab users create` failed:\n{made.stderr}", file=sys.stderr)
+            return made.returncode
+        token = made.stdout.strip().splitlines()[-1]
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         api = subprocess.Popen(
             [py, "-m", "worker.lab_cli", "api", "--port", str(port), "--log-level", "warning"],
             env=env,
             cwd=ROOT,
+            start_new_session=True,
         )
         _wait_up(f"{base}/health", api)
+        print(f"contract: API at {base} (pid {api.pid})", flush=True)
         st = shutil.which("schemathesis", path=str(Path(py).parent)) or "schemathesis"
         cmd = [
             st,
@@ -119,41 +180,67 @@ def main(argv: list[str] | None = None) -> int:
             *args.extra,
         ]
         started = time.monotonic()
-        proc = subprocess.run(
+        st_proc = subprocess.Popen(
             cmd,
             # The hooks import this checkout's fedgen and api, not an installed copy.
             env={
                 **os.environ,
                 "SCHEMATHESIS_HOOKS": str(HOOKS),
                 "NO_COLOR": "1",
+                "PYTHONUNBUFFERED": "1",
+                # For the hooks: a clone is checked against the run's own spec.
+                "FEDGEN_CONTRACT_API": f"{base}/api/v1",
+                "FEDGEN_CONTRACT_TOKEN": token,
                 "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
             },
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,
         )
-        sys.stdout.write(proc.stdout)
-        m = re.search(r"(\d+) generated", proc.stdout)
+        assert st_proc.stdout is not None
+        lines: list[str] = []
+        reader = threading.Thread(target=_echo, args=(st_proc.stdout, lines), daemon=True)
+        reader.start()
+        try:
+            rc = st_proc.wait(args.timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(st_proc)
+            reader.join(10)
+            print(f"contract: schemathesis did not finish within {args.timeout_s:.0f} s; stopped")
+            return TIMED_OUT
+        reader.join()
+        m = re.search(r"(\d+) generated", "".join(lines))
         cases = int(m.group(1)) if m else 0
         print(
-            f"contract: {cases} cases, schemathesis exit {proc.returncode}, "
-            f"{time.monotonic() - started:.0f} s"
+            f"contract: {cases} cases, schemathesis exit {rc}, {time.monotonic() - started:.0f} s"
         )
-        if proc.returncode == 0 and cases < args.min_cases:
+        if rc == 0 and cases < args.min_cases:
             print(f"contract: fewer than {args.min_cases} cases")
             return 1
-        return proc.returncode
+        return rc
+    except KeyboardInterrupt:
+        print("contract: interrupted; cleaning up", file=sys.stderr)
+        return 130
     finally:
-        if api is not None:
-            api.terminate()
-            try:
-                api.wait(10)
-            except subprocess.TimeoutExpired:
-                api.kill()
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-        shutil.rmtree(home, ignore_errors=True)
+        # A second Ctrl-C or SIGTERM must not cut the clean-up short.
+        held = {s: signal.signal(s, signal.SIG_IGN) for s in HELD} if on_main else {}
+        try:
+            _stop(st_proc)
+            _stop(api)
+            if reader is not None:
+                reader.join(10)
+            if created:
+                with admin.begin() as c:
+                    c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+            if home is not None:
+                shutil.rmtree(home, ignore_errors=True)
+        finally:
+            for sig, handler in held.items():
+                signal.signal(sig, handler)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -35,6 +36,7 @@ from fedgen.status import TERMINAL
 
 router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1
+RECONNECT_MS = 1000  # the `retry` a stream closed for FEDGEN_SSE_MAX_S asks of an EventSource
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
@@ -146,7 +148,10 @@ async def run_events(
     ] = -1,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
-    """Stream rounds in order and status changes; the stream ends when the run is terminal.
+    """Stream rounds in order and status changes; the stream ends when the run is terminal,
+    or after FEDGEN_SSE_MAX_S (default an hour) for a run that is not: then the last event
+    is not a terminal `status`, and the client reconnects (EventSource does by itself, after
+    the `retry` the stream ends with) to go on after the last round it got.
 
     `since_round` is exclusive: the first `round` event is the first round after it. A
     reconnecting EventSource sends `Last-Event-ID` (the last round it got), which counts
@@ -159,9 +164,11 @@ async def run_events(
     if last_event_id and last_event_id.isdigit() and len(last_event_id) < 10:
         start = max(start, int(last_event_id))
     interval: float = request.app.state.settings_sse_poll_s
+    max_s: float = request.app.state.settings.sse_max_s
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
         after, last_status = start, None
+        deadline = time.monotonic() + max_s
         while True:
             try:
                 st, rows = await run_in_threadpool(_poll, request, run_id, after)
@@ -193,6 +200,13 @@ async def run_events(
                 yield {"event": "status", "data": json.dumps({"status": st, "round": after})}
             if st in TERMINAL or await request.is_disconnected():
                 return
-            await asyncio.sleep(interval)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                yield {
+                    "comment": f"open for FEDGEN_SSE_MAX_S={max_s:g} s: reconnect to go on",
+                    "retry": RECONNECT_MS,
+                }
+                return
+            await asyncio.sleep(min(interval, left))
 
     return EventSourceResponse(stream(), ping=15)

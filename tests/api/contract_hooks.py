@@ -2,31 +2,41 @@
 
 The schema cannot express the spec's documented cross-field rules (users_per_round <=
 partition.num_users; share='predictor' with some algorithms only; a partition the dataset
-can satisfy; a GPU device no live worker serves; a grid's product at most 1000 runs; `algorithm.<param>` only for an algorithm
-with that parameter; a summary's `group_by` naming fields the sweep has). A request that
-satisfies the schema and breaks one of those rules is answered 422 by design, so such
-requests are not generated. Only those: any other refusal of a schema-valid body is
-still reported. Loaded through SCHEMATHESIS_HOOKS=tests.api.contract_hooks.
+can satisfy; a GPU device no live worker serves; a full checkpoint within
+FEDGEN_MAX_CHECKPOINT_BYTES; a grid's product at most 1000 runs; a summary's `group_by`
+naming fields the sweep has), nor that a clone's `changes` are merged over the run's own
+spec, which those rules then apply to (its `changes.algorithm` parameters too: the run's own
+algorithm must have them). A request that satisfies the schema and breaks one of those
+rules is answered 422 by design, so such requests are not generated. Only those: any other
+refusal of a schema-valid body is still reported. (Which `algorithm.<param>` keys a sweep
+may have is in the schema itself, SweepGrid and SweepCreate.) For a clone the hooks read the
+run's spec from the API (FEDGEN_CONTRACT_API and FEDGEN_CONTRACT_TOKEN, set by
+scripts/contract.py). Loaded through SCHEMATHESIS_HOOKS=tests.api.contract_hooks.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import urllib.error
+import urllib.parse
+import urllib.request
 from typing import Any
 
 import schemathesis
 
 from api.config import Settings
 from api.routes.sweeps import GROUP_BY_PATTERN
-from api.service import partition_problem
+from api.service import checkpoint_problem, partition_problem
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
-from fedgen.specdict import NON_GROUP_FIELDS, flatten
+from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
 
 # Sweeps expand into rows: keep generated ones small, the contract is about the shapes.
 MAX_GENERATED_SWEEP_RUNS = 20
 MAX_BODY_BYTES = Settings().max_body_bytes
+MAX_CHECKPOINT_BYTES = Settings().max_checkpoint_bytes
 
 
 # The dotted fields of every spec (an empty spec's, flattened), and group_by's pattern.
@@ -66,8 +76,40 @@ def _spec_ok(spec: Any) -> bool:
 
 def _submittable(spec: ExperimentSpec) -> bool:
     """Documented refusals at submission: a split the dataset cannot satisfy; a GPU device no
-    live worker serves (the contract's lab has no GPU worker)."""
-    return partition_problem(spec) is None and not spec.device.startswith("cuda")
+    live worker serves (the contract's lab has no GPU worker); a checkpoint over the limit."""
+    return (
+        partition_problem(spec) is None
+        and not spec.device.startswith("cuda")
+        and checkpoint_problem(spec, MAX_CHECKPOINT_BYTES) is None
+    )
+
+
+_RUN_SPECS: dict[str, dict[str, Any] | None] = {}
+
+
+def _run_spec(run_id: str) -> dict[str, Any] | None:
+    """The stored spec of a run of the contract's API; None for no such run (or no API)."""
+    api, token = os.environ.get("FEDGEN_CONTRACT_API"), os.environ.get("FEDGEN_CONTRACT_TOKEN")
+    if not api or not token:
+        return None
+    if run_id not in _RUN_SPECS:  # a run's spec never changes
+        url = f"{api}/runs/{urllib.parse.quote(run_id, safe='')}"
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                spec = json.load(r).get("spec")
+        except urllib.error.HTTPError:  # 404 (a made-up id), 422: the API answers for itself
+            spec = None
+        except OSError:  # not answered now: judge the changes alone, ask again next time
+            return None
+        _RUN_SPECS[run_id] = spec if isinstance(spec, dict) else None
+    return _RUN_SPECS[run_id]
+
+
+def _clone_ok(run_id: Any, changes: Any) -> bool:
+    """The changes merged over the run's spec, as the API merges them, break no rule alone."""
+    spec = _run_spec(str(run_id)) if isinstance(changes, dict) else None
+    return _spec_ok(changes if spec is None else merge(spec, changes))
 
 
 def _sweep_ok(body: dict[str, Any]) -> bool:
@@ -116,5 +158,5 @@ def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> b
     if path.endswith("/runs") or path.endswith("/spec/validate"):
         return _spec_ok(body.get("spec"))
     if path.endswith("/clone"):
-        return _spec_ok(body.get("changes"))
+        return _clone_ok((case.path_parameters or {}).get("run_id"), body.get("changes"))
     return True

@@ -1,12 +1,20 @@
 """The API keeps its OpenAPI contract: Schemathesis, every check, against a live server.
 
 The same run as `make contract` (scripts/contract.py: `fedgen-lab api` on a scratch
-Postgres schema, a token from `fedgen-lab users create`), with fewer cases.
+Postgres schema, a token from `fedgen-lab users create`), with fewer cases; and that run's
+clean-up (schema, folder, processes) on a timeout, on Ctrl-C and on SIGTERM.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -33,10 +41,112 @@ def _postgres_up() -> bool:
 def test_schemathesis_finds_no_failure(capsys: pytest.CaptureFixture[str]) -> None:
     needs(_postgres_up(), f"PostgreSQL at {contract.PG_BASE}")
     rc = contract.main(
-        ["--max-examples", "4", "--min-cases", "100", "--", "--phases", "examples,fuzzing"]
+        [
+            "--max-examples",
+            "4",
+            "--min-cases",
+            "100",
+            "--timeout-s",
+            "900",
+            "--",
+            "--phases",
+            "examples,fuzzing",
+        ]
     )
     out = capsys.readouterr().out
     assert rc == 0, out[-6000:]
+
+
+def _schema_exists(name: str) -> bool:
+    eng = make_engine(contract.PG_BASE, pool_size=1)
+    try:
+        with eng.connect() as c:
+            return bool(
+                c.scalar(
+                    text("SELECT count(*) FROM information_schema.schemata WHERE schema_name = :n"),
+                    {"n": name},
+                )
+            )
+    finally:
+        eng.dispose()
+
+
+def _scratch(out: str) -> tuple[str, Path]:
+    m = re.search(r"contract: scratch schema (\S+), FEDGEN_HOME (\S+)", out)
+    assert m, out[-3000:]
+    return m.group(1), Path(m.group(2))
+
+
+def _api_pid(out: str) -> int:
+    m = re.search(r"contract: API at \S+ \(pid (\d+)\)", out)
+    assert m, out[-3000:]
+    return int(m.group(1))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_timeout_stops_schemathesis_and_cleans_up(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Past --timeout-s: exit 124, what Schemathesis printed so far shown, schema and folder gone."""
+    needs(_postgres_up(), f"PostgreSQL at {contract.PG_BASE}")
+    # Prepare
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # Execute
+    rc = contract.main(["--max-examples", "30", "--timeout-s", "3"])
+    out = capsys.readouterr().out
+    # Assert
+    schema, home = _scratch(out)
+    assert rc == contract.TIMED_OUT, out[-3000:]
+    assert "Schemathesis v" in out  # streamed before the timeout, not lost in a buffer
+    assert "did not finish within 3 s" in out
+    assert not _schema_exists(schema)
+    assert not home.exists()
+    assert not _alive(_api_pid(out))
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_the_run_and_cleans_up(sig: signal.Signals, code: int) -> None:
+    """SIGTERM or Ctrl-C while Schemathesis runs: the API and Schemathesis stop, the schema is
+    dropped and the folder removed."""
+    needs(_postgres_up(), f"PostgreSQL at {contract.PG_BASE}")
+    # Prepare
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scripts.contract", "--max-examples", "30"],
+        cwd=contract.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:  # until Schemathesis has started (its banner)
+        seen.append(line)
+        if line.startswith("Schemathesis v"):
+            break
+    # Execute
+    proc.send_signal(sig)
+    rest, _ = proc.communicate()
+    out = "".join(seen) + rest
+    # Assert
+    schema, home = _scratch(out)
+    assert proc.returncode == code, out[-3000:]
+    assert not _schema_exists(schema)
+    assert not home.exists()
+    assert not _alive(_api_pid(out))
 
 
 API = "/api/v1"
