@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from api import analysis, service
 from api.deps import SessionDep, UserDep, parse_uuid
 from api.errors import RETRY_AFTER_S
+from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
 from fedgen.spec import ExperimentSpec
 
@@ -106,7 +107,10 @@ def me(user: UserDep) -> UserPublic:
 
 @router.get("/timing", tags=["metrics"], responses=error_responses(*AUTHED, 404, 422))
 def timing(
-    session: SessionDep, _user: UserDep, sweep_id: str | None = None, algorithm: str | None = None
+    session: SessionDep,
+    _user: UserDep,
+    sweep_id: str | None = None,
+    algorithm: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
 ) -> dict[str, Any]:
     """ms per user local update (Table 3): one row per group of finished runs, with its setting.
 
