@@ -254,7 +254,7 @@ def _why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
     return "cancelled" if row.cancel_requested else "lost"
 
 
-# A gap found twice in a row at the same place is not a crash's doing: stop resuming.
+# A hole found again and again at the same round is not a crash's doing: stop resuming then.
 MAX_GAP_RESUMES = 5
 
 
@@ -270,13 +270,22 @@ def _run_claimed(
     """Run the claimed run to its end, resuming from its newest checkpoint in the database
     whenever what is stored falls behind what was computed:
     - a round is missing under the one being written (RoundGap: rounds lost in a crash), or
-      under the last one when the run completes: resume (at most MAX_GAP_RESUMES times);
+      under the last one when the run completes: resume (at most MAX_GAP_RESUMES times in a
+      row for a hole at the same round; each new crash may make a new hole);
     - a checkpoint could not be written (a full disk): record why on the run, wait (back-off)
       and resume, failing the run only after `storage_retries` such tries.
     """
     sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
     gaps = storage_failures = 0
+    gap_at: int | None = None  # the round of the last hole found
     summary: RunSummary | None = None
+
+    def same_hole(round_: int) -> int:
+        """How many times in a row a hole was found at `round_` (this time included)."""
+        nonlocal gaps, gap_at
+        gaps, gap_at = (gaps + 1 if gap_at == round_ else 1), round_
+        return gaps
+
     with _Lease(rid, token, factory, s) as lease:
 
         def should_stop() -> bool:
@@ -292,8 +301,7 @@ def _run_claimed(
             except LeaseLost:
                 return _lease_gone(factory, store, rid)
             except RoundGap as exc:
-                gaps += 1
-                if gaps > MAX_GAP_RESUMES:
+                if same_hole(exc.round - 1) > MAX_GAP_RESUMES:
                     _finish(factory, rid, token, "failed", error=_error_text(exc))
                     return "failed"
                 log.warning("%s; resuming from the newest stored checkpoint", exc)
@@ -323,8 +331,7 @@ def _run_claimed(
             missing = _finish_succeeded(factory, rid, token, spec.rounds, summary)
             if not missing:
                 return "succeeded"
-            gaps += 1
-            if gaps > MAX_GAP_RESUMES:
+            if same_hole(missing[0]) > MAX_GAP_RESUMES:
                 error = f"rounds {missing[:10]} are missing from the database after {gaps} resumes"
                 _finish(factory, rid, token, "failed", error=error)
                 return "failed"

@@ -283,3 +283,23 @@ def test_a_resume_on_other_numerics_is_marked(session: Session) -> None:
     assert row.versions["numerics_changed"] == [{"round": 11, "torch_threads": ["2", "1"]}]
     assert [s["torch_threads"] for s in row.segments] == ["2", "1"]
     assert row.segments[1]["resumed_from"] == 10
+
+
+def test_a_hole_that_keeps_coming_back_fails_the_run(
+    factory: sessionmaker[Session], session: Session, settings: Settings
+) -> None:
+    """Round 3 vanishes every time it is written (no crash does that): after MAX_GAP_RESUMES
+    resumes in a row at the same hole the run fails, naming it, instead of looping."""
+    from worker.execution import MAX_GAP_RESUMES
+
+    user, _ = create_user(session)
+    run = create_run(session, user, rounds=6, checkpoint_every=2)
+
+    def lose(r: int) -> None:
+        if r == 3:
+            _lose_rounds(session, run.id, 3)
+
+    runner = FakeRunner(on_round=lose)
+    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "failed"
+    assert runner.calls == [0] + [3] * MAX_GAP_RESUMES
+    assert "round 3 is missing" in (_run(session, run.id).error or "")
