@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -26,16 +25,9 @@ BIG_MODEL = make_spec(model={"name": "mcmahan-cnn"})
 
 
 @pytest.fixture
-def settings(tmp_path: Path, db_url: str) -> Settings:
+def settings(settings: Settings) -> Settings:
     """The shared settings with a 1 MiB checkpoint limit (the smallest allowed)."""
-    return Settings(
-        home=tmp_path / "home",
-        database_url=db_url,
-        lease_s=30,
-        heartbeat_s=0.2,
-        broker_url="memory://",
-        max_checkpoint_bytes=1 << 20,
-    )
+    return settings.model_copy(update={"max_checkpoint_bytes": 1 << 20})
 
 
 def _only_error(r: object) -> dict:

@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.models import RoundMetrics, Run
 from tests.factories import create_run, create_user
-from tests.worker.test_slots import _slot_pids, _start_worker, _wait, pg_lab
+from tests.procs import wait_for as _wait
+from tests.worker.test_slots import _slot_pids, _start_worker, pg_lab
 
 __all__ = ["pg_lab"]  # the fixture, shared with test_slots.py
 

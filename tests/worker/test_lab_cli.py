@@ -17,6 +17,7 @@ import pytest
 
 from api.db import make_engine
 from api.security import hash_token
+from tests.procs import alive as _alive
 from worker.slots import plan_slots, usable_cores, visible_devices
 
 pytestmark = pytest.mark.slow
@@ -54,14 +55,6 @@ def _descendants(pid: int) -> set[int]:
                 out.add(c)
                 todo.append(c)
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_users_create_prints_token_last_and_stores_only_its_hash(tmp_path: Path) -> None:

@@ -7,9 +7,8 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,8 @@ from api.models import Run
 from api.queue import Sender
 from tests.factories import create_run, create_user
 from tests.needs import needs
+from tests.procs import alive as _alive
+from tests.procs import wait_for as _wait
 from worker.slots import Slot, SlotError, plan_slots, slot_commands, usable_cores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,23 +110,6 @@ def _redis_ok() -> bool:
         return bool(redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping())
     except Exception:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _wait(cond: Callable[[], bool], what: str, timeout: float = 240.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 @pytest.fixture

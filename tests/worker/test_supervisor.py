@@ -13,12 +13,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.procs import alive as _alive
+from tests.procs import wait_for
 from worker import supervisor
 from worker.supervisor import UP_CRITICAL, Backoff, exit_text
 
@@ -35,21 +36,8 @@ sys.exit(supervise(specs, label="t", critical=cfg["critical"], die_with_parent=T
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _wait(cond: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
+    wait_for(cond, what, timeout, poll=0.05)
 
 
 class Supervised:
