@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -48,6 +49,20 @@ def _lose_rounds(session: Session, rid: uuid.UUID, first: int) -> None:
     for model in (RoundMetrics, UserMetrics, CheckpointRow):
         session.execute(delete(model).where(model.run_id == rid, model.round >= first))
     session.commit()
+
+
+def _crash_once(
+    session: Session, rid: uuid.UUID, *, after: int, lose_from: int
+) -> Callable[[int], None]:
+    """A FakeRunner hook: once round `after` is written, rounds >= lose_from vanish."""
+    fired: list[int] = []
+
+    def crash(r: int) -> None:
+        if r == after and not fired:
+            fired.append(r)
+            _lose_rounds(session, rid, lose_from)
+
+    return crash
 
 
 def _leased(session: Session, rounds: int = 6) -> uuid.UUID:
@@ -99,14 +114,7 @@ def test_lost_rounds_found_at_the_next_write_are_recomputed(
     from checkpoint 2 and ends with every round once, its curve the uninterrupted one."""
     user, _ = create_user(session)
     run = create_run(session, user, rounds=8, checkpoint_every=2)
-    fired: list[int] = []
-
-    def crash(r: int) -> None:
-        if r == 4 and not fired:
-            fired.append(r)
-            _lose_rounds(session, run.id, 3)
-
-    runner = FakeRunner(on_round=crash)
+    runner = FakeRunner(on_round=_crash_once(session, run.id, after=4, lose_from=3))
     assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "succeeded"
     assert runner.calls == [0, 3]  # resumed from checkpoint 2
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(9)]
@@ -125,14 +133,7 @@ def test_no_success_with_a_hole(
     the run resumes instead of succeeding with a hole."""
     user, _ = create_user(session)
     run = create_run(session, user, rounds=6, checkpoint_every=2)
-    fired: list[int] = []
-
-    def crash(r: int) -> None:
-        if r == 6 and not fired:
-            fired.append(r)
-            _lose_rounds(session, run.id, 5)
-
-    runner = FakeRunner(on_round=crash)
+    runner = FakeRunner(on_round=_crash_once(session, run.id, after=6, lose_from=5))
     assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "succeeded"
     assert runner.calls == [0, 5]
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(7)]
