@@ -1,8 +1,9 @@
-"""Checkpoint file store under FEDGEN_HOME/checkpoints; the DB keeps sha256, size and path.
+"""The legacy checkpoint file store under FEDGEN_HOME/checkpoints.
 
-Files are written atomically (temp file, then os.replace) *before* the round's
-transaction commits, so a committed row always has its file; a crash in between
-leaves at most an orphan file, never a row without bytes.
+Checkpoints live in the database now (api/repository/checkpoints.py); this store only serves
+the files written before that, by path relative to its root, until `fedgen-lab checkpoints
+import` moves them in. Nothing in the lab writes here any more (`put` makes such files in
+tests of the legacy path).
 """
 
 from __future__ import annotations
