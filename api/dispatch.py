@@ -2,12 +2,16 @@
 
 The database is the source of truth for what must run. A pass (run by one process at a time,
 under the one-row `dispatcher` lease) reads a snapshot of the runs and live workers, and:
-- sends as many waiting runs as each queue has free slots (live workers' slots minus runs
-  holding a lease minus runs sent and not yet claimed), in `api.fairshare.fair_order`;
+- sends each waiting run, in `api.fairshare.fair_order` per queue, to one live worker that can
+  run it (serves its cpu/gpu queue and advertises its dataset: worker.capabilities) and has a
+  free slot (its slots minus runs it holds minus runs sent to it and not yet claimed), through
+  that worker's own queue (`api.queue.worker_queue`), so a host without the files never gets
+  the run; a run no live worker can load is skipped (it shows a `waiting_reason`) and does not
+  hold back the runs behind it;
 - re-sends a run that was sent, is still unclaimed after its back-off (dispatch_timeout_s,
-  doubling per send up to dispatch_backoff_max_s) and whose message is missing from the broker
-  (fewer messages wait in its queue than runs were sent there), so one run never has two
-  messages waiting at once;
+  doubling per send up to dispatch_backoff_max_s) and whose message is missing from its
+  worker's queue (fewer messages wait there than runs were sent to it), so one run never has
+  two messages waiting at once; a run sent to a worker that is gone is sent elsewhere at once;
 - treats a running run whose lease expired like a waiting one (it goes first), and marks
   cancelled such a run whose cancel was asked for;
 - given `live` (the workers' loops do; see api.repository.runs.Liveness), also treats as waiting
@@ -30,13 +34,14 @@ from sqlalchemy.orm import Session
 
 from api.config import Settings
 from api.db import db_now
-from api.fairshare import Snapshot, Waiting, free_slots, orders
-from api.queue import Enqueue
+from api.fairshare import Snapshot, Waiting, orders
+from api.queue import Enqueue, worker_queue
 from api.repository import runs as runs_repo
 
 log = logging.getLogger(__name__)
 
-# (queue name) -> messages waiting there; raises when the broker cannot say.
+# (queue name, or a worker's name in `plan`) -> messages waiting there; raises when the broker
+# cannot say.
 WaitingCount = Callable[[str], int]
 
 
@@ -62,28 +67,73 @@ def backoff_s(settings: Settings, count: int) -> float:
     )
 
 
+@dataclass(frozen=True)
+class Send:
+    """One send of a pass: run `run` to worker `to`'s own queue; `why`: 'new' (first send),
+    'lost' (its message is missing from `to`'s queue), 'moved' (the worker it was sent to is
+    gone, or it was sent before sends named a worker)."""
+
+    run: Waiting
+    to: str
+    why: str
+
+
+def _overdue(w: Waiting, now: datetime) -> bool:
+    return w.next_dispatch_at is None or w.next_dispatch_at <= now
+
+
 def plan(
     snap: Snapshot, waiting: WaitingCount | None, queues: set[str] | None = None
-) -> tuple[list[Waiting], list[Waiting]]:
-    """(re-sends, first sends) of one pass, each in queue order; `waiting=None`: no re-sends."""
-    resend: list[Waiting] = []
-    new: list[Waiting] = []
+) -> list[Send]:
+    """The sends of one pass: re-sends of lost messages first, then, queue by queue in fair
+    order, each run that needs sending goes to the live worker that can run it (serves its
+    queue, loads its dataset) with the most free slots. `waiting`: messages waiting in a
+    worker's own queue, by worker name (None: no re-sends)."""
+    live = {k.name for k in snap.workers}
+    free = {k.name: k.slots for k in snap.workers}
+    sent_to: dict[str, list[Waiting]] = {}
+    for a in snap.active:
+        if a.worker in free:
+            free[a.worker] -= 1
+    for w in snap.waiting:
+        if w.dispatched_at is not None and w.dispatched_to in live:
+            free[w.dispatched_to] -= 1
+            sent_to.setdefault(w.dispatched_to, []).append(w)
+    sends: list[Send] = []
+    # A message lost on the way to a live worker: send it to the same worker again, once fewer
+    # messages wait in its queue than runs were sent to it (so one is never doubled).
+    for name, runs in sorted(sent_to.items()):
+        late = [w for w in runs if _overdue(w, snap.now)]
+        if not late or waiting is None or (queues is not None and late[0].queue not in queues):
+            continue
+        try:
+            missing = len(runs) - waiting(name)
+        except Exception as exc:  # noqa: BLE001 - broker unreachable: re-send nothing now
+            log.warning("cannot count messages for worker %s (%s); no re-sends now", name, exc)
+            continue
+        late.sort(key=lambda w: (w.dispatched_at or snap.now, str(w.id)))
+        sends += [Send(w, name, "lost") for w in late[: max(0, missing)]]
     for q, order in sorted(orders(snap).items()):
         if queues is not None and q not in queues:
             continue
-        sent = [w for w in order if w.dispatched_at is not None]
-        overdue = [w for w in sent if w.next_dispatch_at is None or w.next_dispatch_at <= snap.now]
-        if overdue and waiting is not None:
-            try:
-                missing = len(sent) - waiting(q)
-            except Exception as exc:  # noqa: BLE001 - broker unreachable: re-send nothing now
-                log.warning("cannot count messages in %s (%s); no re-sends this pass", q, exc)
-                missing = 0
-            overdue.sort(key=lambda w: (w.dispatched_at or snap.now, str(w.id)))
-            resend += overdue[: max(0, missing)]
-        unsent = [w for w in order if w.dispatched_at is None]
-        new += unsent[: max(0, free_slots(snap, q))]
-    return resend, new
+        for w in order:
+            if w.dispatched_at is None:
+                why = "new"
+            elif w.dispatched_to is None:
+                if not _overdue(w, snap.now):
+                    continue  # sent before sends named a worker: give it its back-off
+                why = "moved"
+            elif w.dispatched_to not in live:
+                why = "moved"  # its worker is gone: its message waits in a dead queue
+            else:
+                continue
+            able = [k for k in snap.workers if free[k.name] > 0 and k.can_run(w)]
+            if not able:
+                continue  # another run behind it may fit a worker that this one cannot use
+            best = min(able, key=lambda k: (-free[k.name], k.name))
+            free[best.name] -= 1
+            sends.append(Send(w, best.name, why))
+    return sends
 
 
 def dispatch_pass(
@@ -110,30 +160,39 @@ def dispatch_pass(
         runs_repo.cancel_orphans(session, now or db_now(session))
         snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now, live)
         session.commit()
-        resend, new = plan(snap, waiting, queues)
-        for w, again in [(w, True) for w in resend] + [(w, False) for w in new]:
+        by_worker: WaitingCount | None = None
+        if waiting is not None:
+            count, prefix = waiting, settings.queue_prefix
+            by_worker = lambda name: count(worker_queue(name, prefix))  # noqa: E731
+
+        for item in plan(snap, by_worker, queues):
+            w = item.run
             next_at = snap.now + timedelta(seconds=backoff_s(settings, w.dispatch_count))
-            device = runs_repo.mark_dispatched(
-                session, w.id, w.dispatch_count, next_at, snap.now, live
-            )
-            session.commit()
-            if device is None:
+            if not runs_repo.mark_dispatched(
+                session, w.id, w.dispatch_count, next_at, snap.now, live, to=item.to
+            ):
+                session.commit()
                 continue  # claimed or cancelled meanwhile
+            session.commit()
             try:
-                send(str(w.id), device)
+                send(str(w.id), worker_queue(item.to, settings.queue_prefix))
             except Exception as exc:  # noqa: BLE001 - broker down: the run stays waiting, unsent
                 runs_repo.unmark_dispatched(session, w.id, w.dispatch_count)
                 session.commit()
                 report.failed = f"{type(exc).__name__}: {exc}"
                 log.warning("could not send run %s (%s); a later pass sends it", w.id, exc)
                 break
-            if again:
+            if item.why == "lost":
                 log.warning(
-                    "run %s was sent %d time(s) and not claimed; its message is missing, "
+                    "run %s was sent %d time(s) to %s and not claimed; its message is missing, "
                     "sending it again",
                     w.id,
                     w.dispatch_count,
+                    item.to,
                 )
+                report.resent.append(str(w.id))
+            elif item.why == "moved":
+                log.warning("run %s: the worker it was sent to is gone; sent to %s", w.id, item.to)
                 report.resent.append(str(w.id))
             else:
                 report.sent.append(str(w.id))

@@ -21,7 +21,7 @@ import statistics
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 PRIORITIES = ("low", "normal", "high")
@@ -44,6 +44,8 @@ class Waiting:
     dispatched_at: datetime | None
     dispatch_count: int
     next_dispatch_at: datetime | None
+    dataset: str = ""
+    dispatched_to: str | None = None  # the worker whose own queue its last send went to
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,21 @@ class Active:
     started_at: datetime | None
     current_round: int
     rounds: int
+    worker: str | None = None  # the holder's node name
+
+
+@dataclass(frozen=True, slots=True)
+class LiveWorker:
+    """A live worker process: the queues it serves, its slots, the datasets it can load."""
+
+    name: str
+    queues: frozenset[str]
+    slots: int
+    datasets: frozenset[str] | None  # None: a worker that does not say (taken to load all)
+
+    def can_run(self, w: Waiting) -> bool:
+        """It serves the run's queue and can load its dataset."""
+        return w.queue in self.queues and (self.datasets is None or w.dataset in self.datasets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +84,7 @@ class Snapshot:
     active: list[Active]
     slots: dict[str, int]  # live workers' slots per queue
     last_start: dict[uuid.UUID, datetime]  # owner -> their most recent run start
+    workers: list[LiveWorker] = field(default_factory=list)
 
     def queues(self) -> set[str]:
         """Every queue that has a waiting run or a live worker."""
@@ -123,6 +141,17 @@ def free_slots(snap: Snapshot, queue: str) -> int:
     used = sum(1 for a in snap.active if a.queue == queue)
     sent = sum(1 for w in snap.waiting if w.queue == queue and w.dispatched_at is not None)
     return snap.slots.get(queue, 0) - used - sent
+
+
+def waiting_reason(snap: Snapshot, w: Waiting) -> str | None:
+    """Why no worker can take the run now, when none of the live ones ever could; None when
+    one could (it then waits for a free slot: see its queue position)."""
+    serving = [k for k in snap.workers if w.queue in k.queues]
+    if not serving:
+        return f"no live worker serves the {w.queue} queue"
+    if not any(k.can_run(w) for k in serving):
+        return f"no live worker has dataset {w.dataset}"
+    return None
 
 
 def median_round_s(snap: Snapshot, queue: str) -> float | None:

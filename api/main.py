@@ -17,7 +17,17 @@ from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit, Limits
 from api.openapi import build_openapi
 from api.queue import Enqueue, Sender
-from api.routes import checkpoints, difference, events, metrics, misc, runs, studies, sweeps
+from api.routes import (
+    checkpoints,
+    difference,
+    events,
+    metrics,
+    misc,
+    runs,
+    studies,
+    sweeps,
+    workers,
+)
 
 API_PREFIX = "/api/v1"
 
@@ -133,6 +143,7 @@ def create_app(
         checkpoints.router,
         sweeps.router,
         studies.router,
+        workers.router,
     ):
         v1.include_router(r)
     app.include_router(v1)

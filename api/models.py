@@ -128,6 +128,8 @@ class Run(Base):
     dispatched_at: Mapped[datetime | None]
     dispatch_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     next_dispatch_at: Mapped[datetime | None]
+    # The worker (node name) the last send went to: its own queue holds the message.
+    dispatched_to: Mapped[str | None] = mapped_column(String(200))
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(200))
     lease_token: Mapped[str | None] = mapped_column(String(64))
@@ -215,7 +217,9 @@ class Worker(Base):
     """A live worker process and the queue it consumes (one row per queue); slots = runs at once.
 
     Each process renews heartbeat_at from its dispatch loop; a row older than the worker TTL
-    counts as dead, so its slots stop counting toward the queue's free slots.
+    counts as dead, so its slots stop counting toward the queue's free slots. `capabilities`
+    is what it can run (worker.capabilities: datasets, devices, threads, code version); a row
+    without them (written by an older worker) is taken to load every dataset.
     """
 
     __tablename__ = "workers"
@@ -224,6 +228,8 @@ class Worker(Base):
     slots: Mapped[int] = mapped_column(Integer, default=1)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    host: Mapped[str | None] = mapped_column(String(255))
+    capabilities: Mapped[dict[str, Any] | None]
 
 
 class DispatcherLease(Base):

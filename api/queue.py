@@ -19,13 +19,19 @@ if TYPE_CHECKING:
     from celery import Celery
 
 TASK_NAME = "fedgen.run_simulation"
-# (run_id, spec device) -> None: sends one run's task. create_app takes another one in tests.
+# (run_id, full queue name) -> None: sends one run's task. create_app takes another in tests.
 Enqueue = Callable[[str, str], None]
 
 
 def queue_for_device(device: str, prefix: str) -> str:
     """The queue of a run: FEDGEN_QUEUE_PREFIX + 'gpu' for cuda devices, + 'cpu' otherwise."""
     return prefix + ("gpu" if device.startswith("cuda") else "cpu")
+
+
+def worker_queue(name: str, prefix: str) -> str:
+    """A worker process's own queue: the dispatcher sends each run to the one worker it chose
+    (one that can load its dataset), never to a queue any worker may take from."""
+    return f"{prefix}worker.{name}"
 
 
 def prefixed(queues: str, prefix: str) -> str:
@@ -68,9 +74,8 @@ class Sender:
                 self._app = app
             return self._app
 
-    def send(self, run_id: str, device: str) -> None:
-        """Send the run's task to its device's queue (called after the run's row is committed)."""
-        queue = queue_for_device(device, self.settings.queue_prefix)
+    def send(self, run_id: str, queue: str) -> None:
+        """Send the run's task to `queue` (a worker's own queue; after the row is committed)."""
         self._celery().send_task(TASK_NAME, args=[run_id], queue=queue)
 
     def waiting(self, queue: str) -> int:

@@ -177,7 +177,12 @@ class Segment(BaseModel):
     a database crash or a full disk)."""
 
     attempt: int = Field(description="The run's attempt (claims so far) when it started.")
-    worker: str | None = Field(description="The worker (node name) that ran it.")
+    worker: str | None = Field(description="The worker (node name, slot@host) that ran it.")
+    host: str | None = Field(None, description="The host it ran on.")
+    slot: str | None = Field(None, description="The worker process (slot) on that host.")
+    code_version: str | None = Field(
+        None, description="The code it ran: git:<commit>[+dirty] or src:<hash of the sources>."
+    )
     device: str | None
     start_round: int = Field(description="The first round computed in this segment.")
     last_round: int | None = Field(
@@ -240,6 +245,11 @@ class RunPublic(_FromRow):
         None,
         description="Queued runs: estimated start (running runs' median round time x rounds "
         "left, and the runs ahead per slot); null when unknown (no live worker, no round yet).",
+    )
+    waiting_reason: str | None = Field(
+        None,
+        description="A run waiting for a worker that no live worker can serve: why (e.g. 'no "
+        "live worker has dataset emnist-letters'); null while some live worker could take it.",
     )
     created_at: datetime
     started_at: datetime | None
@@ -408,3 +418,52 @@ class RunInfoPublic(BaseModel):
     segments: list[Segment] = Field(
         default_factory=list, description="Each start and resume of the run, oldest first."
     )
+
+
+class WorkerDevice(BaseModel):
+    """A device a worker computes on: the CPU (model, cores) or one GPU (name, memory)."""
+
+    kind: Literal["cpu", "cuda"]
+    name: str | None = None
+    cores: int | None = None
+    index: str | None = Field(None, description="GPU: its id in CUDA_VISIBLE_DEVICES.")
+    memory_bytes: int | None = Field(None, description="GPU: total memory.")
+
+
+class WorkerRun(BaseModel):
+    """A run a worker holds now."""
+
+    id: IdStr
+    algorithm: str
+    dataset: str
+    current_round: int
+    rounds: int
+
+
+class WorkerPublic(BaseModel):
+    """A live worker process (one slot) and what it can run."""
+
+    name: str = Field(description="Node name, slot@host; runs and segments record it.")
+    host: str | None
+    queues: list[str] = Field(description="The run queues it serves (cpu, gpu), prefix included.")
+    slots: int = Field(description="Runs it takes at once.")
+    threads: int | None = Field(description="Torch threads per run.")
+    devices: list[WorkerDevice]
+    code_version: str | None = Field(
+        description="The code it runs: git:<commit>[+dirty] or src:<hash of the sources>."
+    )
+    datasets: list[str] | None = Field(
+        description="Datasets it can load (files found; those that failed to load here left "
+        "out); null for a worker that does not say (taken to load all)."
+    )
+    started_at: datetime
+    heartbeat_at: datetime
+    running: list[WorkerRun] = Field(description="The runs it holds now.")
+
+
+class WorkersPublic(BaseModel):
+    """The live workers of the lab."""
+
+    workers: list[WorkerPublic]
+    slots: int = Field(description="Total slots of the live workers.")
+    busy: int = Field(description="Slots holding a run now.")

@@ -23,7 +23,7 @@ from api import fairshare
 from api.config import Settings
 from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
-from api.models import Run, Sweep, User
+from api.models import Run, Sweep, User, utcnow
 from api.queue import Enqueue, queue_for_device
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
@@ -228,14 +228,36 @@ def run_public(run: Run) -> RunPublic:
     return RunPublic.model_validate(run)
 
 
-def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[RunPublic]:
-    """RunPublic of each run; queued ones get queue_position and expected_start.
+def _needs_worker(run: Run) -> bool:
+    """Queued, or running without a live lease (by this process's clock: a hint for display)."""
+    if run.status == "queued":
+        return True
+    expires = run.lease_expires_at
+    return run.status == "running" and (
+        not run.lease_token or expires is None or expires < utcnow()
+    )
 
-    The snapshot of the queue is read once for the whole list, only when a run is queued.
+
+def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[RunPublic]:
+    """RunPublic of each run; queued ones get queue_position and expected_start, and each run
+    waiting for a worker (queued, or handed back mid-run) its waiting_reason when no live worker
+    can serve it.
+
+    The snapshot of the queue is read once for the whole list, only when a run waits.
     """
     out = [RunPublic.model_validate(r) for r in runs]
-    if not any(r.status == "queued" for r in runs):
+    if not any(_needs_worker(r) for r in runs):
         return out
+    snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s)
+    where = fairshare.positions(snap)
+    waiting = {w.id: w for w in snap.waiting}
+    for pub in out:
+        rid = uuid.UUID(pub.id)
+        if pub.status == "queued" and rid in where:
+            pub.queue_position, pub.expected_start = where[rid]
+        if rid in waiting:
+            pub.waiting_reason = fairshare.waiting_reason(snap, waiting[rid])
+    return out
     where = fairshare.positions(runs_repo.queue_snapshot(session, settings.worker_ttl_s))
     for pub in out:
         if pub.status == "queued":

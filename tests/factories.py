@@ -38,9 +38,18 @@ def create_user(session: Session, name: str = "alice", is_admin: bool = False) -
     return user, token
 
 
-def live_worker(session: Session, queue: str = "cpu", slots: int = 1, name: str = "w1") -> None:
-    """A live worker row (heartbeat now) for `queue`: the dispatcher sends up to `slots` runs."""
-    workers_repo.register(session, name, [queue], slots)
+def live_worker(
+    session: Session,
+    queue: str = "cpu",
+    slots: int = 1,
+    name: str = "w1",
+    datasets: list[str] | None = None,
+) -> None:
+    """A live worker row (heartbeat now) for `queue`: the dispatcher sends up to `slots` runs;
+    with `datasets`, it says it can load only those (else it says nothing: it loads all)."""
+    caps = None if datasets is None else {"slots": slots, "datasets": datasets, "devices": []}
+    host = name.partition("@")[2] or None
+    workers_repo.register(session, name, [queue], slots, host=host, capabilities=caps)
     session.commit()
 
 

@@ -54,8 +54,10 @@ class FakeRunner:
         fail_at: int | None = None,
         kill_at: int | None = None,
         on_round: Callable[[int], None] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> None:
         self.fail_at, self.kill_at, self.on_round = fail_at, kill_at, on_round
+        self.versions = versions or {"fedgen": "test"}
         self.calls: list[int] = []
 
     def __call__(
@@ -84,8 +86,7 @@ class FakeRunner:
         sink.on_finish(summary)
         return summary
 
-    @staticmethod
-    def _info(spec: ExperimentSpec, start: int) -> RunInfo:
+    def _info(self, spec: ExperimentSpec, start: int) -> RunInfo:
         n = spec.partition.num_users
         return RunInfo(
             spec_hash=spec.spec_hash(),
@@ -99,7 +100,7 @@ class FakeRunner:
             device=spec.device,
             fidelity={"profile": "official"},
             start_round=start,
-            versions={"fedgen": "test"},
+            versions=dict(self.versions),
         )
 
     @staticmethod

@@ -32,11 +32,14 @@ from api.dispatch import liveness
 from api.repository import checkpoints as ckpt_repo
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from api.repository import workers as workers_repo
 from api.repository.metrics import LeaseLost, RoundGap
 from api.store import CheckpointStore
+from fedgen.data.common import DatasetError
 from fedgen.events import RunSummary, Sink
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.status import TERMINAL
+from worker import capabilities
 from worker.sink import CheckpointWriteFailed, DbSink
 
 log = logging.getLogger(__name__)
@@ -169,7 +172,8 @@ def execute_run(
     release_token: str | None = None,
 ) -> str:
     """Run `run_id` to an end state; returns 'succeeded', 'failed', 'cancelled', 'deleted',
-    'skipped' or 'lost'. Raises DatabaseUnavailable when the database cannot be reached.
+    'skipped', 'lost' or 'handed-back' (its dataset cannot be loaded here). Raises
+    DatabaseUnavailable when the database cannot be reached.
 
     `release_token`: the lease an earlier attempt of this task held (from DatabaseUnavailable);
     it is handed back first, so the run is claimed again at once.
@@ -191,12 +195,13 @@ def execute_run(
         if run.status in TERMINAL:
             return "skipped"
         new_token = uuid.uuid4().hex
+        worker = worker_name or default_worker_name()
         device = device_label(str(run.spec.get("device", "cpu")))
         with session_scope(factory) as sess:
             claimed = runs_repo.claim(
                 sess,
                 rid,
-                worker=worker_name or default_worker_name(),
+                worker=worker,
                 token=new_token,
                 device=device,
                 lease_s=s.lease_s,
@@ -214,7 +219,9 @@ def execute_run(
         except SpecError as exc:
             _finish(factory, rid, token, "failed", error=str(exc))
             return "failed"
-        return _run_claimed(rid, token, spec, factory, store, s, runner or _default_runner())
+        return _run_claimed(
+            rid, token, spec, factory, store, s, runner or _default_runner(), worker
+        )
     except Exception as exc:
         if not is_unavailable(exc):
             raise
@@ -266,6 +273,7 @@ def _run_claimed(
     store: CheckpointStore,
     s: Settings,
     runner: Runner,
+    worker: str,
 ) -> str:
     """Run the claimed run to its end, resuming from its newest checkpoint in the database
     whenever what is stored falls behind what was computed:
@@ -273,7 +281,8 @@ def _run_claimed(
       under the last one when the run completes: resume (at most MAX_GAP_RESUMES times in a
       row for a hole at the same round; each new crash may make a new hole);
     - a checkpoint could not be written (a full disk): record why on the run, wait (back-off)
-      and resume, failing the run only after `storage_retries` such tries.
+      and resume, failing the run only after `storage_retries` such tries;
+    - the dataset cannot be loaded here: hand the run back to the queue (`_hand_back`).
     """
     sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
     gaps = storage_failures = 0
@@ -316,6 +325,8 @@ def _run_claimed(
                     continue
                 summary = None  # cancelled, deleted or lost while it waited
                 break
+            except DatasetError as exc:
+                return _hand_back(factory, rid, token, spec.data.name, worker, exc)
             except Exception as exc:  # the simulation failed: record it, do not retry
                 if is_unavailable(exc):
                     raise  # infrastructure: execute_run hands the lease back, the task retries
@@ -350,6 +361,31 @@ def _run_claimed(
     log.info("run %s cancelled; removing its checkpoint files", rid)
     _drop_files(factory, store, rid)
     return "cancelled"
+
+
+def _hand_back(
+    factory: sessionmaker[Session],
+    rid: uuid.UUID,
+    token: str,
+    dataset: str,
+    name: str,
+    exc: DatasetError,
+) -> str:
+    """This worker cannot load the run's dataset: stop offering it, and give the run back to the
+    queue (not failed) for a worker that can; the run shows why."""
+    advertised = capabilities.current()
+    first = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+    notice = (
+        f"worker {name} could not load dataset {dataset}: {first}; handed back to the queue "
+        "for a worker that can"
+    )
+    log.warning("run %s: %s", rid, notice)
+    with session_scope(factory) as sess:
+        if advertised is not None:
+            advertised.drop(dataset)
+            workers_repo.set_capabilities(sess, name, advertised.as_json())
+        runs_repo.hand_back(sess, rid, token, notice)
+    return "handed-back"
 
 
 def storage_delay_s(settings: Settings, failures: int) -> float:

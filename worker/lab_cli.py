@@ -159,7 +159,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
-    from api.queue import Sender, prefixed
+    from api.queue import Sender, prefixed, worker_queue
+    from worker.capabilities import Advertised, install
     from worker.celery_app import celery_app, worker_sessionmaker
     from worker.reaper import start_dispatcher
 
@@ -171,8 +172,15 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
     # The workers row carries the node name Celery records on the runs (%h: the host name).
     node = name.replace("%h", socket.gethostname())
     slots = args.concurrency if args.pool == "threads" else 1
+    advertised = install(Advertised(slots))
     start_dispatcher(
-        worker_sessionmaker(), Sender(s), s, name=node, queues=queues.split(","), slots=slots
+        worker_sessionmaker(),
+        Sender(s),
+        s,
+        name=node,
+        queues=queues.split(","),
+        slots=slots,
+        advertised=advertised,
     )
     # solo/threads: no fork after CUDA init; one run at a time per GPU.
     argv = [
@@ -182,7 +190,8 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
         "-c",
         str(args.concurrency),
         "-Q",
-        queues,
+        # Only its own queue: the dispatcher picks, for each run, a worker that can run it.
+        worker_queue(node, s.queue_prefix),
         "-n",
         name,
         "--loglevel",
@@ -258,18 +267,23 @@ def _cmd_users_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_requeue(_args: argparse.Namespace) -> int:
-    from sqlalchemy import select
-
-    from api.models import Run
+    from api.dispatch import dispatch_pass
     from api.queue import Sender
+    from api.repository import runs as runs_repo
 
     factory = _session_factory("requeue")
-    send = Sender(get_settings()).send
+    s = get_settings()
     with factory() as session:
-        rows = session.execute(select(Run.id, Run.spec).where(Run.status == "queued")).all()
-    for rid, spec in rows:
-        send(str(rid), str(spec.get("device", "cpu")))
-    print(f"re-sent {len(rows)} queued run(s)")
+        queued = runs_repo.forget_sends(session)
+        session.commit()
+        report = dispatch_pass(session, Sender(s).send, s, f"requeue:{os.getpid()}")
+    if report.failed:
+        print(f"error: the broker refused a send ({report.failed})", file=sys.stderr)
+        return 1
+    waiting = queued - len(report.sent)
+    if waiting > 0:
+        print(f"{waiting} queued run(s) wait for a free live worker that can run them")
+    print(f"re-sent {len(report.sent)} queued run(s)")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Each worker process's dispatch loop: keep its `workers` row alive, and dispatch.
 
 Every FEDGEN_REAPER_S the loop renews the process's rows in `workers` (name, queue, slots,
-heartbeat), then runs one `api.dispatch.dispatch_pass`, which only one process at a time
+heartbeat, host, and what it can run: worker.capabilities), then runs one `api.dispatch.dispatch_pass`, which only one process at a time
 performs (the one-row dispatcher lease). That pass sends queued runs to free slots in fair
 order, re-sends runs whose message was lost (after a back-off per run) and runs whose lease
 expired or whose holder is gone (its worker died: see api.repository.runs.Liveness). So an
@@ -34,6 +34,7 @@ from api.db import session_scope
 from api.dispatch import PassReport, dispatch_pass, liveness
 from api.queue import Sender
 from api.repository import workers as workers_repo
+from worker.capabilities import Advertised, host_name
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +45,15 @@ def register_worker(
     queues: list[str],
     slots: int,
     started_at: datetime | None = None,
+    advertised: Advertised | None = None,
 ) -> datetime:
-    """Insert or renew the worker's row for each (full, prefixed) queue name it consumes;
-    returns its start time (the database's clock at the first call)."""
+    """Insert or renew the worker's row for each (full, prefixed) queue name it consumes, with
+    what it can run; returns its start time (the database's clock at the first call)."""
+    caps = advertised.as_json() if advertised is not None else None
     with session_scope(factory) as s:
-        return workers_repo.register(s, name, queues, slots, started_at)
+        return workers_repo.register(
+            s, name, queues, slots, started_at, host=host_name(), capabilities=caps
+        )
 
 
 def unregister_worker(factory: sessionmaker[Session], name: str) -> None:
@@ -80,8 +85,10 @@ def start_dispatcher(
     name: str,
     queues: list[str],
     slots: int = 1,
+    advertised: Advertised | None = None,
 ) -> threading.Event:
-    """A daemon thread: register, then every reaper_s renew the row and dispatch. Set the event to stop."""
+    """A daemon thread: register, then every reaper_s renew the row (with `advertised`, what
+    this process can run) and dispatch. Set the event to stop."""
     stop = threading.Event()
     holder = f"{name}:{socket.gethostname()}:{os.getpid()}"
     started_at: datetime | None = None  # by the database's clock, at the first registration
@@ -89,7 +96,7 @@ def start_dispatcher(
 
     def tick() -> None:
         nonlocal started_at
-        started_at = register_worker(factory, name, queues, slots, started_at)
+        started_at = register_worker(factory, name, queues, slots, started_at, advertised)
         settled = time.monotonic() - last_failure >= 2 * settings.heartbeat_s
         report = dispatch_once(factory, sender, settings, holder, find_gone=settled)
         if report.sent or report.resent:

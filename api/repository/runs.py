@@ -31,8 +31,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
 from api.db import db_now
-from api.fairshare import Active, Snapshot, Waiting
+from api.fairshare import Active, LiveWorker, Snapshot, Waiting
 from api.models import DispatcherLease, Run, User, Worker
+from api.repository import workers as workers_repo
 from fedgen.status import TERMINAL
 
 
@@ -230,6 +231,7 @@ def claim(
         dispatched_at=None,
         dispatch_count=0,
         next_dispatch_at=None,
+        dispatched_to=None,
     )
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
@@ -303,10 +305,14 @@ def record_start(
             changes.append({"round": start, **diff})
     if changes:
         versions["numerics_changed"] = changes
+    slot, _, host = (row.worker or "").partition("@")
     segments.append(
         {
             "attempt": row.attempt,
             "worker": row.worker,
+            "host": host or None,
+            "slot": slot or None,
+            "code_version": versions.get("code"),
             "device": device,
             "start_round": start,
             "resumed_from": start - 1 if start > 0 else None,  # the checkpoint's round
@@ -323,6 +329,27 @@ def record_start(
             versions=versions,
             segments=segments,
             device=device,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+
+
+def hand_back(session: Session, run_id: uuid.UUID, token: str, notice: str) -> bool:
+    """Give a claimed run back to the queue (this worker cannot run it): queued again when it
+    has no round yet, else a running run without a lease (the dispatcher sends it on at once,
+    to resume elsewhere); `notice` says why on the run."""
+    now = db_now(session)
+    fresh = Run.current_round < 0
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.lease_token == token)
+        .values(
+            status=case((fresh, "queued"), else_=Run.status),
+            started_at=case((fresh, None), else_=Run.started_at),
+            lease_token=None,
+            lease_expires_at=now,
+            error=notice,
         )
         .execution_options(synchronize_session=False)
     )
@@ -398,6 +425,8 @@ def queue_snapshot(
             dispatched_at=r.dispatched_at,
             dispatch_count=r.dispatch_count,
             next_dispatch_at=r.next_dispatch_at,
+            dataset=r.dataset,
+            dispatched_to=r.dispatched_to,
         )
         for r in session.execute(
             select(
@@ -412,6 +441,8 @@ def queue_snapshot(
                 Run.dispatched_at,
                 Run.dispatch_count,
                 Run.next_dispatch_at,
+                Run.dataset,
+                Run.dispatched_to,
             ).where(_needs_worker(now, live))
         )
     ]
@@ -419,18 +450,20 @@ def queue_snapshot(
         Active(*row)
         for row in session.execute(
             select(
-                Run.id, Run.queue, Run.owner_id, Run.started_at, Run.current_round, Run.rounds
+                Run.id,
+                Run.queue,
+                Run.owner_id,
+                Run.started_at,
+                Run.current_round,
+                Run.rounds,
+                Run.worker,
             ).where(Run.status == "running", Run.lease_expires_at >= now, ~_holder_gone(now, live))
         )
     ]
-    slots = {
-        q: int(n)
-        for q, n in session.execute(
-            select(Worker.queue, func.sum(Worker.slots))
-            .where(Worker.heartbeat_at >= now - timedelta(seconds=worker_ttl_s))
-            .group_by(Worker.queue)
-        )
-    }
+    rows = workers_repo.live_rows(session, worker_ttl_s, now)
+    slots: dict[str, int] = {}
+    for row in rows:
+        slots[row.queue] = slots.get(row.queue, 0) + row.slots
     owners = {w.owner_id for w in waiting}
     last_start = (
         {
@@ -445,7 +478,34 @@ def queue_snapshot(
         if owners
         else {}
     )
-    return Snapshot(now=now, waiting=waiting, active=active, slots=slots, last_start=last_start)
+    return Snapshot(
+        now=now,
+        waiting=waiting,
+        active=active,
+        slots=slots,
+        last_start=last_start,
+        workers=live_workers(rows),
+    )
+
+
+def live_workers(rows: list[Worker]) -> list[LiveWorker]:
+    """One LiveWorker per worker process (its rows, one per queue, merged)."""
+    by_name: dict[str, list[Worker]] = {}
+    for row in rows:
+        by_name.setdefault(row.name, []).append(row)
+    out = []
+    for name, mine in sorted(by_name.items()):
+        caps = next((r.capabilities for r in mine if r.capabilities), None)
+        datasets = caps.get("datasets") if caps else None
+        out.append(
+            LiveWorker(
+                name=name,
+                queues=frozenset(r.queue for r in mine),
+                slots=max(r.slots for r in mine),
+                datasets=frozenset(datasets) if datasets is not None else None,
+            )
+        )
+    return out
 
 
 def mark_dispatched(
@@ -455,19 +515,20 @@ def mark_dispatched(
     next_at: datetime,
     now: datetime,
     live: Liveness | None = None,
-) -> str | None:
-    """Record a send of a run that still needs a worker and was sent `count` times since its
-    last claim; returns the run's spec device, or None when someone else got there first."""
+    *,
+    to: str | None = None,
+) -> bool:
+    """Record a send (to worker `to`) of a run that still needs a worker and was sent `count`
+    times since its last claim; False when someone else got there first."""
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.dispatch_count == count, _needs_worker(now, live))
-        .values(dispatched_at=now, dispatch_count=count + 1, next_dispatch_at=next_at)
+        .values(
+            dispatched_at=now, dispatch_count=count + 1, next_dispatch_at=next_at, dispatched_to=to
+        )
         .execution_options(synchronize_session=False)
     )
-    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
-        return None
-    spec = session.scalar(select(Run.spec).where(Run.id == run_id))
-    return str((spec or {}).get("device", "cpu"))
+    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
 
 
 def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
@@ -479,10 +540,22 @@ def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
             dispatched_at=None,
             dispatch_count=count,
             next_dispatch_at=None,
+            dispatched_to=None,
         )
         .execution_options(synchronize_session=False)
     )
     session.execute(stmt)
+
+
+def forget_sends(session: Session) -> int:
+    """Mark every queued run unsent (`fedgen-lab requeue`: the next pass sends them afresh)."""
+    stmt = (
+        update(Run)
+        .where(Run.status == "queued")
+        .values(dispatched_at=None, dispatch_count=0, next_dispatch_at=None, dispatched_to=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
 
 
 def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:

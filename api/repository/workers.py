@@ -1,8 +1,9 @@
-"""The `workers` table: each worker process's row per queue (slots, heartbeat)."""
+"""The `workers` table: each worker process's row per queue (slots, heartbeat, capabilities)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -17,12 +18,16 @@ def register(
     queues: list[str],
     slots: int,
     started_at: datetime | None = None,
+    *,
+    host: str | None = None,
+    capabilities: dict[str, Any] | None = None,
 ) -> datetime:
     """Insert or renew the rows of worker `name` (one per queue it consumes).
 
     `started_at`: when this process started. A process restarted under the same name (a slot
     the supervisor brought back) thus gets a new start time, and the runs its predecessor held
-    (heartbeats older than that) are not taken for its own.
+    (heartbeats older than that) are not taken for its own. `capabilities`: what it can run
+    (worker.capabilities), renewed with the heartbeat.
     """
     now = db_now(session)
     since = started_at or now
@@ -30,15 +35,39 @@ def register(
         done = session.execute(
             update(Worker)
             .where(Worker.name == name, Worker.queue == queue)
-            .values(slots=slots, heartbeat_at=now, started_at=since)
+            .values(
+                slots=slots,
+                heartbeat_at=now,
+                started_at=since,
+                host=host,
+                capabilities=capabilities,
+            )
             .execution_options(synchronize_session=False)
         ).rowcount  # type: ignore[attr-defined]
         if not done:
             session.add(
-                Worker(name=name, queue=queue, slots=slots, started_at=since, heartbeat_at=now)
+                Worker(
+                    name=name,
+                    queue=queue,
+                    slots=slots,
+                    started_at=since,
+                    heartbeat_at=now,
+                    host=host,
+                    capabilities=capabilities,
+                )
             )
     session.flush()
     return since
+
+
+def set_capabilities(session: Session, name: str, capabilities: dict[str, Any]) -> None:
+    """Replace what worker `name` says it can run (at once, not at its next renewal)."""
+    session.execute(
+        update(Worker)
+        .where(Worker.name == name)
+        .values(capabilities=capabilities)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def unregister(session: Session, name: str) -> None:
@@ -56,3 +85,10 @@ def served_queues(session: Session, ttl_s: float) -> set[str]:
     since = db_now(session) - timedelta(seconds=ttl_s)
     rows = session.scalars(select(Worker.queue).where(Worker.heartbeat_at >= since).distinct())
     return set(rows)
+
+
+def live_rows(session: Session, ttl_s: float, now: datetime | None = None) -> list[Worker]:
+    """The rows of live workers (heartbeat within `ttl_s` of the database's `now`)."""
+    since = (now or db_now(session)) - timedelta(seconds=ttl_s)
+    stmt = select(Worker).where(Worker.heartbeat_at >= since).order_by(Worker.name, Worker.queue)
+    return list(session.scalars(stmt))

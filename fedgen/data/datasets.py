@@ -24,7 +24,6 @@ import functools
 import gzip
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,13 @@ import torch
 
 from fedgen.data.celeba import load_celeba
 from fedgen.data.common import DatasetError, DatasetTensors, base_root, torchvision_download
+from fedgen.data.locate import DEBIAN_FASHION_MNIST, IdxInfo
+from fedgen.data.locate import IDX as _IDX
+from fedgen.data.locate import find_files as _find_files
 from fedgen.data.synthetic import make_synthetic
 from fedgen.spec import DataSpec, PartitionSpec
 
 __all__ = ["DEBIAN_FASHION_MNIST", "DatasetError", "DatasetTensors", "load_dataset", "read_idx"]
-
-DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
 
 # --------------------------------------------------------------------------- IDX files
@@ -81,68 +81,8 @@ def read_idx(path: Path, ndim: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
-@dataclass(frozen=True)
-class _IdxInfo:
-    folder: str  # torchvision class name = sub-folder of <root>
-    files: tuple[str, str, str, str]  # train images, train labels, test images, test labels
-    num_classes: int
-    label_offset: int  # subtracted from the stored labels
-    apt: str | None = None
-
-
-_IDX: dict[str, _IdxInfo] = {
-    "mnist": _IdxInfo(
-        "MNIST",
-        (
-            "train-images-idx3-ubyte",
-            "train-labels-idx1-ubyte",
-            "t10k-images-idx3-ubyte",
-            "t10k-labels-idx1-ubyte",
-        ),
-        10,
-        0,
-    ),
-    "fashion-mnist": _IdxInfo(
-        "FashionMNIST",
-        (
-            "train-images-idx3-ubyte",
-            "train-labels-idx1-ubyte",
-            "t10k-images-idx3-ubyte",
-            "t10k-labels-idx1-ubyte",
-        ),
-        10,
-        0,
-        apt="dataset-fashion-mnist",
-    ),
-    "emnist-letters": _IdxInfo(
-        "EMNIST",
-        (
-            "emnist-letters-train-images-idx3-ubyte",
-            "emnist-letters-train-labels-idx1-ubyte",
-            "emnist-letters-test-images-idx3-ubyte",
-            "emnist-letters-test-labels-idx1-ubyte",
-        ),
-        26,
-        1,
-    ),
-}
-
-
-def _find_files(folder: Path, names: Sequence[str]) -> list[Path] | None:
-    """Each name, plain or ``.gz``, inside `folder`; None if any is missing."""
-    found = []
-    for name in names:
-        for candidate in (folder / name, folder / f"{name}.gz"):
-            if candidate.is_file():
-                found.append(candidate)
-                break
-        else:
-            return None
-    return found
-
-
 def _idx_missing_error(
-    name: str, info: _IdxInfo, searched: Sequence[Path], root: Path
+    name: str, info: IdxInfo, searched: Sequence[Path], root: Path
 ) -> DatasetError:
     folders = ", ".join(str(s) for s in searched)
     files = ", ".join(f"{f}[.gz]" for f in info.files)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.config import Settings
 from api.main import create_app
 from api.models import Run
-from api.queue import TASK_NAME, Sender, queue_for_device
+from api.queue import TASK_NAME, Sender, queue_for_device, worker_queue
 from tests.factories import live_worker, make_spec
 
 API = "/api/v1"
@@ -49,16 +49,19 @@ def test_row_records_the_prefixed_queue(
     assert set(session.scalars(select(Run.queue).where(Run.id.in_(sweep_ids)))) == {prefix + "cpu"}
     assert [r for r, _ in sent][0] == run_id
     assert sorted(r for r, _ in sent[1:]) == sorted(sweep["run_ids"])
+    assert {q for _, q in sent} == {prefix + "worker.w1"}  # the live worker's own queue
 
 
-def test_sender_puts_the_task_on_the_device_queue(tmp_path: Path) -> None:
-    """Sender publishes TASK_NAME with the run id on <prefix>gpu for a cuda run."""
+def test_sender_puts_the_task_on_the_chosen_workers_queue(tmp_path: Path) -> None:
+    """Sender publishes TASK_NAME with the run id on the queue it is given: a worker's own."""
     prefix = f"q{uuid.uuid4().hex[:8]}-"
     sender = Sender(Settings(home=tmp_path, broker_url="memory://", queue_prefix=prefix))
     sender.check()
-    sender.send("run-1", "cuda:0")
+    queue = worker_queue("gpu-slot0@h1", prefix)
+    assert queue == f"{prefix}worker.gpu-slot0@h1"
+    sender.send("run-1", queue)
     with sender._celery().connection_for_read() as conn:
-        with conn.SimpleQueue(prefix + "gpu") as q:
+        with conn.SimpleQueue(queue) as q:
             msg = q.get(timeout=5)
             msg.ack()
     assert msg.headers["task"] == TASK_NAME

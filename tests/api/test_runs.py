@@ -32,7 +32,7 @@ def test_submit_returns_202_and_enqueues(
     assert body["current_round"] == -1
     assert body["rounds"] == 2
     assert body["spec"]["seed"] == 3
-    assert enqueued == [(body["id"], "cpu")]
+    assert enqueued == [(body["id"], "worker.w1")]  # the live worker's own queue
     assert (
         client.get(f"{API}/runs/{body['id']}", headers=auth).json()["spec_hash"]
         == body["spec_hash"]

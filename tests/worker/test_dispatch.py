@@ -57,6 +57,12 @@ def _pass(session: Session, broker: Broker, s: Settings, now: datetime | None = 
     return dispatch_pass(session, broker.send, s, "test", waiting=broker.waiting, now=now)
 
 
+def _beat(session: Session, at: datetime) -> None:
+    """Every worker row beats at `at` (passes run at a simulated `now`; workers stay live)."""
+    session.execute(update(Worker).values(heartbeat_at=at))
+    session.commit()
+
+
 def _claim(session: Session, run: Run, worker: str = "w1") -> str:
     token = uuid.uuid4().hex
     assert runs_repo.claim(session, run.id, worker=worker, token=token, device="cpu", lease_s=60)
@@ -151,6 +157,7 @@ def test_lost_message_is_resent_once_with_back_off(session: Session, fast: Setti
     # 65 s of passes every second while the message keeps getting lost (the issue saw 13 sends).
     for k in range(1, 66):
         broker.queue.clear()
+        _beat(session, t + timedelta(seconds=k))
         report = _pass(session, broker, fast, now=t + timedelta(seconds=k))
         if report.resent:
             sends.append(float(k))
@@ -169,6 +176,7 @@ def test_a_waiting_message_is_never_doubled(session: Session, fast: Settings) ->
     broker = Broker()
     t = utcnow()
     for k in range(0, 40):  # 40 passes over 120 s: far past every back-off step
+        _beat(session, t + timedelta(seconds=3 * k))
         _pass(session, broker, fast, now=t + timedelta(seconds=3 * k))
         assert broker.waiting("cpu") <= 1
     assert broker.sent == [str(run.id)]

@@ -1,4 +1,4 @@
-"""`fedgen-lab requeue` sends each queued run's task again, on the prefixed queue, via api.queue."""
+"""`fedgen-lab requeue` sends each queued run's task again, to a live worker's own queue."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ import pytest
 from api.config import Settings
 from api.db import make_engine, make_sessionmaker
 from api.migrate import upgrade
-from api.queue import TASK_NAME, Sender
-from tests.factories import create_run, create_user
+from api.queue import TASK_NAME, Sender, worker_queue
+from tests.factories import create_run, create_user, live_worker
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_requeue_resends_queued_runs_to_their_queue(tmp_path: Path) -> None:
-    """One queued run, one finished: exactly the queued one is sent, to <prefix>cpu."""
+    """One queued run, one finished, one live worker: exactly the queued one is sent, to the
+    worker's own queue <prefix>worker.<name>."""
     db_url = f"sqlite:///{tmp_path / 'lab.db'}"
     broker = f"sqla+sqlite:///{tmp_path / 'broker.db'}"
     prefix = f"rq{uuid.uuid4().hex[:8]}-"
@@ -29,10 +30,11 @@ def test_requeue_resends_queued_runs_to_their_queue(tmp_path: Path) -> None:
     engine = make_engine(db_url)
     with make_sessionmaker(engine)() as s:
         user, _ = create_user(s)
-        queued = create_run(s, user, seed=1)
+        queued = create_run(s, user, seed=1, queue=prefix + "cpu")
         done = create_run(s, user, seed=2)
         done.status = "succeeded"
         s.commit()
+        live_worker(s, prefix + "cpu", slots=2, name="w1@h1")
     engine.dispose()
     env = dict(
         os.environ,
@@ -52,7 +54,10 @@ def test_requeue_resends_queued_runs_to_their_queue(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "re-sent 1 queued run(s)"
     sender = Sender(Settings(home=tmp_path / "home", broker_url=broker, queue_prefix=prefix))
-    with sender._celery().connection_for_read() as conn, conn.SimpleQueue(prefix + "cpu") as q:
+    with (
+        sender._celery().connection_for_read() as conn,
+        conn.SimpleQueue(worker_queue("w1@h1", prefix)) as q,
+    ):
         msg = q.get(timeout=10)
         msg.ack()
         assert q.qsize() == 0

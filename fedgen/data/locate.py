@@ -1,0 +1,105 @@
+"""Where each dataset's files are, found without reading them (no torch, no numpy).
+
+`fedgen.data.datasets` loads from these places; a lab worker asks `loadable` at start which
+datasets it can run (worker.capabilities), so the dispatcher never sends it a run whose files
+it lacks. Layouts: see fedgen.data.datasets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedgen.spec import DATASET_NAMES
+
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+
+
+@dataclass(frozen=True)
+class IdxInfo:
+    folder: str  # torchvision class name = sub-folder of <root>
+    files: tuple[str, str, str, str]  # train images, train labels, test images, test labels
+    num_classes: int
+    label_offset: int  # subtracted from the stored labels
+    apt: str | None = None
+
+
+IDX: dict[str, IdxInfo] = {
+    "mnist": IdxInfo(
+        "MNIST",
+        (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ),
+        10,
+        0,
+    ),
+    "fashion-mnist": IdxInfo(
+        "FashionMNIST",
+        (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ),
+        10,
+        0,
+        apt="dataset-fashion-mnist",
+    ),
+    "emnist-letters": IdxInfo(
+        "EMNIST",
+        (
+            "emnist-letters-train-images-idx3-ubyte",
+            "emnist-letters-train-labels-idx1-ubyte",
+            "emnist-letters-test-images-idx3-ubyte",
+            "emnist-letters-test-labels-idx1-ubyte",
+        ),
+        26,
+        1,
+    ),
+}
+
+
+def find_files(folder: Path, names: Sequence[str]) -> list[Path] | None:
+    """Each name, plain or ``.gz``, inside `folder`; None if any is missing."""
+    found = []
+    for name in names:
+        for candidate in (folder / name, folder / f"{name}.gz"):
+            if candidate.is_file():
+                found.append(candidate)
+                break
+        else:
+            return None
+    return found
+
+
+def idx_folders(name: str, root: Path, debian: Path = DEBIAN_FASHION_MNIST) -> list[Path]:
+    """The folders searched, in order, for an IDX dataset's files."""
+    searched = [root / IDX[name].folder / "raw"]
+    if name == "fashion-mnist":
+        searched.append(debian)
+    return searched
+
+
+def celeba_present(root: Path) -> bool:
+    """CelebA's annotation files and image folder are under `root`/celeba."""
+    folder = root / "celeba"
+    required = (folder / "identity_CelebA.txt", folder / "list_attr_celeba.txt")
+    return all(f.is_file() for f in required) and (folder / "img_align_celeba").is_dir()
+
+
+def present(name: str, root: Path) -> bool:
+    """True when `name`'s files are where the loader looks (`synthetic` needs none)."""
+    if name == "synthetic":
+        return True
+    if name == "celeba":
+        return celeba_present(root)
+    return any(find_files(f, IDX[name].files) is not None for f in idx_folders(name, root))
+
+
+def loadable(root: Path) -> list[str]:
+    """The datasets whose files are present under data root `root` (or Debian's folder)."""
+    return [name for name in DATASET_NAMES if present(name, root)]
