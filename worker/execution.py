@@ -145,7 +145,7 @@ class _Lease:
 
 
 def _load_resume(
-    factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID
+    factory: sessionmaker[Session], store: CheckpointStore, run_id: uuid.UUID, token: str
 ) -> bytes | None:
     """The newest full checkpoint's bytes (from the database, or a legacy file in `store`)."""
     with factory() as s:
@@ -156,8 +156,14 @@ def _load_resume(
         return ckpt_repo.read_bytes(factory, row, store)
     except ckpt_repo.CheckpointMissing as exc:
         # Only a checkpoint written before they moved into the database can be missing here: a
-        # file on another host's disk. Import such files (`fedgen-lab checkpoints import`).
-        log.warning("run %s: %s; starting over from round 0", run_id, exc)
+        # file on another host's disk. Say so on the run: it is not a silent restart.
+        notice = (
+            f"{exc}; started over from round 0 on this host (import such files on the host "
+            "that has them: fedgen-lab checkpoints import)"
+        )
+        log.warning("run %s: %s", run_id, notice)
+        with session_scope(factory) as s:
+            runs_repo.set_notice(s, run_id, token, notice)
         return None
 
 
@@ -305,7 +311,7 @@ def _run_claimed(
 
         while True:
             try:
-                resume = _load_resume(factory, store, rid)
+                resume = _load_resume(factory, store, rid, token)
                 summary = runner(spec, sink, resume_from=resume, should_stop=should_stop)
             except LeaseLost:
                 return _lease_gone(factory, store, rid)

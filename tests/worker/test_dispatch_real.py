@@ -29,7 +29,7 @@ from api.config import Settings
 from api.db import make_engine, make_sessionmaker
 from api.main import create_app
 from api.models import Base, Run, Worker
-from api.queue import Sender
+from api.queue import Sender, worker_queue
 from tests.factories import create_run, create_user, live_worker, make_spec
 from tests.needs import needs
 from worker.reaper import dispatch_once
@@ -224,6 +224,7 @@ def test_lost_message_is_resent_and_never_doubled(
     """
     s: Settings = lab["settings"]
     q = lab["queue"]
+    wq = worker_queue("w1", s.queue_prefix)  # the message goes to the chosen worker's own queue
     redis_own.start()
     with pg_factory() as session:
         user, _ = create_user(session)
@@ -231,10 +232,10 @@ def test_lost_message_is_resent_and_never_doubled(
         live_worker(session, q, slots=1)  # a worker that is alive but not consuming yet
     sender = Sender(s)
     assert dispatch_once(pg_factory, sender, s, "t").sent == [str(run.id)]
-    assert redis_own.llen(q) == 1
-    redis_own.purge(q)  # the message is lost
+    assert redis_own.llen(wq) == 1
+    redis_own.purge(wq)  # the message is lost
     lost = time.monotonic()
-    while redis_own.llen(q) == 0:
+    while redis_own.llen(wq) == 0:
         time.sleep(s.reaper_s)
         with pg_factory() as session:
             live_worker(session, q, slots=1)
@@ -247,7 +248,7 @@ def test_lost_message_is_resent_and_never_doubled(
         with pg_factory() as session:
             live_worker(session, q, slots=1)
         dispatch_once(pg_factory, sender, s, "t")
-        assert redis_own.llen(q) == 1
+        assert redis_own.llen(wq) == 1
         time.sleep(s.reaper_s)
     assert _row(pg_factory, run.id).dispatch_count == 2
     log.info("lost message: re-sent %.1f s after it was purged", resent)
