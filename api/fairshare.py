@@ -46,6 +46,8 @@ class Waiting:
     next_dispatch_at: datetime | None
     dataset: str = ""
     dispatched_to: str | None = None  # the worker whose own queue its last send went to
+    # Reads its data from its own `data.root` or downloads it: no worker's probe can say.
+    any_worker: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,9 @@ class Active:
 
 @dataclass(frozen=True, slots=True)
 class LiveWorker:
-    """A live worker process: the queues it serves, its slots, the datasets it can load."""
+    """A live worker process: the queues it serves, its slots, the datasets it can load (files
+    found under its data root; a run that downloads its data or names its own `data.root` may go
+    to any worker of its queue)."""
 
     name: str
     queues: frozenset[str]
@@ -72,7 +76,9 @@ class LiveWorker:
 
     def can_run(self, w: Waiting) -> bool:
         """It serves the run's queue and can load its dataset."""
-        return w.queue in self.queues and (self.datasets is None or w.dataset in self.datasets)
+        if w.queue not in self.queues:
+            return False
+        return self.datasets is None or w.any_worker or w.dataset in self.datasets
 
 
 @dataclass(frozen=True, slots=True)

@@ -427,6 +427,7 @@ def queue_snapshot(
             next_dispatch_at=r.next_dispatch_at,
             dataset=r.dataset,
             dispatched_to=r.dispatched_to,
+            any_worker=bool(r.download) or bool(r.root),
         )
         for r in session.execute(
             select(
@@ -443,6 +444,8 @@ def queue_snapshot(
                 Run.next_dispatch_at,
                 Run.dataset,
                 Run.dispatched_to,
+                Run.spec[("data", "download")].as_boolean().label("download"),
+                Run.spec[("data", "root")].as_string().label("root"),
             ).where(_needs_worker(now, live))
         )
     ]

@@ -120,6 +120,21 @@ def test_a_run_no_live_worker_can_load_waits_with_its_reason(
     assert row.dispatched_to == "b@h2"
 
 
+def test_a_run_that_downloads_or_names_its_root_may_go_to_any_worker(
+    session: Session, settings: Settings
+) -> None:
+    """No worker has mnist's files, but a run that downloads them, or reads its own data.root,
+    is sent (the worker's probe looks only under its FEDGEN_DATA)."""
+    user, _ = create_user(session, "carol")
+    local = create_run(session, user, seed=1, data={"name": "mnist"})
+    online = create_run(session, user, seed=2, data={"name": "mnist", "download": True})
+    rooted = create_run(session, user, seed=3, data={"name": "mnist", "root": "/shared/data"})
+    live_worker(session, "cpu", slots=3, name="a@h1", datasets=["synthetic"])
+    sent = {rid for rid, _ in _sent(session, settings)}
+    assert sent == {str(online.id), str(rooted.id)}
+    assert str(local.id) not in sent
+
+
 def test_no_worker_on_the_queue_is_a_reason_too(
     session: Session, client: TestClient, auth: dict[str, str]
 ) -> None:
