@@ -4,6 +4,10 @@ The suite's shared server (127.0.0.1:5432) is never stopped. This one lives in a
 folder owned by the `postgres` user, on its own port, with the same binaries; `crash()` is
 `pg_ctl stop -m immediate` (no shutdown checkpoint: what the server had not written is lost,
 as in a crash) and `start()` runs crash recovery.
+
+By default it listens on 127.0.0.1 only. The multi-host drill (tests/multihost) gives it a
+`host` address to listen on instead, `trust` subnets whose clients need no password, and a
+`wrap` command prefix (`ip netns exec NS`) so that the server runs inside a network namespace.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -40,19 +45,33 @@ def available() -> str | None:
 
 
 class PgServer:
-    """initdb + pg_ctl in a temporary folder; `url` names its database `lab`."""
+    """initdb + pg_ctl in a temporary folder; `url` names its database `lab`.
 
-    def __init__(self, settings: dict[str, str] | None = None) -> None:
+    `host`: the one address it listens on (and that `url` names); `trust`: CIDR subnets
+    allowed in over TCP without a password (127.0.0.1 always is); `wrap`: a command prefix
+    every server command runs under (e.g. `["ip", "netns", "exec", "lab-x"]`).
+    """
+
+    def __init__(
+        self,
+        settings: dict[str, str] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        trust: Sequence[str] = (),
+        wrap: Sequence[str] = (),
+    ) -> None:
         bindir = _bin_dir()
         assert bindir is not None, available()
         self.bin = bindir
+        self.host = host
+        self.wrap = list(wrap)
         self.root = Path(tempfile.mkdtemp(prefix="fedgen-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
         shutil.chown(self.root, "postgres", "postgres")
         self._as_postgres("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-N")
         conf = {
-            "listen_addresses": "'127.0.0.1'",
+            "listen_addresses": f"'{host}'",
             "port": str(self.port),
             "unix_socket_directories": f"'{self.root}'",
             "fsync": "on",
@@ -60,20 +79,22 @@ class PgServer:
         }
         with (self.data / "postgresql.conf").open("a") as fh:
             fh.writelines(f"{k} = {v}\n" for k, v in conf.items())
+        with (self.data / "pg_hba.conf").open("a") as fh:
+            fh.writelines(f"host all all {cidr} trust\n" for cidr in trust)
         self.start()
         admin = create_engine(self.admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as c:
             c.execute(text("CREATE DATABASE lab"))
         admin.dispose()
-        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/lab"
+        self.url = f"postgresql+psycopg://postgres@{host}:{self.port}/lab"
 
     @property
     def admin_url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql+psycopg://postgres@{self.host}:{self.port}/postgres"
 
     def _as_postgres(self, tool: str, *args: str) -> None:
         subprocess.run(
-            ["runuser", "-u", "postgres", "--", str(self.bin / tool), *args],
+            [*self.wrap, "runuser", "-u", "postgres", "--", str(self.bin / tool), *args],
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -92,7 +113,7 @@ class PgServer:
     def running(self) -> bool:
         with socket.socket() as s:
             s.settimeout(0.5)
-            return s.connect_ex(("127.0.0.1", self.port)) == 0
+            return s.connect_ex((self.host, self.port)) == 0
 
     def close(self) -> None:
         try:
