@@ -187,8 +187,9 @@ class Segment(BaseModel):
     start_round: int = Field(description="The first round computed in this segment.")
     last_round: int | None = Field(
         None,
-        description="The last round computed in it (the next segment's start - 1, or the run's "
-        "current round); null before its first round.",
+        description="The last round it stored (for the last segment, the run's current round); "
+        "null before its first round. It may pass the next segment's start - 1: rounds a killed "
+        "worker stored after its last checkpoint are computed again by the next segment.",
     )
     resumed_from: int | None = Field(
         description="The round of the checkpoint it resumed from; null when it started afresh."
@@ -205,7 +206,12 @@ def segments_out(stored: list[dict[str, Any]] | None, current_round: int) -> lis
     stored = stored or []
     out = []
     for i, seg in enumerate(stored):
-        end = stored[i + 1]["start_round"] - 1 if i + 1 < len(stored) else current_round
+        if i + 1 == len(stored):
+            end = current_round
+        elif seg.get("last_round") is not None:
+            end = int(seg["last_round"])
+        else:  # recorded before segments kept their last round
+            end = stored[i + 1]["start_round"] - 1
         known = {k: v for k, v in seg.items() if k in Segment.model_fields}
         last = end if end >= seg["start_round"] else None
         out.append(Segment.model_validate({**known, "last_round": last}))

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session, contains_eager
 
 from api.db import db_now
 from api.fairshare import Active, LiveWorker, Snapshot, Waiting
-from api.models import DispatcherLease, Run, User, Worker
+from api.models import DispatcherLease, RoundMetrics, Run, User, Worker
 from api.repository import workers as workers_repo
 from fedgen.status import TERMINAL
 
@@ -298,6 +298,12 @@ def record_start(
     start = int(info.get("start_round") or 0)
     changes = list((row.versions or {}).get("numerics_changed") or [])
     if segments:
+        # The segment before ends at the last round it stored (a killed worker may have stored
+        # rounds past the checkpoint this one resumes from: they are computed again here).
+        stored = session.scalar(
+            select(func.max(RoundMetrics.round)).where(RoundMetrics.run_id == run_id)
+        )
+        segments[-1] = {**segments[-1], "last_round": stored}
         before = segments[-1]
         diff = {k: [before.get(k), versions.get(k)] for k in NUMERICS}
         diff = {k: v for k, v in diff.items() if v[0] != v[1]}

@@ -189,6 +189,9 @@ def test_a_run_outlives_its_host(lab: Lab, tmp_path: Path) -> None:
     assert len(segments) == 2, segments  # w1's start, w2's resume: nothing else
     assert "w1" in (segments[0]["worker"] or ""), segments
     assert segments[0]["start_round"] == 0
+    assert segments[0]["last_round"] == w1_last, segments  # what w1 stored, past checkpoint 10
+    assert segments[0]["host"] == "w1", segments
+    assert resumed["host"] == "w2", segments
     assert "w2" in (resumed["worker"] or ""), segments
     assert resumed["resumed_from"] == RESUME_FROM, segments
     assert "w3" not in json.dumps(run)
