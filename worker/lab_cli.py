@@ -190,8 +190,10 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
         "-c",
         str(args.concurrency),
         "-Q",
-        # Only its own queue: the dispatcher picks, for each run, a worker that can run it.
-        worker_queue(node, s.queue_prefix),
+        # Its own queue, where the dispatcher sends the runs it picked this worker for; and the
+        # shared cpu/gpu queue, for a task sent there directly (an older API, a manual send):
+        # a worker that cannot load such a run's dataset hands the run back.
+        ",".join([worker_queue(node, s.queue_prefix), queues]),
         "-n",
         name,
         "--loglevel",
