@@ -186,6 +186,10 @@ class LabClient:
         """GET /me: who the token belongs to."""
         return self._json("GET", "/me")
 
+    def workers(self) -> dict[str, Any]:
+        """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
+        return self._json("GET", "/workers")
+
     # -- runs ------------------------------------------------------------------
     def list_runs(self, **filters: Any) -> dict[str, Any]:
         """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, limit, offset)."""

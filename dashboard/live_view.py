@@ -1,17 +1,21 @@
 """Pure helpers of the Live page: SSE events to a metrics payload, and its charts.
 
-Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
+Also where the run ran: its segments (the first start, then each resume) as a table and a
+sentence, and why a queued run waits. Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
 in words with units. No Streamlit, no network.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, tzinfo
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import charts
+from dashboard.lab_view import short_version
+from dashboard.runs_view import DASH, when
 
 ACC_LINES = {
     "test_acc": "global model (test set)",
@@ -100,3 +104,120 @@ def generator_acc_chart(df: pd.DataFrame, revision: str) -> go.Figure:
 def has_generator(df: pd.DataFrame) -> bool:
     """True when the run logs FedGen's generator metrics."""
     return any(c in df.columns for c in (*GEN_LOSSES, *GEN_ACC))
+
+
+SEGMENT_COLUMNS = [
+    "attempt", "host", "slot", "device", "rounds", "resumed from", "code version",
+    "cpu capability", "torch threads", "started",
+]  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    return DASH if value is None or value == "" else str(value)
+
+
+def rounds_text(segment: dict[str, Any]) -> str:
+    """`0–9`; `10` for a single round; `from 10 (none done yet)` before its first round."""
+    start, last = int(segment.get("start_round") or 0), segment.get("last_round")
+    if last is None:
+        return f"from {start} (none done yet)"
+    return str(start) if int(last) == start else f"{start}–{int(last)}"
+
+
+def resumed_text(segment: dict[str, Any]) -> str:
+    """`round 9's checkpoint`, or `fresh start`."""
+    src = segment.get("resumed_from")
+    return "fresh start" if src is None else f"round {int(src)}'s checkpoint"
+
+
+def segments_frame(segments: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:
+    """One row per segment (oldest first) with the columns the Live page shows."""
+    rows = [
+        {
+            "attempt": _text(g.get("attempt")),
+            "host": _text(g.get("host")),
+            "slot": _text(g.get("slot") or g.get("worker")),
+            "device": _text(g.get("device")),
+            "rounds": rounds_text(g),
+            "resumed from": resumed_text(g),
+            "code version": short_version(g.get("code_version")),
+            "cpu capability": _text(g.get("cpu_capability")),
+            "torch threads": _text(g.get("torch_threads")),
+            "started": when(g.get("started_at"), now, tz),
+        }
+        for g in segments
+    ]
+    return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+
+
+def _where(segment: dict[str, Any]) -> str:
+    host, slot = segment.get("host"), segment.get("slot")
+    if host and slot:
+        return f"{host} ({slot})"
+    return str(host or slot or segment.get("worker") or "an unnamed worker")
+
+
+def resume_caption(segments: list[dict[str, Any]]) -> str | None:
+    """`Resumed on w2 (cpu-slot1) from round 10's checkpoint.`; None for a run that never
+    resumed. Says when the resumed code differs from the first segment's."""
+    if len(segments) < 2:
+        return None
+    last = segments[-1]
+    src = last.get("resumed_from")
+    how = "started again from round 0" if src is None else f"from round {int(src)}'s checkpoint"
+    times = "Resumed" if len(segments) == 2 else f"Resumed {len(segments) - 1} times, last"
+    text = f"{times} on {_where(last)} {how}"
+    before = segments[-2].get("last_round")
+    start = int(last.get("start_round") or 0)
+    if before is not None and int(before) >= start:  # rounds done after the checkpoint
+        again = str(start) if int(before) == start else f"{start}–{int(before)}"
+        text += f" ({'round' if int(before) == start else 'rounds'} {again} computed again)"
+    text += "."
+    codes = {g.get("code_version") for g in segments if g.get("code_version")}
+    if len(codes) > 1:
+        text += f" The code changed between segments ({len(codes)} versions)."
+    return text
+
+
+def numerics_note(versions: dict[str, Any] | None) -> str | None:
+    """The API's `versions.numerics_changed` as a sentence; None when nothing changed."""
+    changes = (versions or {}).get("numerics_changed") or []
+    parts = []
+    for change in changes:
+        if not isinstance(change, dict):
+            continue
+        diffs = [
+            f"{k.replace('_', ' ')} {_text(v[0])} → {_text(v[1])}"
+            for k, v in change.items()
+            if k != "round" and isinstance(v, list | tuple) and len(v) == 2
+        ]
+        if diffs:
+            parts.append(f"at round {change.get('round')}: {', '.join(diffs)}")
+    if not parts:
+        return None
+    return (
+        f"Numerics changed on resume ({'; '.join(parts)}): the curve is not bit-for-bit the one "
+        "an uninterrupted run would give."
+    )
+
+
+def segments_label(segments: list[dict[str, Any]]) -> str:
+    """The segments expander's title: `Where it ran: w1 (cpu-slot0)` or `… 2 segments`."""
+    if len(segments) == 1:
+        return f"Where it ran: {_where(segments[0])}"
+    hosts = list(dict.fromkeys(str(g.get("host") or _where(g)) for g in segments))
+    return f"Where it ran: {len(segments)} segments on {', '.join(hosts)}"
+
+
+def waiting_note(run: dict[str, Any]) -> str | None:
+    """Why no live worker takes the run, for a run that waits for one; else None."""
+    reason = run.get("waiting_reason")
+    if not reason or run.get("status") not in ("queued", "running"):
+        return None
+    return f"Waiting: {reason}. It starts when a worker that can run it is up (see the Lab page)."
+
+
+def notice(run: dict[str, Any]) -> str | None:
+    """A notice the API left on a run that has not failed (e.g. handed back to the queue)."""
+    error = run.get("error")
+    return str(error) if error and run.get("status") != "failed" else None

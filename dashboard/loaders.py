@@ -30,6 +30,18 @@ def runs(url: str, token: str, limit: int = 500, **filters: Any) -> list[dict[st
     return _call(url, token, lambda c: _rows(c.list_runs(limit=limit, **filters)))
 
 
+@st.cache_data(ttl=5, show_spinner=False)
+def run(url: str, token: str, run_id: str) -> dict[str, Any]:
+    """GET /runs/{id}: one run with its segments, waiting reason and notices."""
+    return _call(url, token, lambda c: c.get_run(run_id))
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def workers(url: str, token: str) -> dict[str, Any]:
+    """GET /workers: the live workers and the slot totals."""
+    return _call(url, token, lambda c: c.workers())
+
+
 @st.cache_data(ttl=30, show_spinner=False)
 def me(url: str, token: str) -> dict[str, Any]:
     """GET /me."""

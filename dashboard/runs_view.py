@@ -7,6 +7,7 @@ median, so one slow first round with start-up work does not skew it). No Streaml
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from datetime import UTC, datetime, tzinfo
@@ -20,8 +21,8 @@ from fedgen.status import RUN_STATUSES
 
 DASH = "—"
 TABLE_COLUMNS = [
-    "run", "status", "progress", "queue", "expected start", "ETA", "duration", "submitted",
-    "started", "finished", "best acc (%)", "last acc (%)", "owner", "id",
+    "run", "status", "progress", "queue", "expected start", "waiting for", "ETA", "duration",
+    "submitted", "started", "finished", "best acc (%)", "last acc (%)", "owner", "id",
 ]  # fmt: skip
 
 
@@ -119,17 +120,47 @@ def run_duration(run: dict[str, Any], now: datetime) -> str:
 
 
 def queue_cells(run: dict[str, Any], now: datetime, tz: tzinfo) -> tuple[str, str]:
-    """(position, expected start) of a queued run as the API reports them; dashes otherwise."""
+    """(position, expected start) of a queued run as the API reports them; dashes otherwise.
+
+    A run that no live worker can take (a waiting_reason) has no expected start, whatever
+    the estimate says: it starts only once such a worker is up.
+    """
     if run.get("status") != "queued":
         return DASH, DASH
     pos = run.get("queue_position")
     position = f"#{int(pos)}" if isinstance(pos, int | float) and pos == pos else DASH
     expected = run.get("expected_start")
     start = DASH
-    if expected is not None:
+    if expected is not None and not run.get("waiting_reason"):
         dt = parse_ts(expected)
         start = f"{relative(dt, now)} ({local_time(dt, tz, now)})" if dt else str(expected)
     return position, start
+
+
+# The API's waiting_reason wordings, said as what the run waits for (others are shown as they are).
+_WAITING = [
+    (re.compile(r"no live worker has dataset (?P<x>.+)"), "a worker with dataset {x}"),
+    (re.compile(r"no live worker serves the (?P<x>.+) queue"), "a worker serving the {x} queue"),
+]
+
+
+def waiting_for(run: dict[str, Any]) -> str:
+    """What a run no live worker can take waits for (from its waiting_reason); a dash when
+    some live worker could take it (or it is not waiting)."""
+    reason = str(run.get("waiting_reason") or "").strip()
+    if not reason:
+        return DASH
+    for pattern, text in _WAITING:
+        m = pattern.fullmatch(reason)
+        if m:
+            return text.format(x=m["x"])
+    return reason
+
+
+def shown_columns(df: pd.DataFrame) -> list[str]:
+    """The table's columns less "waiting for" when no run shown waits for a missing worker."""
+    waits = "waiting for" in df and bool((df["waiting for"] != DASH).any())
+    return [c for c in df.columns if c != "waiting for" or waits]
 
 
 def status_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -172,6 +203,7 @@ def table(
                 "progress": f"{max(current, 0)}/{rounds}",
                 "queue": position,
                 "expected start": start,
+                "waiting for": waiting_for(r),
                 "ETA": eta,
                 "duration": run_duration(r, now),
                 "submitted": when(r.get("created_at"), now, tz),

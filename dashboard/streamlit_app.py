@@ -63,6 +63,7 @@ pages = [
     RUNS,
     st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
     st.Page(_PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"),
+    st.Page(_PAGES / "lab.py", title="Lab", icon=":material/dns:", url_path="lab"),
     st.Page(
         _PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
     ),

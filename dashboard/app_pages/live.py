@@ -2,18 +2,20 @@
 
 Each tick of the fragment opens GET /runs/{id}/events?since_round=<last cached round>, takes
 what the server has (rounds after that one, then the status) and lets go after about a
-second without news, so one request per tick replaces polling the run, its metrics and its
-users. Per-user rows are fetched only when new rounds arrived.
+second without news, so one request per tick replaces polling its metrics and its users.
+Per-user rows are fetched only when new rounds arrived; the run itself (where it ran: its
+segments, why it waits) at most every 5 s.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import live_view, loaders, ui
+from dashboard import live_view, loaders, runs_view, ui
 from dashboard.frames import (
     last_round,
     merge_history,
@@ -63,20 +65,62 @@ def pct(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{100 * float(value):.2f} %"
 
 
+def where_it_ran(run: dict[str, Any]) -> None:
+    """Why a run waits, a notice left on it, and its segments (each start and resume)."""
+    waiting = live_view.waiting_note(run)
+    if waiting:
+        st.warning(waiting, icon=":material/hourglass_empty:")
+    note = live_view.notice(run)
+    if note:
+        st.info(note, icon=":material/info:")
+    segments = list(run.get("segments") or [])
+    if not segments:
+        return
+    resumed = live_view.resume_caption(segments)
+    if resumed:
+        st.caption(resumed)
+    numerics = live_view.numerics_note(run.get("versions"))
+    if numerics:
+        st.caption(f":orange[{numerics}]")
+    with st.expander(live_view.segments_label(segments), expanded=len(segments) > 1):
+        now = datetime.now(UTC)
+        tz = runs_view.zone(st.context.timezone)
+        st.dataframe(
+            live_view.segments_frame(segments, now, tz),
+            hide_index=True,
+            key="live_segments",
+            column_config={
+                "attempt": st.column_config.TextColumn("attempt", help="The run's claim count"),
+                "resumed from": st.column_config.TextColumn(
+                    "resumed from", help="The checkpoint the segment started from"
+                ),
+                "code version": st.column_config.TextColumn(
+                    "code version", help="git:<first 12 of the commit>[+dirty] or src:<hash>"
+                ),
+            },
+        )
+
+
 def panel() -> None:
     """Progress and charts; re-run by the fragment while the run is active."""
     status = pull(run_id)
     run = by_id[run_id]
     rounds = int(run.get("rounds") or 0)
     df = metrics_frame(st.session_state[HIST])
-    current = int(df["round"].max()) if not df.empty else int(run.get("current_round") or 0)
+    # current_round is -1 before round 0 lands (queued): the bar starts at 0.
+    current = int(df["round"].max()) if not df.empty else max(int(run.get("current_round") or 0), 0)
     st.progress(
         min(current / rounds, 1.0) if rounds else 0.0, f"{status} · round {current} of {rounds}"
     )
-    if status == "failed":
-        full = ui.try_call(ui.client().get_run, run_id)
-        if full and full.get("error"):
-            st.error(f"The run failed: {full['error']}")
+    # The run itself (segments, waiting reason, notices): at most one request per 5 s, and
+    # afresh when the stream reports another status than the cached copy (started, failed).
+    full = ui.try_call(loaders.run, url, token, run_id) or run
+    if full.get("status") != status:
+        loaders.run.clear(url, token, run_id)
+        full = ui.try_call(loaders.run, url, token, run_id) or run
+    if status == "failed" and full.get("error"):
+        st.error(f"The run failed: {full['error']}")
+    where_it_ran({**full, "status": status})
     if status not in ACTIVE and st.session_state.get("live_was_active") == run_id:
         st.session_state["live_was_active"] = None
         loaders.runs.clear()

@@ -3,7 +3,8 @@ cancel or clone the runs picked in the table.
 
 The filters live in the URL (`?status=running&algorithm=fedgen&owner=...`), so a link
 reproduces the view. Queued runs show their queue position and expected start as the API
-reports them; running runs an ETA from their own median round time.
+reports them, and, when no live worker can take them, what they wait for (the API's
+waiting_reason); running runs an ETA from their own median round time.
 """
 
 from __future__ import annotations
@@ -143,18 +144,32 @@ def table() -> None:
         + (" · refreshing every 3 s while runs are active" if active else "")
         + " · tick rows to compare, watch, cancel or clone them"
     )
+    stuck = sum(1 for r in runs if r.get("waiting_reason"))
+    if stuck:
+        st.page_link(
+            "app_pages/lab.py",
+            label=f"{stuck} {'run' if stuck == 1 else 'runs'} no live worker can take (see "
+            "“waiting for”) · the live workers are on the Lab page",
+            icon=":material/warning:",
+        )
     event = st.dataframe(
         df,
         hide_index=True,
         key="runs_table",
         on_select="rerun",
         selection_mode="multi-row",
+        column_order=runs_view.shown_columns(df),
         column_config={
             # no widths: Streamlit sizes the columns to their content
             "ETA": st.column_config.TextColumn(
                 "ETA", help="Running runs: median round time × rounds left (finish time)"
             ),
             "queue": st.column_config.TextColumn("queue", help="Position among queued runs"),
+            "waiting for": st.column_config.TextColumn(
+                "waiting for",
+                help="A run that no live worker can take: the worker it needs (a dataset, a "
+                "queue). It starts once such a worker is up.",
+            ),
             "id": st.column_config.TextColumn("id", width="small"),
             "best acc (%)": st.column_config.NumberColumn("best acc (%)", format="%.2f"),
             "last acc (%)": st.column_config.NumberColumn("last acc (%)", format="%.2f"),

@@ -68,13 +68,24 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def lab_stack(home: Path, *, worker: bool = True) -> Iterator[Stack]:
-    """Start API (+ worker) + dashboard with FEDGEN_HOME=`home`; stop them all on exit."""
+def lab_stack(
+    home: Path,
+    *,
+    worker: bool = True,
+    worker_args: list[str] | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> Iterator[Stack]:
+    """Start API (+ worker) + dashboard with FEDGEN_HOME=`home`; stop them all on exit.
+
+    `worker_args`: more `fedgen-lab worker` options (e.g. `--slots 2`); `env_extra`: more
+    environment for every process (e.g. a short FEDGEN_HEARTBEAT_S).
+    """
     env = {
         **os.environ,
         "FEDGEN_HOME": str(home),
         "PYTHONPATH": str(ROOT),
         "CUDA_VISIBLE_DEVICES": "",
+        **(env_extra or {}),
     }
     env.pop("FEDGEN_DATABASE_URL", None)
     env.pop("FEDGEN_BROKER_URL", None)
@@ -110,7 +121,16 @@ def lab_stack(home: Path, *, worker: bool = True) -> Iterator[Stack]:
         if worker:
             start(
                 "worker",
-                [*lab_cli, "worker", "--queues", "cpu", "--loglevel", "WARNING", "--embedded"],
+                [
+                    *lab_cli,
+                    "worker",
+                    "--queues",
+                    "cpu",
+                    "--loglevel",
+                    "WARNING",
+                    "--embedded",
+                    *(worker_args or []),
+                ],  # fmt: skip
             )
         dash = start(
             "dashboard",

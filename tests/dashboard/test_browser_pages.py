@@ -1,5 +1,6 @@
 """Headless Chromium on every page: /runs opens the Runs page (no "Page not found" dialog),
-no Deploy button, no failed request, no console error and no 404 but Streamlit's own probes.
+no Deploy button, no Streamlit exception box, no failed request, no console error and no 404
+but Streamlit's own probes.
 
 Opening a page's URL directly (`/runs`), Streamlit's frontend first asks whether the page
 path is the app's base path (`/runs/_stcore/health`, `/runs/_stcore/host-config`); the
@@ -25,6 +26,7 @@ PAGES = {
     "runs": ("Runs", "Runs"),
     "submit": ("Submit", "Submit"),
     "live": ("Live run", "Live run"),
+    "lab": ("Lab", "Lab"),
     "compare": ("Compare", "Compare"),
     "paper": ("Paper", "Paper"),
     "tables": ("Sweep tables", "Paper tables"),
@@ -53,6 +55,12 @@ def _settle(page: object) -> None:
     page.wait_for_timeout(1500)  # type: ignore[attr-defined]
 
 
+def _exceptions(page: object) -> list[str]:
+    """The text of each Streamlit exception box on the page (a traceback shown to the user)."""
+    boxes = page.locator('[data-testid="stException"]')  # type: ignore[attr-defined]
+    return [boxes.nth(i).inner_text()[:500] for i in range(boxes.count())]
+
+
 @pytest.mark.timeout(300)
 def test_every_page_loads_clean(tmp_path: Path) -> None:
     """/runs is the Runs page; every page by URL and by the sidebar loads without errors."""
@@ -64,10 +72,12 @@ def test_every_page_loads_clean(tmp_path: Path) -> None:
             page.goto(stack.dashboard_url)  # type: ignore[attr-defined]
             _settle(page)
             root_url = page.url  # type: ignore[attr-defined]
-            for title, _ in PAGES.values():
+            raised: dict[str, list[str]] = {}
+            for path, (title, _) in PAGES.items():
                 nav = page.locator('[data-testid="stSidebarNav"] a', has_text=title).first  # type: ignore[attr-defined]
                 nav.click()
                 _settle(page)
+                raised[f"nav:{path}"] = _exceptions(page)
             by_nav = (watch.missing, watch.failed, watch.errors)
             # Execute: a shared link through the root (the demo prints one)
             page.goto(f"{stack.dashboard_url}/?page=compare&x=wall-clock")  # type: ignore[attr-defined]
@@ -83,6 +93,7 @@ def test_every_page_loads_clean(tmp_path: Path) -> None:
                 deploy = page.locator('[data-testid="stAppDeployButton"]').count()  # type: ignore[attr-defined]
                 heading = page.locator('[data-testid="stMain"] h1').first.inner_text()  # type: ignore[attr-defined]
                 direct[path] = (not_found, deploy, heading.strip())
+                raised[path] = _exceptions(page)
     # Assert
     assert root_url.rstrip("/").endswith("/runs")  # the root forwards to the Runs page's URL
     assert by_nav == ([], [], [])
@@ -91,6 +102,7 @@ def test_every_page_loads_clean(tmp_path: Path) -> None:
     assert via_root[1:] == ([], [])
     assert direct["runs"] == (False, 0, "Runs")
     assert direct == {p: (False, 0, heading) for p, (_, heading) in PAGES.items()}
+    assert {p: e for p, e in raised.items() if e} == {}
     assert watch.failed == []
     probes = [m for m in watch.missing if PROBE.search(m)]
     assert probes == watch.missing, watch.missing

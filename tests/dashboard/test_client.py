@@ -119,3 +119,17 @@ def test_bad_token_or_url_is_an_api_error_not_a_crash() -> None:
         LabClient("http://127.0.0.1:8000", "fgl_abc\u2026")
     with pytest.raises(ApiUnreachable):
         LabClient("http://[::1", "t").me()
+
+
+def test_workers_reads_the_live_workers() -> None:
+    """GET /workers with the token; the body as the API sends it."""
+    # Prepare
+    body = {"workers": [{"name": "cpu-slot0@w1", "running": []}], "slots": 1, "busy": 0}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        assert (req.method, req.url.path) == ("GET", "/api/v1/workers")
+        assert req.headers["authorization"] == "Bearer tok"
+        return httpx.Response(200, json=body)
+
+    # Execute / Assert
+    assert _client(handler).workers() == body

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pandas as pd
 
 from dashboard import live_view
@@ -63,3 +65,95 @@ def test_charts_use_percent_seconds_and_words() -> None:
     assert list(gen_acc.data[0].y) == [25.0, 75.0]
     assert live_view.has_generator(df)
     assert not live_view.has_generator(pd.DataFrame({"round": [0], "test_acc": [0.1]}))
+
+
+def _segment(**kw: object) -> dict:
+    return {
+        "attempt": 1, "worker": "cpu-slot0@w1", "host": "w1", "slot": "cpu-slot0",
+        "code_version": "git:0123456789abcdef0123456789abcdef01234567+dirty", "device": "cpu",
+        "start_round": 0, "last_round": 9, "resumed_from": None,
+        "started_at": "2026-12-01T11:00:00+00:00", "fedgen": "0.1", "torch": "2.5.1",
+        "torch_threads": "2", "cpu_capability": "AVX2", **kw,
+    }  # fmt: skip
+
+
+NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def test_segments_table_says_where_each_part_ran() -> None:
+    """One row per segment: host, slot, rounds first-last, the checkpoint resumed from."""
+    segments = [
+        _segment(),
+        _segment(
+            attempt=2,
+            worker="cpu-slot1@w2",
+            host="w2",
+            slot="cpu-slot1",
+            start_round=10,
+            last_round=None,
+            resumed_from=9,
+            torch_threads="1",
+            started_at="2026-12-01T11:55:00+00:00",
+        ),  # fmt: skip
+    ]
+    df = live_view.segments_frame(segments, NOW, UTC)
+    assert list(df.columns) == live_view.SEGMENT_COLUMNS
+    assert list(df["host"]) == ["w1", "w2"]
+    assert list(df["slot"]) == ["cpu-slot0", "cpu-slot1"]
+    assert list(df["rounds"]) == ["0–9", "from 10 (none done yet)"]
+    assert list(df["resumed from"]) == ["fresh start", "round 9's checkpoint"]
+    assert list(df["code version"]) == ["git:0123456789ab+dirty"] * 2
+    assert list(df["torch threads"]) == ["2", "1"]
+    assert list(df["cpu capability"]) == ["AVX2", "AVX2"]
+    assert df.loc[1, "started"] == "5 min ago (11:55)"
+    assert live_view.rounds_text(_segment(start_round=4, last_round=4)) == "4"
+    no_host = live_view.segments_frame([_segment(host=None, slot=None, torch=None)], NOW, UTC)
+    assert (no_host.loc[0, "host"], no_host.loc[0, "slot"]) == ("—", "cpu-slot0@w1")
+
+
+def test_resume_caption_only_for_a_resumed_run() -> None:
+    """`Resumed on w2 (cpu-slot1) from round 9's checkpoint.`; none for one segment."""
+    first = _segment()
+    second = _segment(host="w2", slot="cpu-slot1", start_round=10, resumed_from=9)
+    assert live_view.resume_caption([first]) is None
+    assert live_view.resume_caption([first, second]) == (
+        "Resumed on w2 (cpu-slot1) from round 9's checkpoint."
+    )
+    crashed_late = _segment(last_round=12)  # rounds 10-12 were done, then lost with the worker
+    assert live_view.resume_caption([crashed_late, second]) == (
+        "Resumed on w2 (cpu-slot1) from round 9's checkpoint (rounds 10–12 computed again)."
+    )
+    assert live_view.resume_caption([_segment(last_round=10), second]).endswith(
+        "(round 10 computed again)."
+    )
+    third = _segment(host="w3", slot=None, start_round=0, resumed_from=None,
+                     code_version="src:fedcba9876543210")  # fmt: skip
+    middle = {**second, "last_round": 14}
+    assert live_view.resume_caption([first, middle, third]) == (
+        "Resumed 2 times, last on w3 started again from round 0 (rounds 0–14 computed again). "
+        "The code changed between segments (2 versions)."
+    )
+    assert live_view.segments_label([first]) == "Where it ran: w1 (cpu-slot0)"
+    assert live_view.segments_label([first, second, third]) == (
+        "Where it ran: 3 segments on w1, w2, w3"
+    )
+
+
+def test_numerics_waiting_and_notices() -> None:
+    """A change of numerics on resume, why a queued run waits, a hand-back notice."""
+    versions = {"numerics_changed": [{"round": 10, "torch_threads": ["2", "1"]}]}
+    note = live_view.numerics_note(versions)
+    assert note is not None
+    assert note.startswith("Numerics changed on resume (at round 10: torch threads 2 → 1)")
+    assert live_view.numerics_note({"torch": "2.5"}) is None
+    assert live_view.numerics_note(None) is None
+    queued = {"status": "queued", "waiting_reason": "no live worker has dataset emnist-letters"}
+    assert live_view.waiting_note(queued) == (
+        "Waiting: no live worker has dataset emnist-letters. It starts when a worker that can "
+        "run it is up (see the Lab page)."
+    )
+    assert live_view.waiting_note({**queued, "status": "cancelled"}) is None
+    assert live_view.waiting_note({"status": "queued", "waiting_reason": None}) is None
+    handed = {"status": "queued", "error": "worker X could not load dataset mnist: gone"}
+    assert live_view.notice(handed) == "worker X could not load dataset mnist: gone"
+    assert live_view.notice({**handed, "status": "failed"}) is None

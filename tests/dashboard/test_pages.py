@@ -311,7 +311,8 @@ def test_inspect_page_before_start(app_path: str, lab_env: dict[str, Any]) -> No
 
 
 @pytest.mark.parametrize("page", ["app_pages/runs.py", "app_pages/compare.py", "app_pages/live.py",
-                                  "app_pages/paper_tables.py", "app_pages/inspect.py"])  # fmt: skip
+                                  "app_pages/lab.py", "app_pages/paper_tables.py",
+                                  "app_pages/inspect.py"])  # fmt: skip
 def test_pages_with_bad_token(
     app_path: str, lab_env: dict[str, Any], page: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,11 @@ def _pick(at: Any, rows: list[int]) -> None:
     at.run()
 
 
+def _compare_link(at: Any) -> Any:
+    """The Compare link under the table (the Lab page link may come first)."""
+    return next(x.proto for x in at.get("page_link") if x.proto.page == "compare")
+
+
 def _row_of(at: Any, run_id: str) -> int:
     ids = list(at.dataframe[0].value["id"])
     return ids.index(run_id)
@@ -33,7 +38,8 @@ def queue_fields(monkeypatch: pytest.MonkeyPatch) -> None:
         body = real(self, **filters)
         for run in body.get("data") or []:
             if run["status"] == "queued":
-                run.update(queue_position=2, expected_start=start.isoformat())
+                # A run with an expected start is one a live worker can take: no waiting reason.
+                run.update(queue_position=2, expected_start=start.isoformat(), waiting_reason=None)
         return body
 
     monkeypatch.setattr(LabClient, "list_runs", with_queue)
@@ -94,7 +100,7 @@ def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[s
     _pick(at, [_row_of(at, i) for i in picked])
     # Assert
     assert not at.exception
-    link = at.get("page_link")[0].proto
+    link = _compare_link(at)
     assert link.page == "compare"
     assert link.label == "Compare 2 runs"
     assert not link.disabled
@@ -104,7 +110,7 @@ def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[s
 def test_no_rows_picked_disables_compare(app_path: str, lab_env: dict[str, Any]) -> None:
     """With nothing ticked the Compare link is disabled and carries no ids."""
     at = open_page(app_path, "app_pages/runs.py")
-    link = at.get("page_link")[0].proto
+    link = _compare_link(at)
     assert link.disabled
     assert link.query_string == ""
 

@@ -49,3 +49,31 @@ def test_status_counts_in_lifecycle_order() -> None:
     assert list(counts.items()) == [("queued", 1), ("succeeded", 2), ("failed", 1)]
     assert runs_view.counts_line(counts) == "1 queued · 2 succeeded · 1 failed"
     assert runs_view.counts_line({}) == "no runs"
+
+
+def test_waiting_for_says_which_worker_the_run_needs() -> None:
+    """The API's waiting_reason as what the run waits for; an unknown wording is kept as is."""
+    emnist = _run(
+        status="queued",
+        waiting_reason="no live worker has dataset emnist-letters",
+        queue_position=1,
+        expected_start=NOW.isoformat(),  # the API's estimate; the run cannot start, though
+    )
+    nobody = _run(status="queued", waiting_reason="no live worker serves the lab-gpu queue")
+    other = _run(status="running", waiting_reason="the moon is in the wrong phase")
+    assert runs_view.waiting_for(emnist) == "a worker with dataset emnist-letters"
+    assert runs_view.waiting_for(nobody) == "a worker serving the lab-gpu queue"
+    assert runs_view.waiting_for(other) == "the moon is in the wrong phase"
+    assert runs_view.waiting_for(_run(status="queued", waiting_reason=None)) == "—"
+    df = runs_view.table([emnist, _run(status="queued")], NOW, UTC)
+    assert list(df["waiting for"]) == ["a worker with dataset emnist-letters", "—"]
+    assert (df.loc[0, "queue"], df.loc[0, "expected start"]) == ("#1", "—")
+    assert "waiting for" in runs_view.shown_columns(df)
+
+
+def test_waiting_for_column_hidden_when_no_run_waits_for_a_worker() -> None:
+    """The column is left out of the table when every run shown has a worker that can take it."""
+    df = runs_view.table([_run(status="queued"), _run(status="succeeded")], NOW, UTC)
+    shown = runs_view.shown_columns(df)
+    assert "waiting for" not in shown
+    assert shown == [c for c in runs_view.TABLE_COLUMNS if c != "waiting for"]

@@ -1,0 +1,100 @@
+"""Lab: the live workers (host, slot, devices, code, datasets, what each runs now), the slots
+busy, and the runs that no live worker can take; refreshed every few seconds.
+
+A worker is live while its heartbeat is younger than the API's worker TTL (FEDGEN_WORKER_TTL_S);
+one row per worker process (a slot).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+
+import streamlit as st
+
+from dashboard import lab_view, loaders, runs_view, ui
+
+REFRESH_S = 5
+EMPTY = (
+    "No live worker. Start one with `fedgen-lab worker` on a machine that reaches this lab's "
+    "database and broker (`--slots N` for N runs at once, `--devices 0,1` for GPUs); "
+    "`fedgen-lab up` starts one next to the API. Queued runs wait until a worker is up."
+)
+
+st.title("Lab")
+url, token = ui.connection()
+
+
+def workers_table(workers: list[dict], now: datetime, tz: tzinfo) -> None:
+    """The live workers, the code they run, and links to the runs they hold."""
+    st.dataframe(
+        lab_view.table(workers, now, tz),
+        hide_index=True,
+        key="lab_workers",
+        column_config={
+            "slot": st.column_config.TextColumn(
+                "slot", help="The worker process (its node name is slot@host)"
+            ),
+            "queues": st.column_config.TextColumn("queues", help="The run queues it serves"),
+            "threads": st.column_config.TextColumn("threads", help="Torch threads per run"),
+            "code version": st.column_config.TextColumn(
+                "code version",
+                help="git:<first 12 of the commit>[+dirty] or src:<hash of the sources>; "
+                "the full values are under the table",
+            ),
+            "datasets": st.column_config.TextColumn(
+                "datasets", help="The datasets it can load (it is sent only runs on these)"
+            ),
+            "running": st.column_config.TextColumn(
+                "running", help="Short run id, algorithm · dataset, rounds done / rounds"
+            ),
+            "heartbeat": st.column_config.TextColumn(
+                "heartbeat",
+                help="When it last said it is alive; one silent for longer than the worker TTL "
+                "drops out",
+            ),
+        },
+    )
+    line = lab_view.versions_line(workers)
+    if line:
+        st.caption(line)
+    held = lab_view.running_runs(workers)
+    if held:
+        cols = st.columns(min(len(held), 4))
+        for i, (w, r) in enumerate(held):
+            cols[i % len(cols)].page_link(
+                "app_pages/live.py",
+                label=f"Watch {lab_view.run_text(r)}",
+                icon=":material/monitoring:",
+                query_params={"run": str(r["id"])},
+                help=f"Live page of run {r['id']} on {w.get('name')}",
+            )
+
+
+def waiting(now: datetime, tz: tzinfo) -> None:
+    """The runs no live worker can take, with what each waits for."""
+    stuck = lab_view.waiting_runs(ui.call(loaders.runs, url, token))
+    if not stuck:
+        return
+    st.subheader("Runs no live worker can take")
+    df = runs_view.table(stuck, now, tz)[["run", "status", "waiting for", "submitted", "owner"]]
+    st.dataframe(df.assign(id=[str(r["id"]) for r in stuck]), hide_index=True, key="lab_waiting")
+
+
+def panel() -> None:
+    """Summary, workers and waiting runs (a fragment: reruns by itself every few seconds)."""
+    body = ui.call(loaders.workers, url, token)
+    workers = list(body.get("workers") or [])
+    now = datetime.now(UTC)
+    tz = runs_view.zone(st.context.timezone)
+    if workers:
+        st.markdown(f"**{lab_view.summary(body)}**")
+        st.caption(
+            f"Live workers, refreshed every {REFRESH_S} s · times in {getattr(tz, 'key', 'UTC')}"
+        )
+        workers_table(workers, now, tz)
+    else:
+        st.info(EMPTY, icon=":material/power_off:")
+    waiting(now, tz)
+
+
+st.fragment(run_every=f"{REFRESH_S}s")(panel)()
