@@ -171,7 +171,8 @@ def median_round_s(snap: Snapshot, queue: str) -> float | None:
 
 
 def expected_starts(snap: Snapshot, queue: str, order: list[Waiting]) -> dict[uuid.UUID, datetime]:
-    """When each run of `order` should start; runs left out are unknown (no estimate).
+    """When each run of `order` should start; runs left out are unknown (no estimate), as is
+    every run no live worker can take (`waiting_reason`).
 
     Slots free up when their running run ends (median round time x its rounds left); each run
     ahead then takes the earliest free slot for (median round time x its rounds). With no live
@@ -185,7 +186,8 @@ def expected_starts(snap: Snapshot, queue: str, order: list[Waiting]) -> dict[uu
     running = [a for a in snap.active if a.queue == queue]
     if per_round is None:
         free = max(0, slots - len(running))
-        return {w.id: now for w in order[:free]}
+        servable = [w for w in order if waiting_reason(snap, w) is None]
+        return {w.id: now for w in servable[:free]}
     # When each slot frees: its running run's end, or now for an idle slot (a queue with more
     # runs holding leases than live slots, e.g. after a worker died, keeps the earliest ends).
     ends = sorted(
@@ -195,6 +197,8 @@ def expected_starts(snap: Snapshot, queue: str, order: list[Waiting]) -> dict[uu
     heapq.heapify(heap)
     out: dict[uuid.UUID, datetime] = {}
     for w in order:
+        if waiting_reason(snap, w) is not None:
+            continue  # no live worker can take it: it holds no slot, and its start is unknown
         start = heapq.heappop(heap)
         out[w.id] = max(start, now)
         left = w.rounds - w.current_round - 1 if w.resumed else w.rounds

@@ -258,10 +258,3 @@ def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[R
         if rid in waiting:
             pub.waiting_reason = fairshare.waiting_reason(snap, waiting[rid])
     return out
-    where = fairshare.positions(runs_repo.queue_snapshot(session, settings.worker_ttl_s))
-    for pub in out:
-        if pub.status == "queued":
-            rid = uuid.UUID(pub.id)
-            if rid in where:
-                pub.queue_position, pub.expected_start = where[rid]
-    return out

@@ -110,6 +110,7 @@ def test_a_run_no_live_worker_can_load_waits_with_its_reason(
     body = client.get(f"{API}/runs/{blocked.id}", headers=auth).json()
     assert body["status"] == "queued"
     assert body["waiting_reason"] == "no live worker has dataset mnist"
+    assert body["expected_start"] is None  # it holds no slot in the estimate
     assert _sent(session, settings) == []  # a free slot left, still not sent to a@h1
     live_worker(session, "cpu", slots=1, name="b@h2", datasets=["mnist", "synthetic"])
     assert _sent(session, settings) == [(str(blocked.id), "worker.b@h2")]
