@@ -183,7 +183,7 @@ def test_two_slots_run_two_simulations_at_once(pg_lab: dict) -> None:
             runs = [create_run(s, user, seed=i, **spec).id for i in range(2)]
         send = Sender(pg_lab["settings"]).send
         for rid in runs:
-            send(str(rid), "cpu")
+            send(str(rid), pg_lab["settings"].queue_prefix + "cpu")  # the shared queue
 
         def rows() -> list[Run]:
             with factory() as s:
