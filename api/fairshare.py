@@ -153,9 +153,9 @@ def waiting_reason(snap: Snapshot, w: Waiting) -> str | None:
     """Why no worker can take the run now, when none of the live ones ever could; None when
     one could (it then waits for a free slot: see its queue position)."""
     serving = [k for k in snap.workers if w.queue in k.queues]
-    if not serving:
+    if not serving and snap.slots.get(w.queue, 0) <= 0:
         return f"no live worker serves the {w.queue} queue"
-    if not any(k.can_run(w) for k in serving):
+    if serving and not any(k.can_run(w) for k in serving):
         return f"no live worker has dataset {w.dataset}"
     return None
 

@@ -201,7 +201,7 @@ def test_versions_without_importing_torch() -> None:
     ).stdout
     fresh, torch_loaded = json.loads(out)
     assert not torch_loaded
-    assert list(fresh) == ["fedgen", "torch", "numpy", "python"]
+    assert list(fresh) == ["fedgen", "torch", "numpy", "python", "code"]
     assert versions()["python"] == fresh["python"]
 
 
