@@ -107,20 +107,36 @@ def test_worker_refuses_the_embedded_lab_without_a_traceback(
 
 
 def test_worker_with_embedded_starts_and_prints_what_it_uses(
-    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    """--embedded: the one-slot worker starts on the SQLite files, saying so."""
+    """--embedded: the one-slot worker starts on the SQLite files, saying so, and says which
+    datasets it offers (MNIST files written in torchvision's layout under FEDGEN_DATA)."""
     started: list[str] = []
     monkeypatch.setattr(lab_cli, "_run_celery_worker", lambda _a, q: started.append(q) or 0)
+    home = Path(env["FEDGEN_HOME"])
+    data = tmp_path / "data"
+    (data / "MNIST" / "raw").mkdir(parents=True)
+    for name in ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1"):
+        (data / "MNIST" / "raw" / f"{name}-ubyte.gz").write_bytes(b"x")
+    monkeypatch.setenv("FEDGEN_DATA", str(data))
     assert main(["worker", "--slots", "1", "--embedded"]) == 0
     assert started == ["cpu"]
-    home = Path(env["FEDGEN_HOME"])
-    assert capsys.readouterr().err.splitlines() == [
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:4] == [
         "fedgen-lab worker",
         f"  database:    sqlite:///{home / 'lab.db'}  (embedded SQLite)",
         f"  broker:      sqla+sqlite:///{home / 'broker.db'}  (embedded SQLite)",
         f"  checkpoints: in the database (legacy files: {home / 'checkpoints'})",
     ]
+    # What it offers: the datasets whose files it finds (synthetic needs none).
+    assert lines[4].startswith("  datasets:    ")
+    offered = lines[4].split(":", 1)[1].split("(")[0]
+    assert {"mnist", "synthetic"} <= {d.strip() for d in offered.split(",")}
+    assert "emnist-letters" not in offered
+    assert len(lines) == 5
 
 
 def test_worker_on_a_server_lab_needs_no_flag_and_hides_passwords(
