@@ -332,7 +332,7 @@ def _run_claimed(
                 summary = None  # cancelled, deleted or lost while it waited
                 break
             except DatasetError as exc:
-                return _hand_back(factory, rid, token, spec.data.name, worker, exc)
+                return _hand_back(factory, rid, token, spec, worker, exc)
             except Exception as exc:  # the simulation failed: record it, do not retry
                 if is_unavailable(exc):
                     raise  # infrastructure: execute_run hands the lease back, the task retries
@@ -373,13 +373,16 @@ def _hand_back(
     factory: sessionmaker[Session],
     rid: uuid.UUID,
     token: str,
-    dataset: str,
+    spec: ExperimentSpec,
     name: str,
     exc: DatasetError,
 ) -> str:
-    """This worker cannot load the run's dataset: stop offering it, and give the run back to the
-    queue (not failed) for a worker that can; the run shows why."""
-    advertised = capabilities.current()
+    """This worker cannot load the run's dataset: stop offering it (when the run read it from
+    this worker's own data folder, which is what the worker offers), and give the run back to
+    the queue (not failed) for a worker that can; the run shows why."""
+    dataset = spec.data.name
+    own_folder = not spec.data.root and not spec.data.download
+    advertised = capabilities.current() if own_folder else None
     first = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
     notice = (
         f"worker {name} could not load dataset {dataset}: {first}; handed back to the queue "

@@ -203,6 +203,28 @@ def test_a_worker_that_cannot_load_the_dataset_hands_the_run_back(
     assert _sent(session, settings) == [(str(run.id), "worker.b@h2")]
 
 
+def test_a_failed_load_from_a_runs_own_root_keeps_the_dataset_offered(
+    session: Session,
+    factory: sessionmaker[Session],
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run named its own data.root: it is handed back, but the worker's own folder is not
+    in question, so it goes on offering the dataset."""
+    user, _ = create_user(session, "carol")
+    run = create_run(session, user, data={"name": "synthetic", "root": str(tmp_path / "x")})
+    advertised = Advertised(1, root=tmp_path)
+    monkeypatch.setattr(capabilities, "_current", advertised)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise DatasetError("synthetic: dataset files not found (a test)")
+
+    out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
+    assert out == "handed-back"
+    assert "synthetic" in advertised.datasets()
+
+
 def test_workers_endpoint_lists_live_workers_and_their_runs(
     session: Session, settings: Settings, client: TestClient, auth: dict[str, str]
 ) -> None:
