@@ -269,6 +269,8 @@ def _why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
 
 # A hole found again and again at the same round is not a crash's doing: stop resuming then.
 MAX_GAP_RESUMES = 5
+# A run whose dataset failed to load on this many claims fails instead of going back again.
+MAX_HAND_BACKS = 5
 
 
 def _run_claimed(
@@ -388,11 +390,19 @@ def _hand_back(
         f"worker {name} could not load dataset {dataset}: {first}; handed back to the queue "
         "for a worker that can"
     )
-    log.warning("run %s: %s", rid, notice)
     with session_scope(factory) as sess:
         if advertised is not None:
             advertised.drop(dataset)
             workers_repo.set_capabilities(sess, name, advertised.as_json())
+        run = runs_repo.get_run(sess, rid)
+        if run is not None and run.attempt >= MAX_HAND_BACKS:
+            # Tried by that many workers (a run's own data.root or download can fail everywhere,
+            # and no worker's offer says so beforehand): a failure, not another round trip.
+            why = f"{first} (no worker could load dataset {dataset} in {run.attempt} attempts)"
+            log.warning("run %s: %s", rid, why)
+            runs_repo.finish(sess, rid, token, status="failed", error=why)
+            return "failed"
+        log.warning("run %s: %s", rid, notice)
         runs_repo.hand_back(sess, rid, token, notice)
     return "handed-back"
 

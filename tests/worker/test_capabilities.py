@@ -36,7 +36,7 @@ from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner
 from worker import capabilities
 from worker.capabilities import Advertised
-from worker.execution import execute_run
+from worker.execution import MAX_HAND_BACKS, execute_run
 
 API = "/api/v1"
 IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
@@ -223,6 +223,17 @@ def test_a_failed_load_from_a_runs_own_root_keeps_the_dataset_offered(
     out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
     assert out == "handed-back"
     assert "synthetic" in advertised.datasets()
+    # Every worker fails the same way: after MAX_HAND_BACKS claims the run fails, with why.
+    outs = [
+        execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name=f"w{i}")
+        for i in range(MAX_HAND_BACKS - 1)
+    ]
+    assert outs == ["handed-back"] * (MAX_HAND_BACKS - 2) + ["failed"]
+    session.expire_all()
+    row = session.get(Run, run.id)
+    assert row is not None
+    assert row.status == "failed"
+    assert f"no worker could load dataset synthetic in {MAX_HAND_BACKS} attempts" in row.error
 
 
 def test_workers_endpoint_lists_live_workers_and_their_runs(
