@@ -17,15 +17,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from fedgen.data.common import default_root
 from fedgen.data.locate import loadable
 from fedgen.versions import code_version
 from worker.slots import THREADS_ENV, usable_cores, visible_devices
-
-
-def data_root() -> Path:
-    """The data folder a run without `data.root` reads ($FEDGEN_DATA, else ~/.fedgen/data)."""
-    env = os.environ.get("FEDGEN_DATA")
-    return Path(env).expanduser() if env else Path("~/.fedgen/data").expanduser()
 
 
 def _cpu_model() -> str | None:
@@ -72,7 +67,7 @@ class Advertised:
 
     def datasets(self) -> list[str]:
         """The datasets found under the data root now, less those that failed to load here."""
-        found = loadable(self.root or data_root())
+        found = loadable(self.root or default_root())
         with self._lock:
             return [d for d in found if d not in self._failed]
 

@@ -125,10 +125,10 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     s = get_settings()
     if not args.slot_child:  # a slot of `worker --slots N`: its supervisor printed and checked
         print_connections("worker", s)
+        from fedgen.data.common import default_root
         from fedgen.data.locate import DEBIAN_FASHION_MNIST, loadable
-        from worker.capabilities import data_root
 
-        root = data_root()
+        root = default_root()
         found = ", ".join(loadable(root))
         where = f"files under {root} or {DEBIAN_FASHION_MNIST.parent}"
         print(f"  datasets:    {found} ({where}; offered to the dispatcher)", file=sys.stderr)

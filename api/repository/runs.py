@@ -499,11 +499,8 @@ def queue_snapshot(
 
 def live_workers(rows: list[Worker]) -> list[LiveWorker]:
     """One LiveWorker per worker process (its rows, one per queue, merged)."""
-    by_name: dict[str, list[Worker]] = {}
-    for row in rows:
-        by_name.setdefault(row.name, []).append(row)
     out = []
-    for name, mine in sorted(by_name.items()):
+    for name, mine in workers_repo.by_name(rows).items():
         caps = next((r.capabilities for r in mine if r.capabilities), None)
         datasets = caps.get("datasets") if caps else None
         out.append(

@@ -92,3 +92,11 @@ def live_rows(session: Session, ttl_s: float, now: datetime | None = None) -> li
     since = (now or db_now(session)) - timedelta(seconds=ttl_s)
     stmt = select(Worker).where(Worker.heartbeat_at >= since).order_by(Worker.name, Worker.queue)
     return list(session.scalars(stmt))
+
+
+def by_name(rows: list[Worker]) -> dict[str, list[Worker]]:
+    """Rows grouped per worker process (one row per queue it serves), names in order."""
+    out: dict[str, list[Worker]] = {}
+    for row in sorted(rows, key=lambda r: (r.name, r.queue)):
+        out.setdefault(row.name, []).append(row)
+    return out

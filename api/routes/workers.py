@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from sqlalchemy import select
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.models import Run, Worker
+from api.models import Run
 from api.repository import workers as workers_repo
 from api.schemas import AUTHED, WorkerPublic, WorkerRun, WorkersPublic, error_responses
 
@@ -17,10 +17,7 @@ router = APIRouter(tags=["workers"])
 def list_workers(session: SessionDep, settings: SettingsDep, _user: UserDep) -> WorkersPublic:
     """Live workers (a heartbeat within FEDGEN_WORKER_TTL_S), one per process, with host, slots,
     threads, devices, code version, the datasets they can load and the runs they hold."""
-    rows = workers_repo.live_rows(session, settings.worker_ttl_s)
-    by_name: dict[str, list[Worker]] = {}
-    for row in rows:
-        by_name.setdefault(row.name, []).append(row)
+    by_name = workers_repo.by_name(workers_repo.live_rows(session, settings.worker_ttl_s))
     held: dict[str, list[WorkerRun]] = {}
     if by_name:
         stmt = select(
@@ -37,7 +34,7 @@ def list_workers(session: SessionDep, settings: SettingsDep, _user: UserDep) -> 
                 )
             )
     out = []
-    for name, mine in sorted(by_name.items()):
+    for name, mine in by_name.items():
         caps = next((r.capabilities for r in mine if r.capabilities), None) or {}
         out.append(
             WorkerPublic(

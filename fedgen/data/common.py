@@ -47,11 +47,14 @@ class DatasetTensors:
     test_groups: np.ndarray[Any, np.dtype[np.int64]] | None = None
 
 
-def base_root(data: DataSpec) -> Path:
-    if data.root:
-        return Path(data.root).expanduser()
+def default_root() -> Path:
+    """The data root of a spec that names none: $FEDGEN_DATA, else ~/.fedgen/data."""
     env = os.environ.get("FEDGEN_DATA")
     return Path(env).expanduser() if env else Path("~/.fedgen/data").expanduser()
+
+
+def base_root(data: DataSpec) -> Path:
+    return Path(data.root).expanduser() if data.root else default_root()
 
 
 def torchvision_download(name: str, root: Path) -> None:
