@@ -78,7 +78,9 @@ def test_dead_worker_resumes_from_checkpoint(
     factory: sessionmaker, session: Session, settings: Settings
 ) -> None:
     """Killed mid-run, lease expires, a new delivery resumes: each round exactly once, same result."""
-    # Prepare
+    # Prepare: a run heartbeat slower than the test, so the killed run's lease cannot look
+    # unattended (two missed heartbeats, no worker row) before the test expires it.
+    settings = settings.model_copy(update={"heartbeat_s": 60.0})
     user, _ = create_user(session)
     run = create_run(session, user, rounds=6, checkpoint_every=2)
     ref = create_run(session, user, rounds=6, checkpoint_every=2)
@@ -233,7 +235,9 @@ def test_retry_hands_back_a_lease_the_outage_kept(
     back with the token it carries: without it the run would wait for the lease to expire."""
     import worker.execution as ex
 
-    # Prepare
+    # Prepare: a run heartbeat slower than the test, so the held lease cannot look unattended
+    # (two missed heartbeats and no worker row) however slow the machine is.
+    settings = settings.model_copy(update={"heartbeat_s": 60.0})
     user, _ = create_user(session)
     run = create_run(session, user, rounds=3)
     with monkeypatch.context() as m:
