@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from fedgen.metric_names import METRICS
+
 CheckpointKind = Literal["full", "model", "generator"]
 
 
@@ -85,21 +87,8 @@ class RoundEvent:
         return out
 
 
-COMMON_METRICS: dict[str, str] = {
-    "test_acc": "accuracy of the evaluated model on the run's test protocol",
-    "test_loss": "cross-entropy on the same samples",
-    "user_acc_mean": "mean of the per-user test accuracies",
-    "user_acc_min": "worst user's test accuracy",
-    "lr": "client learning rate used this round",
-    "bytes_down": "bytes sent from the server to the selected users",
-    "bytes_up": "bytes sent from the selected users to the server",
-    "train_loss": "mean local training loss of the selected users",
-    "time_train_ms": "local training, all selected users together",
-    "time_user_ms": "local training per selected user (mean)",
-    "time_server_ms": "server work: aggregation, generator or distillation",
-    "time_eval_ms": "evaluation",
-    "time_total_ms": "the whole round",
-}
+# The keys every algorithm writes, with what each measures (declared in fedgen.metric_names).
+COMMON_METRICS: dict[str, str] = {m.key: m.about for m in METRICS.values() if m.common}
 
 
 @dataclass(frozen=True)
