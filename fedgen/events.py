@@ -111,6 +111,7 @@ class RunSummary:
     value: float  # the fidelity's reported statistic
     wall_s: float
     final_round: int = -1  # the round final_acc is from; -1: no round evaluated
+    best_round: int = -1  # the (first) round best_acc is from
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

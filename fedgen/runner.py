@@ -235,6 +235,7 @@ class Simulation:
             value=curve_statistic(h, self.fid.statistic, timing, rounds),
             wall_s=wall_s,
             final_round=c.final_round,
+            best_round=c.best_round,
         )
 
 

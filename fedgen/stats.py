@@ -58,8 +58,8 @@ class CurveSummary:
     ----------
     final, final_round
         The last reported accuracy and its round (R-1 under 'before_training', else R).
-    best
-        The best reported accuracy.
+    best, best_round
+        The best reported accuracy and its (first) round.
     top5_mean, top5_std
         Mean and population std of the five best reported rounds.
     """
@@ -69,6 +69,7 @@ class CurveSummary:
     best: float
     top5_mean: float
     top5_std: float
+    best_round: int = -1
 
 
 def summarize_curve(
@@ -79,7 +80,26 @@ def summarize_curve(
     if not values:
         return CurveSummary(math.nan, -1, math.nan, math.nan, math.nan)
     m, s = mean_std(top_k(values, 5))
-    return CurveSummary(values[-1], len(values) - 1, max(values), m, s)
+    best = max(values)
+    return CurveSummary(values[-1], len(values) - 1, best, m, s, best_round=values.index(best))
+
+
+def format_acc(
+    acc: float | None, at_round: int | None = None, last_round: int | None = None
+) -> str:
+    """An accuracy (a fraction) as people read it: '70.42%', with '@29' when its round is not
+    the run's last round (`last_round`; always named when `last_round` is None).
+
+    This is how "final" and "best" are written everywhere (CLI, demo, API texts, dashboard):
+    final = the accuracy of the last model the protocol evaluates (`summarize_curve`), so a
+    'before_training' run of R rounds shows its final as '… @R-1'.
+    """
+    if acc is None or math.isnan(acc):
+        return "–"
+    text = f"{acc * 100:.2f}%"
+    if at_round is not None and at_round >= 0 and at_round != last_round:
+        text += f" @{at_round}"
+    return text
 
 
 def common_final_round(curves: Sequence[CurveSummary]) -> int | None:
