@@ -86,11 +86,24 @@ def compare(
             description="comma-separated metric names to send (default: every metric)",
         ),
     ] = None,
+    since_round: Annotated[
+        int,
+        Query(
+            ge=-1,
+            le=MAX_ROUND,
+            description="send only rounds > since_round of each run (exclusive; -1, the "
+            "default, = every round): a page that holds rounds 0..k of running runs asks "
+            "for the rest with since_round=k; `max_points` then applies to those rounds",
+        ),
+    ] = -1,
 ) -> Response:
     """Many runs' identity and columnar metrics in one request.
 
     `metrics=test_acc,time_total_ms` sends only those series (a chart of one metric
     then gets a fraction of the payload); a name no run has is simply absent.
+    `since_round=k` sends only the rounds after k of every run (an incremental refresh
+    of a live comparison: each run's `status` and `current_round` come along, so a client
+    knows when a run is done and stops asking for it).
     """
     ids = [parse_uuid(x.strip()) for x in run_ids.split(",") if x.strip()]
     wanted = _metric_names(metrics)
@@ -99,7 +112,11 @@ def compare(
             [("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")]
         )
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
-    history = history_cache.histories(session, [(r.id, r.current_round) for r in found])
+    if since_round < 0:
+        history = history_cache.histories(session, [(r.id, r.current_round) for r in found])
+    else:  # only the newer rounds: read from the database, not the full cached history
+        rows = metrics_repo.round_history(session, [r.id for r in found], since_round)
+        history = {rid: to_columns(hist) for rid, hist in rows.items()}
     out: list[CompareRun] = []
     for run in found:
         rounds, cols = history[run.id]

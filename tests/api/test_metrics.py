@@ -200,3 +200,39 @@ def test_cached_history_follows_new_rounds(
     assert first["metrics"]["test_acc"] == again["metrics"]["test_acc"]
     assert after["rounds"] == compared["rounds"] == [0, 1, 2, 3, 4, 5]
     assert after["metrics"]["test_acc"][-1] == compared["metrics"]["test_acc"][-1] == 0.5
+
+
+def test_compare_since_round_sends_only_newer_rounds(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """since_round=k sends rounds > k of every run, with its status; bad values name the field."""
+    # Prepare
+    alice = _alice(session)
+    done = create_run(session, alice, seed=0, rounds=9)
+    seed_rounds(session, done, [r / 10 for r in range(10)])
+    live = create_run(session, alice, seed=1, rounds=9)
+    seed_rounds(session, live, [r / 20 for r in range(5)], status="running")
+    queued = create_run(session, alice, seed=2, rounds=9)
+    url = f"{API}/compare?run_ids={done.id},{live.id},{queued.id}&metrics=test_acc"
+    # Execute
+    every = client.get(url, headers=auth).json()["runs"]
+    newer = client.get(f"{url}&since_round=3", headers=auth).json()["runs"]
+    fewer = client.get(f"{url}&since_round=3&max_points=2", headers=auth).json()["runs"]
+    past = client.get(f"{url}&since_round=9", headers=auth).json()["runs"]
+    too_low = client.get(f"{url}&since_round=-2", headers=auth)
+    too_high = client.get(f"{url}&since_round={2**31}", headers=auth)
+    # Assert
+    assert [len(r["rounds"]) for r in every] == [10, 5, 0]
+    assert [r["rounds"] for r in newer] == [list(range(4, 10)), [4], []]
+    assert newer[0]["metrics"]["test_acc"] == [r / 10 for r in range(4, 10)]
+    assert [r["status"] for r in newer] == ["succeeded", "running", "queued"]
+    assert newer[1]["current_round"] == 4
+    assert fewer[0]["rounds"][-1] == 9
+    assert len(fewer[0]["rounds"]) == 2
+    assert [r["rounds"] for r in past] == [[], [], []]
+    for bad in (too_low, too_high):
+        assert bad.status_code == 422
+        (err,) = bad.json()["detail"]
+        assert err["field"] == "since_round"
+    assert "-1" in too_low.text
+    assert "2147483647" in too_high.text
