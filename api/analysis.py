@@ -34,6 +34,7 @@ from fedgen.specdict import (
     varying_within,
 )
 from fedgen.stats import (
+    CurveSummary,
     common_final_round,
     curve_statistic,
     mean_std,
@@ -117,8 +118,11 @@ def warnings_of(groups: list[RunGroup]) -> list[str]:
 def sweep_summary(
     session: Session, sweep_id: uuid.UUID, by: list[str] | None = None
 ) -> dict[str, Any]:
-    """One row per group: n finished runs, final and top-5 accuracy mean ± std over them.
+    """One row per group: n finished runs, final, best and top-5 accuracy mean ± std over them.
 
+    "final" is the one meaning (`fedgen.stats`): the last round the run's protocol evaluates,
+    `final_round` (R-1 under before_training), named in `final_label` ("final @29") when it is
+    not the runs' last round `last_round`; "best" is the highest accuracy over the same rounds.
     Returns {"group_by", "groups", "warnings"}; each group lists its unfinished runs apart.
     """
     runs = sweeps_repo.runs_of_sweep(session, sweep_id)
@@ -128,8 +132,9 @@ def sweep_summary(
     for g in groups:
         # The accuracies each run's fidelity profile reports (official: not the post-final model).
         done: list[list[float]] = []
-        finals = []
+        finals: list[CurveSummary] = []
         counted: list[Run] = []
+        last_rounds: list[int] = []
         for r in g.finished:
             if not curves.get(r.id):
                 continue
@@ -138,8 +143,12 @@ def sweep_summary(
             done.append(reported_curve(curves[r.id], timing, spec.rounds))
             finals.append(summarize_curve(curves[r.id], timing, spec.rounds))
             counted.append(r)
+            last_rounds.append(spec.rounds)
         final_m, final_s = mean_std([c.final for c in finals])
+        best_m, best_s = mean_std([c.best for c in finals])
         top_m, top_s = pooled_top5(done)
+        named = statistic_round("final", finals, last_rounds)
+        best_rounds = {c.best_round for c in finals}
         rows.append(
             {
                 "label": g.label,
@@ -156,6 +165,14 @@ def sweep_summary(
                 # The round the final figures are from (R-1 under before_training, where the
                 # official code never evaluates round R); None if the members differ.
                 "final_round": common_final_round(finals),
+                # The runs' R: final_round differs from it under before_training ("final @R-1").
+                "last_round": named["last_round"],
+                "final_label": named["statistic_label"],
+                # Best: each run's highest evaluated accuracy (same rounds as final), mean ± std;
+                # best_round only when every run peaked at one round.
+                "best_mean": _nan_none(best_m),
+                "best_std": _nan_none(best_s),
+                "best_round": best_rounds.pop() if len(best_rounds) == 1 else None,
                 "top5_mean": _nan_none(top_m),
                 "top5_std": _nan_none(top_s),
                 "run_ids": [str(r.id) for r in counted],
@@ -184,6 +201,9 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
         "final_mean",
         "final_std",
         "final_round",
+        "last_round",
+        "best_mean",
+        "best_std",
         "top5_mean",
         "top5_std",
     ]
@@ -272,7 +292,8 @@ def timing_table(
 
 
 # -- difference of two groups --------------------------------------------------------
-Statistic = Literal["final", "top5"]
+Statistic = Literal["final", "best", "top5"]
+Order = Literal["given", "better_first"]
 
 
 class DifferenceError(ValueError):
@@ -314,9 +335,17 @@ def welch(a: list[float], b: list[float], level: float = 0.95) -> dict[str, Any]
     return out | {"se": se, "df": df, "t": t, "p_value": p, "ci": [diff - half, diff + half]}
 
 
-def _side(
-    session: Session, name: str, ids: list[uuid.UUID], statistic: Statistic
-) -> tuple[list[float], list[Run], list[str], list[tuple[str, str]]]:
+@dataclass
+class _Side:
+    values: list[float]
+    used: list[Run]
+    varying: list[str]
+    errors: list[tuple[str, str]]
+    summaries: list[CurveSummary]
+    rounds: list[int]  # each used run's R
+
+
+def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: Statistic) -> _Side:
     from api.repository import runs as runs_repo
 
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
@@ -328,14 +357,19 @@ def _side(
     curves = metrics_repo.acc_curves(session, [r.id for r in finished])
     values: list[float] = []
     used: list[Run] = []
+    summaries: list[CurveSummary] = []
+    rounds: list[int] = []
     for r in finished:
         if not curves.get(r.id):
             continue
         spec = ExperimentSpec.model_validate(r.spec)
-        v = curve_statistic(curves[r.id], statistic, resolve(spec).eval_timing, spec.rounds)
+        timing = resolve(spec).eval_timing
+        v = curve_statistic(curves[r.id], statistic, timing, spec.rounds)
         if not math.isnan(v):
             values.append(v)
             used.append(r)
+            summaries.append(summarize_curve(curves[r.id], timing, spec.rounds))
+            rounds.append(spec.rounds)
     if not missing and len(values) < 2:
         others = Counter(r.status for r in found if r not in used)
         left = f" ({', '.join(f'{n} {s}' for s, n in sorted(others.items()))} not counted)"
@@ -347,38 +381,69 @@ def _side(
         )
     flats = [flat_spec(r) for r in used]
     varying = varying_within(flats)
-    return values, used, varying, errors
+    return _Side(values, used, varying, errors, summaries, rounds)
+
+
+def statistic_round(
+    statistic: str, summaries: list[CurveSummary], rounds: list[int]
+) -> dict[str, Any]:
+    """Which round a per-run statistic is taken at, named as `fedgen.stats.format_acc` does.
+
+    `round`: the final round every run shares (R-1 under before_training), None when they
+    differ or for best/top5 (each run's own rounds); `last_round`: the runs' common R;
+    `statistic_label`: "final @199" when the final is not the last round, else the name.
+    """
+    found_last = set(rounds)
+    last = found_last.pop() if len(found_last) == 1 else None
+    at = common_final_round(summaries) if statistic == "final" else None
+    label = statistic
+    if at is not None and at != last:
+        label += f" @{at}"
+    elif statistic == "final" and at is None and summaries:
+        label += " (rounds differ)"
+    return {"round": at, "last_round": last, "statistic_label": label}
 
 
 def difference(
-    session: Session, a: list[uuid.UUID], b: list[uuid.UUID], statistic: Statistic
+    session: Session,
+    a: list[uuid.UUID],
+    b: list[uuid.UUID],
+    statistic: Statistic,
+    order: Order = "given",
 ) -> dict[str, Any]:
-    """Group a − group b on a per-run accuracy statistic (final or top-5), with Welch's test.
+    """Group a − group b on a per-run accuracy statistic (final, best or top-5), Welch's test.
 
-    Raises DifferenceError naming `a`/`b` for unknown ids or fewer than 2 finished runs.
+    `order="better_first"` swaps the sides when b's mean is higher, so the difference is
+    never negative (`swapped` says so): the Compare page's default. Raises DifferenceError
+    naming `a`/`b` for unknown ids or fewer than 2 finished runs.
     """
-    va, ra, vary_a, err_a = _side(session, "a", a, statistic)
-    vb, rb, vary_b, err_b = _side(session, "b", b, statistic)
-    if err_a or err_b:
-        errors = err_a + err_b
+    sa = _side(session, "a", a, statistic)
+    sb = _side(session, "b", b, statistic)
+    if sa.errors or sb.errors:
+        errors = sa.errors + sb.errors
         raise DifferenceError(errors, unknown=any("unknown run ids" in m for _, m in errors))
     warnings = [
         f"runs of side {s} differ in {', '.join(v)}: not one setting"
-        for s, v in (("a", vary_a), ("b", vary_b))
+        for s, v in (("a", sa.varying), ("b", sb.varying))
         if v
     ]
-    fa, fb = flat_spec(ra[0]), flat_spec(rb[0])
+    swapped = order == "better_first" and mean_std(sb.values)[0] > mean_std(sa.values)[0]
+    if swapped:
+        sa, sb = sb, sa
+    fa, fb = flat_spec(sa.used[0]), flat_spec(sb.used[0])
     between = differing_fields([fa, fb])
     return {
         "statistic": statistic,
+        **statistic_round(statistic, sa.summaries + sb.summaries, sa.rounds + sb.rounds),
         "unit": "fraction (x100 = percentage points)",
-        **welch(va, vb),
-        "values_a": va,
-        "values_b": vb,
-        "run_ids_a": [str(r.id) for r in ra],
-        "run_ids_b": [str(r.id) for r in rb],
+        **welch(sa.values, sb.values),
+        "values_a": sa.values,
+        "values_b": sb.values,
+        "run_ids_a": [str(r.id) for r in sa.used],
+        "run_ids_b": [str(r.id) for r in sb.used],
         "label_a": group_label({f: fa.get(f) for f in between}),
         "label_b": group_label({f: fb.get(f) for f in between}),
         "differs_in": between,
+        "swapped": swapped,
         "warnings": warnings,
     }

@@ -49,17 +49,32 @@ def difference(
     _user: UserDep,
     a: Ids,
     b: Ids,
-    statistic: Literal["final", "top5"] = "final",
+    statistic: Annotated[
+        Literal["final", "best", "top5"],
+        Query(
+            description="per-run accuracy: final (the last round the run's protocol "
+            "evaluates: R-1 under before_training), best (highest over those rounds) or top5"
+        ),
+    ] = "final",
+    order: Annotated[
+        Literal["given", "better_first"],
+        Query(
+            description="given: a − b as named; better_first: the side with the higher mean "
+            "first, so the difference is not negative (`swapped` says whether a and b traded)"
+        ),
+    ] = "given",
 ) -> dict[str, Any]:
     """Group a − group b: means, diff, 95 % CI (Welch–Satterthwaite), Welch's p, n_a, n_b.
 
-    Each run contributes one value (its final or top-5 accuracy under its fidelity
-    profile); only succeeded runs count. 404 for an id that names no run, 409 for fewer
+    Each run contributes one value (its final, best or top-5 accuracy under its fidelity
+    profile); only succeeded runs count. `round` is the final's round shared by every run
+    and `statistic_label` names it ("final @199" when it is not the last round R, as under
+    the official before_training protocol). 404 for an id that names no run, 409 for fewer
     than 2 finished runs on a side (the message names the side); runs of one side that
     differ in a setting give a `warnings` entry.
     """
     try:
-        return analysis.difference(session, _ids("a", a), _ids("b", b), statistic)
+        return analysis.difference(session, _ids("a", a), _ids("b", b), statistic, order)
     except analysis.DifferenceError as exc:
         code = status.HTTP_404_NOT_FOUND if exc.unknown else status.HTTP_409_CONFLICT
         raise HTTPException(code, str(exc)) from None

@@ -275,3 +275,60 @@ def test_difference_clear_errors(client: TestClient, auth: dict, session: Sessio
     assert "xyz" in r_bad.text
     assert mixed.status_code == 200
     assert mixed.json()["warnings"] == ["runs of side a differ in partition.alpha: not one setting"]
+
+
+def test_difference_better_first_and_the_round_it_uses(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """order=better_first puts the higher group first; the final is named with its round."""
+    # Prepare
+    alice = _alice(session)
+    low = [create_run(session, alice, algorithm="fedavg", rounds=4, seed=i) for i in range(2)]
+    high = [create_run(session, alice, algorithm="fedgen", rounds=4, seed=i) for i in range(2)]
+    for i, run in enumerate(low):
+        seed_rounds(session, run, _curve(0.60 + i / 100))
+    for i, run in enumerate(high):
+        seed_rounds(session, run, _curve(0.70 + i / 100))
+    ids_low = ",".join(str(r.id) for r in low)
+    ids_high = ",".join(str(r.id) for r in high)
+    url = f"{API}/difference?a={ids_low}&b={ids_high}"
+    # Execute
+    given = client.get(url, headers=auth).json()
+    better = client.get(f"{url}&order=better_first", headers=auth).json()
+    best = client.get(f"{url}&statistic=best&order=better_first", headers=auth).json()
+    bad = client.get(f"{url}&order=sideways", headers=auth)
+    # Assert
+    assert given["diff"] < 0
+    assert given["swapped"] is False
+    assert better["diff"] == pytest.approx(-given["diff"])
+    assert better["swapped"] is True
+    assert better["label_a"] == "algorithm=fedgen"
+    assert better["run_ids_a"] == [str(r.id) for r in high]
+    # official profile, R = 4: round 4 is never evaluated, the final is round 3's accuracy
+    assert (better["round"], better["last_round"]) == (3, 4)
+    assert better["statistic_label"] == "final @3"
+    assert best["statistic_label"] == "best"
+    assert best["round"] is None
+    assert best["diff"] == pytest.approx(0.1)
+    assert bad.status_code == 422
+    assert "order" in bad.text
+
+
+def test_summary_names_final_and_best_with_their_rounds(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """A group's final is round R-1 under the official protocol ("final @3"); best likewise."""
+    # Prepare
+    sweep_id, runs = create_sweep_runs(
+        session, _alice(session), {"seed": [0, 1]}, base=make_spec(rounds=4)
+    )
+    seed_rounds(session, runs[0], [0.1, 0.5, 0.4, 0.3, 0.9])
+    seed_rounds(session, runs[1], [0.1, 0.7, 0.4, 0.5, 0.9])
+    # Execute
+    (g,) = client.get(f"{API}/sweeps/{sweep_id}/summary", headers=auth).json()["groups"]
+    text = client.get(f"{API}/sweeps/{sweep_id}/summary?format=csv", headers=auth).text
+    # Assert: round 4 (0.9) is not evaluated by the official protocol
+    assert (g["final_round"], g["last_round"], g["final_label"]) == (3, 4, "final @3")
+    assert g["final_mean"] == pytest.approx(0.4)
+    assert (g["best_mean"], g["best_std"], g["best_round"]) == pytest.approx((0.6, 0.1, 1))
+    assert "last_round,best_mean,best_std" in text.splitlines()[0]
