@@ -6,16 +6,29 @@ submission gets, equal to `fedgen validate` of an empty file) and takes its fiel
 Fields, help from their descriptions. An untouched form therefore submits exactly the
 defaults. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
 are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`.
+
+What is shown is what is sent: the widgets take any number (a bounded Streamlit input keeps
+its last in-range value while showing the typed one in red), and `check` / `check_list`
+refuse a value outside the schema's limits with the field's limit ("must be at least 1").
+`Offer` says which datasets the live workers (GET /workers) can load, as the dispatcher
+(api/dispatch.py) decides it. `help_text` gives each field its help: the schema's
+description, the fidelity knob's paper and official values (fedgen.knobs), the generator
+presets (fedgen.generator_presets), and `HELP` only where the spec has no description.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import math
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from fedgen import paper
+from fedgen.generator_presets import PRESETS
+from fedgen.knobs import KNOBS, Knob
 from fedgen.spec import ALGORITHM_NAMES, DATASET_NAMES
 from fedgen.specdict import get_dotted, set_dotted
 
@@ -78,6 +91,285 @@ class FormField:
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: float | None = None
+    exclusive_maximum: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+
+
+# -- help --------------------------------------------------------------------------------
+def _named(intro: str, names: Mapping[str, str], order: Iterable[str]) -> str:
+    """'intro fedavg = FedAvg, ...' for the names the paper writes differently."""
+    return intro + " " + ", ".join(f"`{n}` = {names[n]}" for n in order if n in names) + "."
+
+
+def _presets_help() -> str:
+    rows = "; ".join(
+        f"{family}: " + ", ".join(f"`{name}` {h}/{z}" for name, (h, z) in presets.items())
+        for family, presets in PRESETS.items()
+    )
+    return (
+        "Generator dimensions d_h/d_ε (hidden layer / noise), the official GENERATORCONFIGS; "
+        f"the paper's Table 2 compares them on EMNIST. {rows}. `noise_dim` and `hidden_dim` "
+        "(Advanced), when set, override the preset."
+    )
+
+
+# The spec's dataset names of the paper's Table 1 rows, in the paper's order.
+_TABLE1_DATASETS = [
+    n
+    for label in dict.fromkeys(s.dataset for s in paper.TABLE1)
+    for n, named in paper.DATASETS.items()
+    if named == label
+]
+
+# Help for fields that have a paper meaning but no description in fedgen/spec.py. One source:
+# a field whose schema has a description uses it, and tests/dashboard/test_spec_form.py fails
+# when an entry here duplicates one (move the text into the spec's Field instead).
+HELP: dict[str, str] = {
+    "data.name": "The dataset. In the paper's Table 1: "
+    + ", ".join(f"`{n}` ({paper.DATASETS[n]})" for n in _TABLE1_DATASETS)
+    + ". Only datasets a live worker can load are offered (unless data.root or data.download "
+    "is set, under Advanced).",
+    "partition.num_users": "Users in the federation, K (the paper: 20).",
+    "users_per_round": "Active users per round, |A| (the paper: r = 50% of 20 users = 10).",
+    "rounds": "Global communication rounds (the paper: 200).",
+    "batch_size": "B: the minibatch of each local step (the paper: B = 32).",
+    "lr": "Learning rate of the users' SGD (the official code: 0.01).",
+    "fidelity.profile": "Which behaviour every fidelity knob left at the profile's choice takes: "
+    "`paper` as the FedGen paper (Zhu et al., ICML 2021) describes it, `official` as the "
+    "authors' code, which produced the paper's numbers, does it"
+    + f" ({len(KNOBS)} knobs: docs/fidelity.md, and each knob's own help under Advanced).",
+    "algorithm.preset": _presets_help(),
+    "algorithm.noise_dim": "d_ε: the generator's noise size; empty = the preset's.",
+    "algorithm.hidden_dim": "d_h: the generator's hidden layer; empty = the preset's.",
+    "algorithm.variant": "`paper`: the proximal term μ/2·‖w − w_t‖² (Li et al. 2020); "
+    "`official`: the official code's λ·(w − w_t) + l2·w (lamda, l2 under Advanced).",
+    "model.name": "`official-cnn`: the official code's CNN; `mcmahan-cnn`: the CNN of McMahan "
+    "et al. (2017) the paper cites. The last linear layer is the predictor.",
+    "eval_batch_size": "Batch size of evaluation only (does not change results).",
+    "device": "`cpu`, `cuda` or `cuda:N`; cuda runs go to the gpu queue.",
+    "algorithm.proxy_size": "Unlabelled proxy samples FedDF distils on.",
+    "algorithm.distill_steps": "Server distillation steps per round (FedDF).",
+    "algorithm.distill_batch_size": "Proxy batch of each distillation step.",
+    "algorithm.distill_lr": "Learning rate of the server's distillation.",
+    "algorithm.temperature": "Softmax temperature of the distillation KL.",
+}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"`{value}`" if isinstance(value, str) else f"{value:g}"
+
+
+def _knob_help(k: Knob, described: str) -> str:
+    official = _shown(k.official) + "".join(
+        f" ({_shown(v)} on {d})" for d, v in k.official_by_dataset.items()
+    )
+    unset = "" if "profile's choice" in described else "Empty = the fidelity profile's choice. "
+    return (
+        f"Fidelity knob. Paper: {k.paper_text} → {_shown(k.paper)}. Official code: "
+        f"{k.official_text} → {official}. {unset}(docs/fidelity.md, {k.why})"
+    )
+
+
+def limits(f: FormField) -> str:
+    """The field's limits in words ('at least 1, at most 10000'); '' when it has none."""
+    parts = []
+    if f.minimum is not None:
+        parts.append(f"at least {_num(f.minimum)}")
+    if f.exclusive_minimum is not None:
+        parts.append(f"more than {_num(f.exclusive_minimum)}")
+    if f.maximum is not None:
+        parts.append(f"at most {_num(f.maximum)}")
+    if f.exclusive_maximum is not None:
+        parts.append(f"less than {_num(f.exclusive_maximum)}")
+    if f.max_length is not None:
+        parts.append(f"at most {f.max_length} characters")
+    return ", ".join(parts)
+
+
+def help_text(f: FormField, described: str) -> str:
+    """The help of `f`: the spec's description (else `HELP`), the knob's paper and official
+    values when it is a fidelity knob, and its limits."""
+    knob = next((k for k in KNOBS if k.path == f.path), None)
+    parts = [described or HELP.get(f.path, "")]
+    if knob is not None:
+        parts.append(_knob_help(knob, described))
+    if limits(f):
+        parts.append(f"Allowed: {limits(f)}.")
+    return " ".join(p for p in parts if p)
+
+
+# -- checks ------------------------------------------------------------------------------
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def check(f: FormField, value: Any) -> str | None:
+    """Why `value` is refused for `f`, naming the limit ('must be at least 1'); None if allowed.
+
+    The limits are the schema's (the spec's Field ge/gt/le/lt, max_length, pattern, Literals),
+    so the form refuses exactly what the API would, before anything is sent.
+    """
+    if value is None:
+        return None if f.nullable else "is required"
+    if f.kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number (got {value!r})"
+        if not math.isfinite(value):
+            return "must be a finite number"
+        if f.kind == "int" and not float(value).is_integer():
+            return "must be a whole number"
+        if f.minimum is not None and value < f.minimum:
+            return f"must be at least {_num(f.minimum)}"
+        if f.exclusive_minimum is not None and value <= f.exclusive_minimum:
+            return f"must be greater than {_num(f.exclusive_minimum)}"
+        if f.maximum is not None and value > f.maximum:
+            return f"must be at most {_num(f.maximum)}"
+        if f.exclusive_maximum is not None and value >= f.exclusive_maximum:
+            return f"must be less than {_num(f.exclusive_maximum)}"
+    elif f.kind == "choice":
+        if value not in f.choices:
+            return "must be one of " + ", ".join(map(str, f.choices))
+    elif f.kind == "str":
+        text = str(value)
+        if f.min_length is not None and len(text) < f.min_length:
+            return "must not be empty" if f.min_length == 1 else (
+                f"must have at least {f.min_length} characters"
+            )  # fmt: skip
+        if f.max_length is not None and len(text) > f.max_length:
+            return f"must have at most {f.max_length} characters (got {len(text)})"
+        if f.pattern is not None and re.search(f.pattern, text) is None:
+            return f"must match the pattern {f.pattern} (got {text!r})"
+    return None
+
+
+def check_list(f: FormField, values: list[Any]) -> str | None:
+    """The first refused value of a sweep list, with the value ('must be at least 0 (got -1)')."""
+    if not values:
+        return "needs at least one value"
+    for v in values:
+        msg = check(f, v)
+        if msg is not None:
+            return msg if "(got" in msg else f"{msg} (got {v!r})"
+    return None
+
+
+def read_list(text: str, f: FormField) -> tuple[list[Any], str | None]:
+    """A sweep field's comma list as typed: (values, first problem or None).
+
+    A value that does not parse stays as the text typed, so what the form shows is never
+    replaced by a default; the problem names it.
+    """
+    items = [t.strip() for t in str(text).replace(";", ",").split(",") if t.strip()]
+    values: list[Any] = []
+    problem: str | None = None
+    for item in items:
+        try:
+            values.append(coerce(item, f.kind))
+        except ValueError as exc:
+            values.append(item)
+            problem = problem or str(exc)
+    return values, problem or check_list(f, values)
+
+
+def text_field(path: str, prop: Mapping[str, Any]) -> FormField:
+    """A free-text field's limits from its schema property (a string without them if none)."""
+    return _leaf(path, prop, "", (), "advanced") or FormField(path, path, "str", "")
+
+
+def text_fields(schema: Mapping[str, Any]) -> dict[str, FormField]:
+    """`tags` (one tag's limits) and `note`, from the spec's schema, for their own widgets."""
+    props = schema.get("properties", {})
+    return {
+        "tags": text_field("tags", props.get("tags", {}).get("items", {})),
+        "note": text_field("note", props.get("note", {})),
+    }
+
+
+def read_tags(text: str, tag: FormField, schema: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    """Comma-separated tags -> (tags, first problem naming the limit, or None)."""
+    tags = [t.strip() for t in str(text).split(",") if t.strip()]
+    most = schema.get("properties", {}).get("tags", {}).get("maxItems")
+    if most is not None and len(tags) > most:
+        return tags, f"at most {most} tags (got {len(tags)})"
+    for t in tags:
+        msg = check(tag, t)
+        if msg is not None:
+            return tags, f"each tag {msg}" + ("" if "(got" in msg else f" (got {t!r})")
+    return tags, None
+
+
+def refusals(problems: Mapping[str, str]) -> str:
+    """'rounds: must be at least 1' lines, one per refused field, as a markdown list."""
+    return "\n".join(f"- **{path}**: {msg}" for path, msg in problems.items())
+
+
+# -- datasets the live workers can load --------------------------------------------------
+NO_WORKER_HAS = "no live worker has it"
+
+
+def queue_kind(device: str) -> str:
+    """'gpu' for a cuda device, else 'cpu': the queue a run goes to (api.queue.queue_for_device,
+    less the lab's queue prefix, which a worker's queue names end with)."""
+    return "gpu" if str(device).startswith("cuda") else "cpu"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the live workers of a run's queue can load, from GET /workers.
+
+    `datasets` None: some worker of the queue does not say (taken to load all, as the
+    dispatcher does). `any_worker`: the spec names its own data.root or data.download, so
+    any worker of the queue may take it (api.fairshare.LiveWorker.can_run).
+    """
+
+    queue: str
+    live: int  # live workers, any queue
+    serving: int  # live workers of this queue
+    datasets: frozenset[str] | None
+    any_worker: bool = False
+
+    def reason(self, dataset: str) -> str | None:
+        """'mnist — no live worker has it', or None when some live worker can load it (or
+        nothing is known: no live worker of the queue, then the run waits for one)."""
+        if self.any_worker or self.serving == 0 or self.datasets is None:
+            return None
+        return None if dataset in self.datasets else f"{dataset} — {NO_WORKER_HAS}"
+
+    def label(self, dataset: Any) -> str:
+        """A picker's option label: the name, and why it cannot run now."""
+        return self.reason(str(dataset)) or str(dataset)
+
+    def notice(self) -> str | None:
+        """What a researcher should know before submitting (the run would wait), or None."""
+        if self.live == 0:
+            return (
+                "No worker is live: a run submitted now waits in the queue until a worker "
+                "starts (`fedgen-lab worker`); which datasets it can load is not known yet."
+            )
+        if self.serving == 0:
+            return (
+                f"No live worker serves the {self.queue} queue: a run submitted now waits "
+                f"until one starts (the {self.live} live worker(s) serve other queues)."
+            )
+        return None
+
+
+def offer(workers: Mapping[str, Any], device: str, *, any_worker: bool = False) -> Offer:
+    """The `Offer` of GET /workers' answer for a run on `device`."""
+    kind = queue_kind(device)
+    live = list(workers.get("workers") or [])
+    serving = [w for w in live if any(str(q).endswith(kind) for q in w.get("queues") or [])]
+    datasets: frozenset[str] | None = frozenset()
+    for w in serving:
+        if w.get("datasets") is None:
+            datasets = None
+            break
+        datasets = datasets | frozenset(w["datasets"])
+    return Offer(kind, len(live), len(serving), datasets, any_worker)
 
 
 def _resolve(schema: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -115,20 +407,25 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
     name = path.split(".")[-1]
     # "users_per_round" -> "Users per round" (the schema's titles are Title Case)
     label = LABELS.get(path, name.replace("_", " ").capitalize())
-    return FormField(
+    field = FormField(
         path=path,
         label=label,
         kind=kind,
         default=default,
         choices=choices,
-        help=str(prop.get("description") or body.get("description") or ""),
         only=only,
         section=section,
         nullable=nullable,
         minimum=body.get("minimum"),
         maximum=body.get("maximum"),
         exclusive_minimum=body.get("exclusiveMinimum"),
+        exclusive_maximum=body.get("exclusiveMaximum"),
+        min_length=body.get("minLength"),
+        max_length=body.get("maxLength"),
+        pattern=body.get("pattern"),
     )
+    described = str(prop.get("description") or body.get("description") or "")
+    return replace(field, help=help_text(field, described))
 
 
 def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[FormField]:
@@ -166,6 +463,7 @@ def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -
                 "choice",
                 get_dotted(defaults, "algorithm.name"),
                 names,
+                help=_named("The method. The paper's names:", paper.ALGORITHMS, names),
                 section="algorithm",
             )
         )
