@@ -287,6 +287,22 @@ class LabClient:
         }
         return self._json("GET", "/compare", params=params)
 
+    def compare_since(
+        self,
+        run_ids: list[str],
+        since_round: int,
+        max_points: int | None = None,
+        metrics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """GET /compare with `since_round`: only each run's rounds after it (a live refresh)."""
+        params = {
+            "run_ids": ",".join(run_ids),
+            "since_round": since_round,
+            "max_points": max_points,
+            "metrics": ",".join(metrics) if metrics else None,
+        }
+        return self._json("GET", "/compare", params=params)
+
     def users(
         self, run_id: str, round_from: int | None = None, round_to: int | None = None
     ) -> dict[str, Any]:
@@ -333,6 +349,13 @@ class LabClient:
     def difference(self, a: list[str], b: list[str], statistic: str = "final") -> dict[str, Any]:
         """GET /difference: group a − group b with Welch's 95 % CI and p-value."""
         params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic}
+        return self._json("GET", "/difference", params=params)
+
+    def difference_ordered(
+        self, a: list[str], b: list[str], statistic: str = "final", order: str = "better_first"
+    ) -> dict[str, Any]:
+        """GET /difference with `order` (better_first: the higher group first, `swapped`)."""
+        params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic, "order": order}
         return self._json("GET", "/difference", params=params)
 
     def create_sweep(

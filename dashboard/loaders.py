@@ -70,6 +70,25 @@ def compare(
     )
 
 
+@st.cache_data(ttl=1, show_spinner=False)
+def compare_since(
+    url: str,
+    token: str,
+    run_ids: tuple[str, ...],
+    since_round: int,
+    max_points: int,
+    metrics: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """GET /compare of the rounds after `since_round` (a live refresh; shared for 1 s)."""
+    return _call(
+        url,
+        token,
+        lambda c: c.compare_since(
+            list(run_ids), since_round, max_points=max_points, metrics=list(metrics or ())
+        ),
+    )
+
+
 @st.cache_data(ttl=5, show_spinner=False)
 def sweep_summary(url: str, token: str, sweep_id: str) -> Any:
     """GET /sweeps/{id}/summary?format=json."""
