@@ -1,12 +1,15 @@
 """FedGen Lab dashboard entrypoint: `streamlit run dashboard/streamlit_app.py`.
 
 Shared sidebar (server URL, token, who am I), then `st.navigation` over app_pages/.
+Without FEDGEN_TOKEN each browser signs in first (`dashboard.signin`): the page only runs
+once a token the server accepts is known, so a shared link's view is seeded signed in.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -15,7 +18,7 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from dashboard import loaders, ui  # noqa: E402
+from dashboard import loaders, signin, ui  # noqa: E402
 from dashboard.client import ApiError, settings_from_env  # noqa: E402
 
 # An emoji favicon is drawn in the page; a :material/...: one is fetched from fonts.gstatic.com,
@@ -25,11 +28,25 @@ st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
 _PAGES = Path(__file__).parent / "app_pages"
 
 
-def sidebar() -> None:
-    """Connection settings and the identity behind the token."""
-    env_url, env_token = settings_from_env()
-    st.session_state.setdefault(ui.URL_KEY, env_url)
-    st.session_state.setdefault(ui.TOKEN_KEY, env_token)
+def sidebar(user: dict[str, Any] | None) -> None:
+    """Connection settings and the identity behind the token.
+
+    With FEDGEN_TOKEN (one person's dashboard) the token field switches identity, as
+    always; a browser-signed-in member gets a Sign out button instead, and while signed out
+    the sidebar stays empty (the sign-in form is the whole page).
+    """
+    if signin.browser_mode():
+        if user is None:
+            return
+        with st.sidebar:
+            st.text_input("Lab server URL", key=ui.URL_KEY, help="FEDGEN_API_URL")
+            st.caption(f"Signed in as **{user.get('name', '?')}**")
+            st.button(
+                "Sign out", key="signout", icon=":material/logout:", on_click=signin.sign_out,
+                help="Forget the token in this browser",
+            )  # fmt: skip
+            signin.sync_cookie()
+        return
     with st.sidebar:
         st.text_input("Lab server URL", key=ui.URL_KEY, help="FEDGEN_API_URL")
         st.text_input("API token", key=ui.TOKEN_KEY, type="password", help="FEDGEN_TOKEN")
@@ -77,6 +94,22 @@ pages = [
     st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
 ]
 BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""
-page = st.navigation(pages)
-sidebar()
-page.run()
+HOME = pages[0]
+
+env_url, env_token = settings_from_env()
+st.session_state.setdefault(ui.URL_KEY, env_url)
+if signin.browser_mode():
+    me = signin.current_user()
+else:
+    st.session_state.setdefault(ui.TOKEN_KEY, env_token)
+    me = {}
+# Signed out, the page list is hidden too: no page can be reached before signing in.
+page = st.navigation(pages, position="sidebar" if me is not None else "hidden")
+sidebar(me)
+if me is None and page.url_path != HOME.url_path:
+    # The page does not run (its query string untouched) until a token is accepted; the
+    # root's forwarder still runs, so a `/?page=compare&...` link shows the Compare address.
+    signin.form(page.title)
+    signin.sync_cookie()
+else:
+    page.run()

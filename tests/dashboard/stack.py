@@ -74,11 +74,13 @@ def lab_stack(
     worker: bool = True,
     worker_args: list[str] | None = None,
     env_extra: dict[str, str] | None = None,
+    dashboard_token: bool = True,
 ) -> Iterator[Stack]:
     """Start API (+ worker) + dashboard with FEDGEN_HOME=`home`; stop them all on exit.
 
     `worker_args`: more `fedgen-lab worker` options (e.g. `--slots 2`); `env_extra`: more
-    environment for every process (e.g. a short FEDGEN_HEARTBEAT_S).
+    environment for every process (e.g. a short FEDGEN_HEARTBEAT_S); `dashboard_token=False`:
+    the dashboard gets no FEDGEN_TOKEN (as in docker-compose), so each browser signs in.
     """
     env = {
         **os.environ,
@@ -137,7 +139,7 @@ def lab_stack(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "streamlit_app.py"),
              "--server.port", str(dash_port), "--server.address", "127.0.0.1", "--server.headless", "true",
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            {"FEDGEN_API_URL": stack.api_url, "FEDGEN_TOKEN": token},
+            {"FEDGEN_API_URL": stack.api_url, "FEDGEN_TOKEN": token if dashboard_token else ""},
         )  # fmt: skip
         _wait_http(f"{stack.dashboard_url}/_stcore/health", dash)
         yield stack
