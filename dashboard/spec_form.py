@@ -304,7 +304,7 @@ def read_tags(text: str, tag: FormField, schema: Mapping[str, Any]) -> tuple[lis
 
 def refusals(problems: Mapping[str, str]) -> str:
     """'rounds: must be at least 1' lines, one per refused field, as a markdown list."""
-    return "\n".join(f"- **{path}**: {msg}" for path, msg in problems.items())
+    return "\n".join(f"- {path}: {msg}" for path, msg in problems.items())
 
 
 # -- datasets the live workers can load --------------------------------------------------
@@ -363,12 +363,8 @@ def offer(workers: Mapping[str, Any], device: str, *, any_worker: bool = False) 
     kind = queue_kind(device)
     live = list(workers.get("workers") or [])
     serving = [w for w in live if any(str(q).endswith(kind) for q in w.get("queues") or [])]
-    datasets: frozenset[str] | None = frozenset()
-    for w in serving:
-        if w.get("datasets") is None:
-            datasets = None
-            break
-        datasets = datasets | frozenset(w["datasets"])
+    says = [w.get("datasets") for w in serving]
+    datasets = None if None in says else frozenset(d for ds in says for d in ds or ())
     return Offer(kind, len(live), len(serving), datasets, any_worker)
 
 

@@ -1,4 +1,5 @@
-"""The Submit form's pure model: fields from the spec's schema, spec and sweep builders, value lists."""
+"""The Submit form's pure model: fields from the spec's schema, spec and sweep builders, value lists,
+the checks that refuse a value outside the schema's limits, the datasets live workers offer, help."""
 
 from __future__ import annotations
 
@@ -7,16 +8,26 @@ from typing import Any
 import pytest
 
 from dashboard.spec_form import (
+    HELP,
     applies,
     build_spec,
     build_sweep,
+    check,
     fields_from_schema,
+    offer,
     parse_list,
+    read_list,
+    read_tags,
+    refusals,
     split_errors,
     sweep_size,
+    text_field,
+    text_fields,
 )
-from fedgen.spec import ExperimentSpec, parse_spec
-from fedgen.specdict import flatten
+from fedgen.knobs import KNOBS
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.specdict import flatten, get_dotted
+from fedgen.sweep import SweepSpec
 
 DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
 FIELDS = fields_from_schema(ExperimentSpec.model_json_schema(), DEFAULTS)
@@ -104,3 +115,144 @@ def test_parse_list() -> None:
 def test_split_errors() -> None:
     """Errors of form fields vs the rest."""
     assert split_errors({"seed": "x", "(root)": "y"}, FIELDS) == ({"seed": "x"}, {"(root)": "y"})
+
+
+# -- what is shown is what is sent: the form's own checks, from the schema's limits ---------
+
+
+def test_check_names_the_limit() -> None:
+    """Out of range -> the limit in words; in range, or None where the schema allows it -> None."""
+    assert check(BY_PATH["rounds"], 0) == "must be at least 1"
+    assert check(BY_PATH["rounds"], 10_001) == "must be at most 10000"
+    assert check(BY_PATH["rounds"], 2.5) == "must be a whole number"
+    assert check(BY_PATH["lr"], 0.0) == "must be greater than 0"
+    assert check(BY_PATH["partition.alpha"], float("nan")) == "must be a finite number"
+    assert check(BY_PATH["rounds"], None) == "is required"
+    assert check(BY_PATH["device"], "gpu") == r"must match the pattern ^(cpu|cuda(:\d{1,2})?)$ (got 'gpu')"  # fmt: skip
+    assert check(BY_PATH["rounds"], 1) is None
+    assert check(BY_PATH["lr_decay"], None) is None  # a knob left to the profile
+    assert check(BY_PATH["device"], "cuda:1") is None
+
+
+def _numeric_bounds() -> list[tuple[str, float, float]]:
+    """(field, a value just outside, a value just inside) for each bound of each numeric field."""
+    out: list[tuple[str, float, float]] = []
+    for f in FIELDS:
+        if f.kind not in ("int", "float"):
+            continue
+        eps = 1 if f.kind == "int" else 1e-6
+        if f.minimum is not None:
+            out.append((f.path, f.minimum - eps, f.minimum))
+        if f.exclusive_minimum is not None:
+            out.append((f.path, f.exclusive_minimum, f.exclusive_minimum + eps))
+        if f.maximum is not None:
+            out.append((f.path, f.maximum + eps, f.maximum))
+    return out
+
+
+@pytest.mark.parametrize(("path", "refused", "allowed"), _numeric_bounds())
+def test_check_refuses_exactly_what_the_spec_refuses(path: str, refused: float, allowed: float) -> None:  # fmt: skip
+    """Every numeric bound: the form refuses the value just outside, as parse_spec does at that
+    field, and accepts the bound (the limits are the schema's, not a second copy); the value
+    built into the spec is the one entered, never a default."""
+    # Prepare
+    f = BY_PATH[path]
+    algorithm = f.only[0] if f.only else "fedavg"
+    # Execute
+    spec = build_spec({"algorithm.name": algorithm, path: refused}, FIELDS, DEFAULTS)
+    # Assert
+    assert get_dotted(spec, path) == refused
+    with pytest.raises(SpecError) as exc:
+        parse_spec(spec)
+    # pydantic names a discriminated union's member: algorithm.fedgen.gen_batch_size
+    named = {loc.replace(f"algorithm.{algorithm}.", "algorithm.") for loc, _ in exc.value.errors}
+    assert path in named
+    assert check(f, refused) is not None
+    assert check(f, allowed) is None
+
+
+def test_read_list_keeps_what_was_typed() -> None:
+    """A sweep list: each item checked with the value named; a bad item stays as typed."""
+    assert read_list("0, 1, 2", BY_PATH["seed"]) == ([0, 1, 2], None)
+    assert read_list("0, -1", BY_PATH["seed"]) == ([0, -1], "must be at least 0 (got -1)")
+    assert read_list("1, x", BY_PATH["rounds"]) == ([1, "x"], "'x' is not a valid integer")
+    assert read_list(" , ", BY_PATH["rounds"]) == ([], "needs at least one value")
+
+
+def test_tags_note_and_sweep_name_take_the_schemas_limits() -> None:
+    """Tags: at most maxItems, each at most maxLength; note and sweep name from their schemas."""
+    schema = ExperimentSpec.model_json_schema()
+    text = text_fields(schema)
+    assert read_tags("a, b", text["tags"], schema) == (["a", "b"], None)
+    assert read_tags("x" * 65, text["tags"], schema) == (
+        ["x" * 65],
+        "each tag must have at most 64 characters (got 65)",
+    )
+    assert read_tags(",".join(map(str, range(33))), text["tags"], schema)[1] == "at most 32 tags (got 33)"  # fmt: skip
+    assert check(text["note"], "n" * 10_001) == "must have at most 10000 characters (got 10001)"
+    name = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
+    assert check(name, "") == "must not be empty"
+    assert refusals({"rounds": "must be at least 1"}) == "- rounds: must be at least 1"
+
+
+# -- datasets the live workers can load ------------------------------------------------------
+
+
+def _workers(*entries: tuple[list[str], list[str] | None]) -> dict[str, Any]:
+    return {"workers": [{"name": f"w{i}", "queues": q, "datasets": d} for i, (q, d) in enumerate(entries)]}  # fmt: skip
+
+
+def test_offer_marks_datasets_no_live_worker_has() -> None:
+    """A dataset no live worker of the run's queue has is marked with the reason."""
+    # Execute
+    cpu = offer(_workers((["cpu"], ["fashion-mnist"]), (["gpu"], ["mnist"])), "cpu")
+    # Assert
+    assert cpu.reason("mnist") == "mnist — no live worker has it"
+    assert cpu.label("mnist") == "mnist — no live worker has it"
+    assert cpu.reason("fashion-mnist") is None
+    assert cpu.label("fashion-mnist") == "fashion-mnist"
+    assert cpu.notice() is None
+    assert offer(_workers((["lab-gpu"], ["mnist"])), "cuda:0").reason("mnist") is None  # prefix
+    assert offer(_workers((["cpu"], None)), "cpu").reason("celeba") is None  # says nothing: all
+
+
+def test_offer_with_own_data_or_no_worker_refuses_nothing() -> None:
+    """data.root/download: any worker of the queue; no live worker: nothing known, the run waits."""
+    assert offer(_workers((["cpu"], ["synthetic"])), "cpu", any_worker=True).reason("mnist") is None
+    none = offer({"workers": []}, "cpu")
+    assert none.reason("mnist") is None
+    assert "No worker is live" in str(none.notice())
+    gpu = offer(_workers((["cpu"], ["mnist"])), "cuda")
+    assert gpu.reason("celeba") is None
+    assert "No live worker serves the gpu queue" in str(gpu.notice())
+
+
+# -- help --------------------------------------------------------------------------------------
+
+
+def test_every_field_has_help_and_paper_fields_say_their_meaning() -> None:
+    """Every input has help; the paper's symbols are named; limits are stated."""
+    assert [f.path for f in FIELDS if not f.help] == []
+    assert "`paper`" in BY_PATH["fidelity.profile"].help
+    assert "`official`" in BY_PATH["fidelity.profile"].help
+    assert "Table 2" in BY_PATH["algorithm.preset"].help
+    assert "Dirichlet" in BY_PATH["partition.alpha"].help
+    assert BY_PATH["local_steps"].help.startswith("T:")
+    assert BY_PATH["algorithm.gen_batch_size"].help.startswith("B_G:")
+    assert "Allowed: at least 1, at most 10000." in BY_PATH["rounds"].help
+    assert "more than 0" in BY_PATH["lr"].help
+
+
+def test_knob_help_comes_from_the_knob() -> None:
+    """A fidelity knob's help gives the paper's and the official code's values from fedgen.knobs."""
+    for knob in KNOBS:
+        text = BY_PATH[knob.path].help
+        assert knob.paper_text in text, knob.name
+        assert knob.official_text in text, knob.name
+
+
+def test_help_is_written_once() -> None:
+    """HELP fills only fields whose spec Field has no description: a description added to
+    fedgen/spec.py wins, and this fails until the copy here is removed."""
+    assert set(HELP) <= set(BY_PATH)
+    assert [p for p in HELP if not BY_PATH[p].help.startswith(HELP[p])] == []
