@@ -1,12 +1,18 @@
 """The `fedgen` command: run, resume, partition, validate.
 
-fedgen run SPEC [--out DIR] [--threads N]
-                                run a spec (or a sweep: a file with base + grid)
-fedgen resume DIR [--threads N] continue a run directory from its last full checkpoint
+fedgen run SPEC [--out DIR] [--force] [--rounds N] [--threads N] [--json]
+                                run a spec (or a sweep: a file with base + grid); prints
+                                'final 70.42% @29 · best 71.02% @27 · top-5 … · 30 rounds in …'
+fedgen resume DIR [--threads N] [--json]
+                                continue a run directory from its last full checkpoint
 fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
 fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
+
+"final" and "best" mean one thing everywhere (docs/metrics.md, `fedgen.stats`): the
+accuracy of the last model the run's protocol evaluates, and the highest over the same
+rounds, each with its round named when it is not the run's last round.
 """
 
 from __future__ import annotations
@@ -24,19 +30,33 @@ from fedgen.data.common import DatasetError  # torch-free: `validate` never load
 from fedgen.data.partition import PartitionError, build_partition, official_min_samples
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.fidelity import resolve
-from fedgen.rundir import DirectorySink, latest_full_checkpoint
-from fedgen.spec import ExperimentSpec, SpecError, load_spec, load_spec_data, parse_spec
+from fedgen.rundir import DirectorySink, clear_run, latest_full_checkpoint, run_files
+from fedgen.spec import (
+    MAX_ROUNDS,
+    ExperimentSpec,
+    SpecError,
+    load_spec,
+    load_spec_data,
+    parse_spec,
+)
+from fedgen.stats import format_acc, summary_text
 from fedgen.sweep import SweepSpec, expand
 
 EXIT_INVALID = 2
 
 
 class ProgressSink(DirectorySink):
-    """A directory sink that also draws a one-line progress bar on stderr."""
+    """A directory sink that also draws a one-line progress bar on stderr.
+
+    The bar shows each round's test accuracy in %. Under eval_timing before_training the
+    protocol never evaluates the model after the last aggregation (round R), so the bar's
+    last round says it is not counted and names the round "final" is from (docs/metrics.md).
+    """
 
     def __init__(self, root: Path, spec: ExperimentSpec, label: str) -> None:
         super().__init__(root, spec)
         self.label, self.rounds = label, spec.rounds
+        self.before_training = resolve(spec).eval_timing == "before_training"
         self.t0 = time.perf_counter()
         self.first = 0
         self.tty = sys.stderr.isatty()
@@ -47,25 +67,34 @@ class ProgressSink(DirectorySink):
 
     def on_round(self, event: RoundEvent) -> None:
         super().on_round(event)
+        sys.stderr.write(self.line(event))
+        sys.stderr.flush()
+
+    def line(self, event: RoundEvent) -> str:
+        """The progress line of one round (with its line ending: a tty redraws one line)."""
         r, done = event.round, event.round - self.first + 1
         elapsed = time.perf_counter() - self.t0
         eta = elapsed / done * (self.rounds - r) if done > 0 else 0.0
         width = 24
         filled = int(width * r / self.rounds)
         bar = "#" * filled + "." * (width - filled)
+        acc = format_acc(event.metrics.get("test_acc"))
         line = (
-            f"{self.label} [{bar}] round {r}/{self.rounds}  acc {event.metrics['test_acc']:.4f}"
+            f"{self.label} [{bar}] round {r}/{self.rounds}  test acc {acc}"
             f"  {event.metrics.get('time_total_ms', 0.0):.0f} ms/round  ETA {eta:.0f}s"
         )
-        if self.tty:
-            sys.stderr.write("\r" + line + ("\n" if r == self.rounds else ""))
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        if self.before_training and r == self.rounds:
+            line += (
+                f"  (round {r} not counted: eval_timing before_training never evaluates "
+                f"the last model; final is @{r - 1})"
+            )
+        if self.tty:  # redraw in place; \x1b[K clears what a longer previous line left
+            return "\r" + line + "\x1b[K" + ("\n" if r == self.rounds else "")
+        return line + "\n"
 
     def on_finish(self, summary: RunSummary) -> None:
         super().on_finish(summary)
-        if self.tty:
+        if self.tty and summary.rounds_done < self.rounds:
             sys.stderr.write("\n")
 
 
@@ -74,8 +103,37 @@ def _print_errors(exc: SpecError) -> int:
     return EXIT_INVALID
 
 
-def _summary_line(root: Path, summary: RunSummary) -> str:
+def _json_line(root: Path, summary: RunSummary) -> str:
+    """--json: the summary as one JSON object (accuracies as fractions, rounds as indices)."""
     return json.dumps({"out": str(root), **summary.to_dict()}, separators=(",", ":"))
+
+
+def readable_summary(summary: RunSummary, rounds: int) -> str:
+    """The run's end as people read it, in % with rounds named (docs/metrics.md).
+
+    e.g. 'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds in 41.2 s';
+    `rounds` is the spec's R: a final or best round that is not R is named with '@'.
+    """
+    text = summary_text(
+        summary.final_acc,
+        summary.final_round,
+        summary.best_acc,
+        summary.best_round,
+        summary.top5_mean,
+        summary.top5_std,
+        rounds,
+    )
+    done = (
+        f"{summary.rounds_done} rounds"
+        if summary.status == "completed"
+        else f"stopped after {summary.rounds_done} of {rounds} rounds"
+    )
+    return f"{text} · {done} in {summary.wall_s:.1f} s"
+
+
+def _report(root: Path, summary: RunSummary, rounds: int, args: argparse.Namespace) -> None:
+    line = _json_line(root, summary) if args.json else readable_summary(summary, rounds)
+    print(line, flush=True)
 
 
 def _run_one(
@@ -89,6 +147,37 @@ def _run_one(
 
 def _default_out(spec: ExperimentSpec) -> Path:
     return Path("runs") / f"{spec.algorithm.name}-{spec.spec_hash()}"
+
+
+class OutExists(Exception):
+    """--out names a folder that already holds a run, and --force was not given."""
+
+
+def _finished(root: Path) -> bool:
+    try:
+        return bool(json.loads((root / "summary.json").read_text())["status"] == "completed")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _claim_outs(roots: list[Path], force: bool) -> None:
+    """Refuse to write over existing run folders (all checked before any run starts);
+    with --force, remove their run files (`clear_run`) first."""
+    taken = [(root, found) for root in roots if (found := run_files(root))]
+    if not taken:
+        return
+    if not force:
+        root, found = taken[0]
+        more = f" (and {len(taken) - 1} more run folders)" if len(taken) > 1 else ""
+        finished = _finished(root)
+        resume = "" if finished else f"continue it with `fedgen resume {root}`, "
+        raise OutExists(
+            f"--out: {root} already holds a {'finished ' if finished else ''}run "
+            f"({', '.join(found)}){more}; {resume}choose another --out, "
+            "or pass --force to delete its run files and start afresh"
+        )
+    for root, _ in taken:
+        clear_run(root)
 
 
 def _apply_threads(args: argparse.Namespace) -> None:
@@ -111,23 +200,62 @@ def _threads_arg(value: str) -> int:
     return n
 
 
+def _rounds_arg(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rounds must be an integer, got {value!r}") from None
+
+
+def _with_rounds(data: Any, args: argparse.Namespace, sweep: bool) -> Any:
+    """--rounds N replaces the spec's rounds (a sweep's base); the spec then validates it."""
+    if args.rounds is None:
+        return data
+    if not isinstance(data, dict):
+        return data  # parse_spec names what is wrong with a file that is not a mapping
+    if not sweep:
+        return {**data, "rounds": args.rounds}
+    grid = data.get("grid")
+    if isinstance(grid, dict) and "rounds" in grid:
+        raise SpecError(
+            [("--rounds", "the sweep's grid varies rounds; drop it from the grid or the option")],
+            f"{args.spec} with --rounds {args.rounds}",
+        )
+    base = data.get("base")
+    return {**data, "base": {**(base if isinstance(base, dict) else {}), "rounds": args.rounds}}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     _apply_threads(args)
     data: Any = load_spec_data(args.spec)
+    source = str(args.spec) if args.rounds is None else f"{args.spec} with --rounds {args.rounds}"
     if isinstance(data, dict) and ("grid" in data or "base" in data):
-        sweep = SweepSpec.model_validate(data)
-        specs = expand(sweep)
+        sweep = SweepSpec.model_validate(_with_rounds(data, args, sweep=True))
+        try:
+            specs = expand(sweep)
+        except SpecError as exc:  # name the file, and --rounds when it was given
+            raise SpecError(exc.errors, source) from None
         out = Path(args.out or Path("runs") / sweep.name)
-        for i, spec in enumerate(specs):
-            root = out / f"{i:03d}-{spec.algorithm.name}-a{spec.partition.alpha:g}-s{spec.seed}"
-            summary = _run_one(spec, root, f"[{i + 1}/{len(specs)}] {spec.algorithm.name}")
-            print(_summary_line(root, summary), flush=True)
+        roots = [
+            out / f"{i:03d}-{spec.algorithm.name}-a{spec.partition.alpha:g}-s{spec.seed}"
+            for i, spec in enumerate(specs)
+        ]
+        _claim_outs(roots, args.force)
+        for i, (spec, root) in enumerate(zip(specs, roots, strict=True)):
+            label = f"[{i + 1}/{len(specs)}] {spec.algorithm.name}"
+            summary = _run_one(spec, root, label)
+            if not args.json:
+                print(f"{label} seed {spec.seed}: ", end="")
+            _report(root, summary, spec.rounds, args)
         print(f"results: {out}", flush=True)
         return 0
-    spec = parse_spec(data, str(args.spec))
+    spec = parse_spec(_with_rounds(data, args, sweep=False), source)
     root = Path(args.out) if args.out else _default_out(spec)
+    _claim_outs([root], args.force)
     summary = _run_one(spec, root, spec.algorithm.name)
-    print(_summary_line(root, summary), flush=True)
+    _report(root, summary, spec.rounds, args)
+    if not args.json:
+        print(f"results: {root}", flush=True)
     return 0
 
 
@@ -141,7 +269,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             f"no full checkpoint under {root}/checkpoints; starting from round 0", file=sys.stderr
         )
     summary = _run_one(spec, root, spec.algorithm.name, resume=ckpt)
-    print(_summary_line(root, summary), flush=True)
+    _report(root, summary, spec.rounds, args)
     return 0
 
 
@@ -201,18 +329,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="torch CPU threads (intra- and inter-op; default: torch's default, all cores); "
         "use 1 when several runs share the machine",
     )
+    json_help = (
+        "print the summary as one JSON line (accuracies as fractions) instead of the "
+        "readable 'final … · best … · top-5 …' line"
+    )
     p = argparse.ArgumentParser(
         prog="fedgen", description="Federated learning simulations: FedGen and baselines."
     )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", parents=[threads], help="run a spec or a sweep")
     r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
-    r.add_argument("--out", help="output directory (default runs/<algorithm>-<spec hash>)")
+    r.add_argument(
+        "--out",
+        help="output directory (default runs/<algorithm>-<spec hash>; a sweep: runs/<name>, "
+        "one folder per run); a folder that already holds a run is refused unless --force",
+    )
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="write over an existing run folder: its run files (spec.json, info.json, "
+        "metrics.jsonl, summary.json, checkpoints/) are deleted first; other files are kept",
+    )
+    r.add_argument(
+        "--rounds",
+        type=_rounds_arg,
+        metavar="N",
+        help=f"rounds to run, replacing the spec's (a sweep's base) rounds; 1..{MAX_ROUNDS}",
+    )
+    r.add_argument("--json", action="store_true", help=json_help)
     r.set_defaults(func=cmd_run)
     s = sub.add_parser(
         "resume", parents=[threads], help="continue a run directory from its last full checkpoint"
     )
     s.add_argument("dir")
+    s.add_argument("--json", action="store_true", help=json_help)
     s.set_defaults(func=cmd_resume)
     pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
     pa.add_argument("spec")
@@ -244,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         from fedgen.spec import format_validation_error
 
         return _print_errors(SpecError(format_validation_error(exc), "sweep"))
+    except OutExists as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     except (DatasetError, PartitionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """A run directory on disk: spec.json, info.json, metrics.jsonl, checkpoints/, summary.json.
 
 `DirectorySink` is the sink the CLI uses; `latest_full_checkpoint` finds where a
-stopped run can resume. metrics.jsonl holds one JSON object per round; on resume
+stopped run can resume; `run_files` says whether a folder already holds a run (the CLI
+refuses to write over one unless told to) and `clear_run` removes those files. metrics.jsonl holds one JSON object per round; on resume
 the lines past the checkpoint's round are dropped first, so a round is never
 written twice.
 """
@@ -9,11 +10,30 @@ written twice.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from fedgen import checkpoint
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.spec import ExperimentSpec
+
+# What a run writes into its folder: the files that make a folder "a run folder".
+RUN_FILES = ("spec.json", "info.json", "metrics.jsonl", "summary.json", "checkpoints")
+
+
+def run_files(root: Path) -> list[str]:
+    """The run files already under `root` (empty if it is not a run folder or does not exist)."""
+    return [name for name in RUN_FILES if (root / name).exists()]
+
+
+def clear_run(root: Path) -> None:
+    """Remove a run's own files from `root` (RUN_FILES); any other file there is left alone."""
+    for name in RUN_FILES:
+        path = root / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 class DirectorySink:

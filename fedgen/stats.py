@@ -137,3 +137,31 @@ def pooled_top5(curves: Sequence[Sequence[float]]) -> tuple[float, float]:
     for c in curves:
         pooled.extend(top_k(c, 5))
     return mean_std(pooled)
+
+
+def format_mean_std(mean: float | None, std: float | None) -> str:
+    """Mean ± std of accuracies (fractions) in %, 2 decimals: '70.61 ± 0.35%' ('–' if no mean)."""
+    if mean is None or math.isnan(mean):
+        return "–"
+    s = 0.0 if std is None or math.isnan(std) else std
+    return f"{mean * 100:.2f} ± {s * 100:.2f}%"
+
+
+def summary_text(
+    final: float,
+    final_round: int,
+    best: float,
+    best_round: int,
+    top5_mean: float,
+    top5_std: float,
+    last_round: int,
+) -> str:
+    """One run's figures as one line: 'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35%'.
+
+    `last_round` is the run's R; a round is named when it is not R (docs/metrics.md).
+    """
+    return (
+        f"final {format_acc(final, final_round, last_round)} · "
+        f"best {format_acc(best, best_round, last_round)} · "
+        f"top-5 {format_mean_std(top5_mean, top5_std)}"
+    )
