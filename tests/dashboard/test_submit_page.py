@@ -1,0 +1,145 @@
+"""The Submit page through AppTest on the real API: what is shown is what is sent.
+
+A field out of its schema's range is named with its limit and nothing is validated or sent;
+a dataset no live worker can load is marked in the picker and refused (a worker row is
+registered in the test database for that, and removed afterwards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from api.db import session_scope
+from api.repository import workers as workers_repo
+from tests.dashboard.lab import Lab
+from tests.dashboard.test_pages import open_page, texts
+
+PAGE = "app_pages/submit.py"
+
+
+@pytest.fixture
+def live_worker(lab: Lab) -> Iterator[str]:
+    """A live cpu worker that can load fashion-mnist and synthetic only, removed afterwards."""
+    name = "cpu-slot0@submit-test"
+    caps = {"datasets": ["fashion-mnist", "synthetic"]}
+    with session_scope(lab.app.state.sessionmaker) as s:
+        workers_repo.register(s, name, ["cpu"], 1, host="submit-test", capabilities=caps)
+    yield name
+    with session_scope(lab.app.state.sessionmaker) as s:
+        workers_repo.unregister(s, name)
+
+
+def _tagged(lab: Lab, tag: str) -> list[dict[str, Any]]:
+    with lab.client() as c:
+        return list(c.get("/runs", params={"tag": tag}).json()["data"])
+
+
+def _errors(at: AppTest) -> str:
+    return "\n".join(str(e.value) for e in at.error)
+
+
+def test_rounds_zero_is_refused_by_validate_and_submit(
+    app_path: str, lab_env: dict[str, Any], lab: Lab
+) -> None:
+    """rounds = 0: named with its limit under the field, shown as 0 in the YAML, and neither
+    Validate nor Submit goes through (no run is created, no 'valid')."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.text_input(key="submit_tags").set_value("refused-rounds")
+    at.number_input(key="submit_one_rounds").set_value(0).run()
+    # Execute
+    at.button(key="submit_validate").click().run()
+    validated = _errors(at)
+    successes = [s.value for s in at.success]
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    assert "rounds: must be at least 1" in texts(at)  # under the field
+    assert "Not validated" in validated
+    assert "rounds: must be at least 1" in validated
+    assert successes == []
+    assert "Not submitted" in _errors(at)
+    assert "rounds: must be at least 1" in _errors(at)
+    assert yaml.safe_load(at.code[0].value)["rounds"] == 0  # shown as entered, not the default
+    assert _tagged(lab, "refused-rounds") == []
+
+
+def test_sent_is_exactly_what_is_shown(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """Fixed to an allowed value, the run stored is the YAML the page showed."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.selectbox(key="submit_one_data.name").set_value("synthetic")
+    at.number_input(key="submit_one_partition.num_users").set_value(5)
+    at.number_input(key="submit_one_users_per_round").set_value(3)
+    at.number_input(key="submit_one_rounds").set_value(0).run()
+    at.number_input(key="submit_one_rounds").set_value(7)
+    at.number_input(key="submit_one_lr").set_value(0.0123457)
+    at.text_input(key="submit_tags").set_value("shown-is-sent").run()
+    shown = yaml.safe_load(at.code[0].value)
+    # Execute
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    assert "Queued run" in texts(at)
+    (run,) = _tagged(lab, "shown-is-sent")
+    with lab.client() as c:
+        c.delete(f"/runs/{run['id']}")  # the session's lab keeps its seeded run counts
+    assert run["spec"] == shown
+    assert (shown["rounds"], shown["lr"]) == (7, 0.0123457)
+
+
+def test_sweep_lists_and_tags_are_checked(app_path: str, lab_env: dict[str, Any]) -> None:
+    """Sweep mode: a seed list item below 0 and a tag over its length are named; not sent."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    at.text_input(key="submit_sw_seed").set_value("0, -1")
+    at.text_input(key="submit_tags").set_value("ok, " + "x" * 65).run()
+    # Execute
+    at.button(key="submit_go").click().run()
+    # Assert
+    assert not at.exception
+    refused = _errors(at)
+    assert "Not submitted" in refused
+    assert "seed: must be at least 0 (got -1)" in refused
+    assert "tags: each tag must have at most 64 characters (got 65)" in refused
+
+
+def test_dataset_no_live_worker_has_is_marked_and_refused(
+    app_path: str, lab_env: dict[str, Any], live_worker: str
+) -> None:
+    """mnist, which the one live worker lacks, reads 'mnist — no live worker has it' in the
+    picker and blocks Validate with that sentence; data.download lifts it (any worker may)."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    options = list(at.selectbox(key="submit_one_data.name").options)
+    # Execute
+    at.selectbox(key="submit_one_data.name").set_value("mnist")
+    at.button(key="submit_validate").click().run()
+    refused, page = _errors(at), texts(at)
+    at.checkbox(key="submit_one_data.download").check().run()
+    at.button(key="submit_validate").click().run()
+    # Assert
+    assert not at.exception
+    assert "mnist — no live worker has it" in options
+    assert "fashion-mnist" in options
+    assert "Live workers (cpu queue) can load: fashion-mnist, synthetic." in page
+    assert "Not validated" in refused
+    assert "data.name: mnist — no live worker has it" in refused
+    assert "mnist" in at.selectbox(key="submit_one_data.name").options  # no longer marked
+    assert [s.value for s in at.success] == ["The spec is valid, exactly as shown above."]
+
+
+def test_no_live_worker_says_the_run_would_wait(app_path: str, lab_env: dict[str, Any]) -> None:
+    """With no live worker nothing is refused for its dataset, and the page says the run waits."""
+    # Execute
+    at = open_page(app_path, PAGE)
+    # Assert
+    assert not at.exception
+    assert "mnist" in at.selectbox(key="submit_one_data.name").options
+    assert any("No worker is live" in str(w.value) for w in at.warning)
