@@ -1,4 +1,5 @@
-"""create_app(): the FastAPI application under /api/v1, docs at /docs."""
+"""create_app(): the FastAPI application under /api/v1, docs at /docs and /redoc (served
+from the installed package, no CDN: api.docs_ui)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 
-from api import errors
+from api import docs_ui, errors
 from api.config import Settings, get_settings
 from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit, Limits
@@ -116,7 +117,8 @@ def create_app(
         description="Submit federated runs and sweeps, follow them round by round, compare results.",
         lifespan=lifespan,
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # /docs and /redoc come from api.docs_ui: no CDN, they work offline
+        redoc_url=None,
     )
     app.state.settings = s
     app.state.sessionmaker = session_factory
@@ -147,6 +149,7 @@ def create_app(
     ):
         v1.include_router(r)
     app.include_router(v1)
+    docs_ui.install(app)
     # Probes also at the root, where load balancers and compose healthchecks look for them.
     app.add_api_route(
         "/health", misc.health, methods=["GET"], tags=["health"], include_in_schema=False

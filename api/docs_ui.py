@@ -1,0 +1,86 @@
+"""The API's documentation pages, /docs (Swagger UI) and /redoc, served with no CDN.
+
+FastAPI's default pages load Swagger UI and ReDoc from a CDN, so on a lab network without
+internet /docs is blank. This is FastAPI's self-hosted docs recipe: the default pages are
+turned off (`docs_url=None, redoc_url=None` in `api.main.create_app`), the JavaScript and CSS
+come from the installed `fastapi-offline` package (Swagger UI 5, ReDoc 2, a favicon: the
+files only; its app factory is not used) mounted at /docs/static, and two routes render the
+pages against them. Swagger UI's online spec validator is off (`validatorUrl: null`): it
+would load a badge from the internet.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import (
+    get_redoc_html,
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
+from fastapi.staticfiles import StaticFiles
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+DOCS_URL = "/docs"
+REDOC_URL = "/redoc"
+STATIC_URL = "/docs/static"
+# The files the pages load, as the installed package ships them.
+ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png")
+
+
+def assets_dir() -> Path:
+    """The installed package's folder of Swagger UI and ReDoc files (checked, so a broken
+    install fails at start rather than as a blank page)."""
+    folder = Path(str(files("fastapi_offline") / "static"))
+    missing = [name for name in ASSETS if not (folder / name).is_file()]
+    if missing:
+        raise RuntimeError(
+            f"the docs' files {', '.join(missing)} are missing from {folder}; "
+            "reinstall the service extra (pip install -e '.[service]')"
+        )
+    return folder
+
+
+def install(app: FastAPI) -> None:
+    """Mount the files and add /docs, its OAuth2 redirect and /redoc (none in the schema)."""
+    openapi_url = app.openapi_url or "/openapi.json"
+    oauth2_redirect_url = app.swagger_ui_oauth2_redirect_url or "/docs/oauth2-redirect"
+    app.mount(STATIC_URL, StaticFiles(directory=assets_dir()), name="docs-static")
+
+    def root(request: Request) -> str:
+        # Behind a proxy that strips a prefix, the page's URLs must carry it again.
+        return str(request.scope.get("root_path", ""))
+
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        r = root(request)
+        return get_swagger_ui_html(
+            openapi_url=f"{r}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{r}{oauth2_redirect_url}",
+            swagger_js_url=f"{r}{STATIC_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{r}{STATIC_URL}/swagger-ui.css",
+            swagger_favicon_url=f"{r}{STATIC_URL}/favicon.png",
+            swagger_ui_parameters={**(app.swagger_ui_parameters or {}), "validatorUrl": None},
+        )
+
+    async def oauth2_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    async def redoc(request: Request) -> HTMLResponse:
+        r = root(request)
+        return get_redoc_html(
+            openapi_url=f"{r}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{r}{STATIC_URL}/redoc.standalone.js",
+            redoc_favicon_url=f"{r}{STATIC_URL}/favicon.png",
+            with_google_fonts=False,  # fonts from Google would need the internet too
+        )
+
+    app.add_api_route(DOCS_URL, swagger_ui, methods=["GET"], include_in_schema=False)
+    app.add_api_route(
+        oauth2_redirect_url, oauth2_redirect, methods=["GET"], include_in_schema=False
+    )
+    app.add_api_route(REDOC_URL, redoc, methods=["GET"], include_in_schema=False)
