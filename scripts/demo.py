@@ -1,31 +1,49 @@
 """`make demo`: start the lab on the embedded default and run a FedGen-vs-FedAvg comparison.
 
 Starts `fedgen-lab up` (API, worker, dashboard) with SQLite and the SQLite broker
-under FEDGEN_HOME (`up` starts its worker with --embedded on them), creates a local user, submits the sweep in
-examples/fedgen-vs-fedavg.yaml, prints the URLs and the token, and follows the
-runs round by round. The lab keeps running for the dashboard until Ctrl-C
-(set FEDGEN_DEMO_EXIT=1 to stop once the sweep is done).
+under FEDGEN_HOME (`up` starts its worker with --embedded on them), creates a local user,
+submits the sweep in examples/fedgen-vs-fedavg.yaml, prints the URLs and the token, and
+follows the runs: a line when each starts and when each ends (final, best, top-5), then the
+sweep's table. The lab keeps running for the dashboard until Ctrl-C (set FEDGEN_DEMO_EXIT=1
+to stop once the sweep is done).
+
+The demo is quiet: it prints only its own lines. Everything its children print (their
+command lines, Streamlit's URL lines, Celery's banner and "Warm shutdown", access logs)
+goes to one log file, FEDGEN_HOME/logs/demo.log, named once at the start; only a child
+that exits or cannot start is also reported on the terminal (`shown`).
+
+"final" and "best" are written as everywhere (docs/metrics.md): the accuracy of the last
+model the protocol evaluates, with its round named when it is not the run's last ('@29'
+after 30 rounds under the official protocol), and the highest over the same rounds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import webbrowser
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import yaml
+
+from fedgen.stats import format_mean_std, mean_std, summary_text
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SWEEP = ROOT / "examples" / "fedgen-vs-fedavg.yaml"
 TERMINAL = {"succeeded", "failed", "cancelled"}
+# The supervisor's (worker/supervisor.py) lines about a child that died or could not start:
+# the only lines of the children that also reach the terminal.
+ALERT = re.compile(r"^\[up\] (?P<child>\S+) (?P<what>exited with .*|could not start .*)$")
 
 
 def free_port(preferred: int) -> int:
@@ -40,94 +58,205 @@ def free_port(preferred: int) -> int:
     raise RuntimeError("no free port")
 
 
-def lab(*args: str, env: dict[str, str]) -> str:
+def shown(line: str) -> str | None:
+    """What the terminal shows of one line the lab's children printed: None for all but the
+    supervisor's report of a child that exited or could not start (all go to the log)."""
+    m = ALERT.match(line.strip())
+    if m is None:
+        return None
+    return f"  ! lab: {m['child']} {m['what']}"
+
+
+def pump(stream: IO[bytes], log: IO[str], echo: IO[str]) -> None:
+    """Copy the children's output into the log, line by line; echo the `shown` ones."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace")
+        log.write(line)
+        log.flush()
+        if (alert := shown(line)) is not None:
+            echo.write(alert + "\n")
+            echo.flush()
+
+
+def lab(*args: str, env: dict[str, str], log: IO[str]) -> str:
+    """Run a `fedgen-lab` command; its output goes to the log, its stdout is returned."""
     out = subprocess.run(
-        [str(BIN / "fedgen-lab"), *args], env=env, check=True, capture_output=True, text=True
+        [str(BIN / "fedgen-lab"), *args], env=env, capture_output=True, text=True, check=False
     )
+    log.write(f"$ fedgen-lab {' '.join(args)}\n{out.stderr}{out.stdout}")
+    log.flush()
+    if out.returncode != 0:
+        raise SystemExit(
+            f"fedgen-lab {args[0]} failed (exit {out.returncode}):\n{out.stderr.strip()}"
+        )
     return out.stdout
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[bytes], log_path: Path, timeout_s: float = 120) -> None:  # fmt: skip
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"fedgen-lab up exited with code {proc.returncode}")
+            raise SystemExit(f"fedgen-lab up exited with code {proc.returncode}; see {log_path}")
         try:
             if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise SystemExit(f"the lab did not become ready at {url} within {timeout_s:.0f}s")
+    raise SystemExit(
+        f"the lab did not become ready at {url} within {timeout_s:.0f}s; see {log_path}"
+    )
 
 
-def _pm(mean: float | None, std: float | None) -> str:
-    return "-" if mean is None else f"{100 * mean:.1f} ± {100 * (std or 0.0):.1f}"
+def run_result(run: dict[str, Any]) -> str:
+    """A finished run as one line: its figures in % (docs/metrics.md), or why it stopped."""
+    s = run.get("summary") or {}
+    if run["status"] == "succeeded" and s:
+        return summary_text(
+            s["final_acc"], s.get("final_round", -1), s["best_acc"], s.get("best_round", -1),
+            s["top5_mean"], s["top5_std"], run["rounds"],
+        )  # fmt: skip
+    at = f" at round {run['current_round']}" if run.get("current_round", -1) >= 0 else ""
+    error = f": {run['error']}" if run.get("error") else ""
+    return f"{run['status']}{at}{error}"
 
 
-def summary_table(groups: list[dict[str, Any]]) -> str:
-    """The sweep summary as a few readable lines: accuracy in %, mean ± std over finished seeds."""
+def _rounds_text(rounds: Sequence[int]) -> str:
+    """The rounds a group's figure is from: '@29', '@25–29' (differs by seed), '' if none."""
+    found = sorted({r for r in rounds if r >= 0})
+    if not found:
+        return ""
+    return f" @{found[0]}" if len(found) == 1 else f" @{found[0]}–{found[-1]}"
+
+
+def _group_cell(
+    mean: float | None, std: float | None, rounds: Sequence[int], last_round: int | None
+) -> str:
+    text = format_mean_std(mean, std)
+    if mean is None or set(rounds) == {last_round}:
+        return text  # the last round is not named, as format_acc does for one run
+    return text + _rounds_text(rounds)
+
+
+def summary_table(groups: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> str:
+    """The sweep's table: per group n, final, best and top-5 in %, mean ± std over finished
+    seeds; final and best name their round when it is not the last (docs/metrics.md).
+
+    `groups` are GET /sweeps/{id}/summary's; `runs` are the sweep's runs by id (GET /runs),
+    whose summaries give each seed's best and its round.
+    """
     width = max([len(g["label"]) for g in groups] + [5])
     lines = [
-        "sweep summary: test accuracy (%), mean ± std over the finished seeds",
-        f"  {'group':<{width}}  {'n':>2}  {'final (round)':>20}  {'top-5':>12}",
+        "sweep summary: test accuracy, mean ± std over the finished seeds "
+        "(final = the last evaluated round, best = the highest; docs/metrics.md)",
+        f"  {'group':<{width}}  {'n':>2}  {'final':>20}  {'best':>20}  {'top-5':>15}",
     ]
     for g in groups:
-        at = "" if g["final_round"] is None else f" ({g['final_round']})"
-        final = _pm(g["final_mean"], g["final_std"]) + at
-        top5 = _pm(g["top5_mean"], g["top5_std"])
-        lines.append(f"  {g['label']:<{width}}  {g['n']:>2}  {final:>20}  {top5:>12}")
+        members = [runs[rid] for rid in g.get("run_ids", []) if rid in runs]
+        summaries = [m["summary"] for m in members if m.get("summary")]
+        last = {int(m["rounds"]) for m in members}
+        last_round = last.pop() if len(last) == 1 else None
+        final_rounds = [] if g["final_round"] is None else [int(g["final_round"])]
+        if not final_rounds:  # the members differ: name each seed's
+            final_rounds = [int(s.get("final_round", -1)) for s in summaries]
+        final = _group_cell(g["final_mean"], g["final_std"], final_rounds, last_round)
+        bests = [float(s["best_acc"]) for s in summaries]
+        best_m, best_s = mean_std(bests) if bests else (None, None)
+        best_rounds = [int(s.get("best_round", -1)) for s in summaries]
+        best = _group_cell(best_m, best_s, best_rounds, last_round)
+        top5 = format_mean_std(g["top5_mean"], g["top5_std"])
+        lines.append(f"  {g['label']:<{width}}  {g['n']:>2}  {final:>20}  {best:>20}  {top5:>15}")
     return "\n".join(lines)
 
 
-def follow(api: str, headers: dict[str, str], run_ids: list[str], labels: dict[str, str]) -> None:
-    """Print one line per new round of each run until all are finished."""
-    seen = dict.fromkeys(run_ids, -1)
-    status: dict[str, str] = {}
+def list_runs(api: str, headers: dict[str, str], sweep_id: str) -> dict[str, dict[str, Any]]:
+    r = httpx.get(
+        f"{api}/runs", params={"sweep_id": sweep_id, "limit": 500}, headers=headers, timeout=10
+    )
+    r.raise_for_status()
+    return {run["id"]: run for run in r.json()["data"]}
+
+
+def follow(
+    api: str, headers: dict[str, str], sweep_id: str, labels: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Print a line when each run starts and when it ends, until all are finished; on a
+    terminal, one line redrawn in place with every running run's round. The last view of
+    the runs, by id."""
+    tty = sys.stdout.isatty()
+    said: dict[str, str] = {}
+    width = max(len(x) for x in labels.values())
     while True:
-        for rid in run_ids:
-            r = httpx.get(
-                f"{api}/runs/{rid}/metrics",
-                params={"since_round": seen[rid]},
-                headers=headers,
-                timeout=10,
-            )
-            r.raise_for_status()
-            body: dict[str, Any] = r.json()
-            status[rid] = body["status"]
-            run_rounds = body.get("rounds", [])
-            accs = body.get("metrics", {}).get("test_acc", [])
-            for rnd, acc in zip(run_rounds, accs, strict=False):
-                print(f"  {labels[rid]:<16} round {rnd:>3}  test_acc {acc:.4f}", flush=True)
-                seen[rid] = max(seen[rid], rnd)
-        if all(status.get(rid) in TERMINAL for rid in run_ids):
-            return
+        runs = list_runs(api, headers, sweep_id)
+        lines = []
+        for rid, label in labels.items():
+            run = runs.get(rid)
+            if run is None:
+                continue
+            st = run["status"]
+            if st in TERMINAL and said.get(rid) != "done":
+                lines.append(f"  {label:<{width}}  {run_result(run)}")
+                said[rid] = "done"
+            elif st in ("running", "cancelling") and rid not in said:
+                lines.append(f"  {label:<{width}}  started")
+                said[rid] = "started"
+        if tty:
+            sys.stdout.write("\r\x1b[K")
+        for line in lines:
+            print(line, flush=True)
+        if all(runs.get(rid, {}).get("status") in TERMINAL for rid in labels):
+            return runs
+        if tty:
+            sys.stdout.write(progress_line(runs[rid] for rid in labels if rid in runs))
+            sys.stdout.flush()
         time.sleep(2)
+
+
+def progress_line(runs: Iterable[dict[str, Any]]) -> str:
+    """'  running: 2 · queued: 3 · done: 1 · rounds 34/180' (a terminal's redrawn line)."""
+    runs = list(runs)
+    count = {
+        "running": sum(r["status"] in ("running", "cancelling", "claimed") for r in runs),
+        "queued": sum(r["status"] == "queued" for r in runs),
+        "done": sum(r["status"] in TERMINAL for r in runs),
+    }
+    done = sum(max(0, int(r.get("current_round", -1))) for r in runs)
+    total = sum(int(r["rounds"]) for r in runs)
+    parts = " · ".join(f"{k}: {v}" for k, v in count.items())
+    return f"  {parts} · rounds {done}/{total}"
 
 
 def main() -> int:
     env = dict(os.environ)
     env.setdefault("FEDGEN_HOME", str(Path.home() / ".fedgen"))
+    home = Path(env["FEDGEN_HOME"])
+    log_path = home / "logs" / "demo.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("w")
     port = free_port(int(env.get("FEDGEN_DEMO_PORT", "8000")))
     dash_port = free_port(int(env.get("FEDGEN_DEMO_DASHBOARD_PORT", "8501")))
     base = f"http://127.0.0.1:{port}"
     api = f"{base}/api/v1"
-    print(
-        f"FedGen Lab demo (FEDGEN_HOME={env['FEDGEN_HOME']}, SQLite database and broker)",
-        flush=True,
-    )
-    lab("db", "upgrade", env=env)
+    print(f"FedGen Lab demo (FEDGEN_HOME={home}, SQLite database and broker)", flush=True)
+    lab("db", "upgrade", env=env, log=log)
     token = (
-        lab("users", "create", f"demo-{int(time.time())}", "--admin", env=env)
+        lab("users", "create", f"demo-{int(time.time())}", "--admin", env=env, log=log)
         .strip()
         .splitlines()[-1]
     )
     env.update({"FEDGEN_TOKEN": token, "FEDGEN_API_URL": base})
+    print(f"starting the lab: API, worker and dashboard (their output: {log_path})", flush=True)
     up = subprocess.Popen(
         [str(BIN / "fedgen-lab"), "up", "--port", str(port), "--dashboard-port", str(dash_port)],
         env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    assert up.stdout is not None
+    pumping = threading.Thread(target=pump, args=(up.stdout, log, sys.stdout), daemon=True)
+    pumping.start()
 
     def stop(*_: object) -> None:
         if up.poll() is None:
@@ -136,42 +265,55 @@ def main() -> int:
                 up.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(up.pid, signal.SIGKILL)
+        pumping.join(timeout=5)
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(143)))
     try:
-        wait_ready(base, up)
+        wait_ready(base, up, log_path)
         headers = {"Authorization": f"Bearer {token}"}
         sweep = yaml.safe_load(SWEEP.read_text())
         r = httpx.post(f"{api}/sweeps", json=sweep, headers=headers, timeout=30)
         r.raise_for_status()
+        sweep_id: str = r.json()["id"]
         run_ids: list[str] = r.json()["run_ids"]
-        labels = {}
-        for rid in run_ids:
-            spec = httpx.get(f"{api}/runs/{rid}", headers=headers, timeout=10).json()["spec"]
-            labels[rid] = f"{spec['algorithm']['name']} seed {spec['seed']}"
+        runs = list_runs(api, headers, sweep_id)
+        labels = {
+            rid: f"{runs[rid]['spec']['algorithm']['name']} seed {runs[rid]['spec']['seed']}"
+            for rid in run_ids
+        }
         # A short link: the sweep id brings all its runs (the Compare page keeps its view in the
         # URL). It loads from the root, which forwards to /compare: no 404 probes in the console.
-        compare = f"http://127.0.0.1:{dash_port}/?page=compare&sweep={r.json()['id']}"
+        compare = f"http://127.0.0.1:{dash_port}/?page=compare&sweep={sweep_id}"
+        rounds = sweep["base"].get("rounds")
         print(
             f"\n  API        {api}\n  API docs   {base}/docs\n  dashboard  {compare}\n"
-            f"  token      {token}\n\nsubmitted sweep {sweep['name']!r}: {len(run_ids)} runs\n",
+            f"  token      {token}\n\nsubmitted sweep {sweep['name']!r}: {len(run_ids)} runs"
+            f" of {rounds} rounds; each run's line comes when it starts and when it ends\n",
             flush=True,
         )
         if os.environ.get("DISPLAY") or sys.platform == "darwin":
             webbrowser.open(compare)  # a desktop session: show the sweep as it runs
-        follow(api, headers, run_ids, labels)
-        summary = httpx.get(f"{api}/sweeps/{r.json()['id']}/summary", headers=headers).json()
-        print("\n" + summary_table(summary["groups"]), flush=True)
-        print(f"dashboard: {compare}", flush=True)
+        runs = follow(api, headers, sweep_id, labels)
+        summary = httpx.get(f"{api}/sweeps/{sweep_id}/summary", headers=headers, timeout=30)
+        summary.raise_for_status()
+        print("\n" + summary_table(summary.json()["groups"], runs), flush=True)
+        print(f"\ndashboard: {compare}", flush=True)
         if env.get("FEDGEN_DEMO_EXIT") == "1":
             return 0
         print("the lab keeps running; Ctrl-C stops API, worker and dashboard", flush=True)
         up.wait()
         return 0
     except KeyboardInterrupt:
+        print("\nstopping the lab", flush=True)
         return 130
+    except httpx.HTTPError as exc:  # the API went away or refused: say so, not a traceback
+        code = up.poll()
+        why = f"the lab exited (code {code})" if code is not None else f"the API failed ({exc})"
+        print(f"\n{why}; its output: {log_path}", file=sys.stderr, flush=True)
+        return 1
     finally:
         stop()
+        log.close()
 
 
 if __name__ == "__main__":
