@@ -89,6 +89,44 @@ def _compare_layout(
     return fig
 
 
+def _heads_trace(heads: pd.DataFrame, x: str) -> go.Scatter:
+    """One open marker at the latest point of every running run (one legend entry for all).
+
+    `heads`: run_id, name, color, round, rounds_total, `x`, value. `meta.rounds` maps each
+    running run to the round it has reached, so a test can watch it grow in the DOM.
+    """
+    text = [
+        f"{n}: running, round {int(r)}" + (f" of {int(t)}" if pd.notna(t) else "")
+        for n, r, t in zip(heads["name"], heads["round"], heads["rounds_total"], strict=True)
+    ]
+    return go.Scatter(
+        x=heads[x].to_numpy(),
+        y=heads["value"].to_numpy(),
+        mode="markers",
+        name="running (latest round)",
+        marker={"symbol": "circle-open", "size": 11, "color": list(heads["color"]),
+                "line": {"width": 2}},
+        hovertext=text,
+        hoverinfo="text",
+        meta={"kind": "running", "rounds": {str(k): int(v) for k, v in
+                                            zip(heads["run_id"], heads["round"], strict=True)}},
+    )  # fmt: skip
+
+
+def _marks(fig: go.Figure, marks: list[tuple[float, str]] | None) -> None:
+    """Dotted vertical lines with a label at the top (e.g. the round "final" is taken at)."""
+    for at, text in marks or []:
+        fig.add_vline(
+            x=at, line={"dash": "dot", "width": 1, "color": "#666"}, annotation_text=text,
+            annotation_position="top left", annotation_font_size=11,
+        )  # fmt: skip
+
+
+def _entries(fig: go.Figure) -> int:
+    """How many entries the legend lists."""
+    return sum(1 for t in fig.data if t.showlegend is not False)
+
+
 def band_chart(
     agg: pd.DataFrame,
     title: str,
@@ -97,15 +135,26 @@ def band_chart(
     revision: str = "compare",
     styles: dict[str, dict[str, str]] | None = None,
     log_y: bool = False,
+    legend: dict[str, str] | None = None,
+    heads: pd.DataFrame | None = None,
+    stopped: pd.DataFrame | None = None,
+    marks: list[tuple[float, str]] | None = None,
 ) -> go.Figure:
     """Mean line and mean ± std band per group (`group, round|wall_s, mean, std, n`).
 
     `styles`: group -> {"color", "dash"} (default: the palette in order, solid lines).
+    `legend`: group -> legend name (default "group (n=N)"). The hover of a mean line gives
+    each round's n. `heads`: running runs' latest points (see `_heads_trace`); `stopped`:
+    failed or cancelled runs (run_id, name, status, group, `x`, value), drawn as thin
+    dotted lines of their own, outside the bands; `marks`: vertical lines (x, label).
+    Every trace carries `meta` (kind "mean", "running" or "stopped") for tests in the DOM.
     """
     fig = go.Figure()
     styles = styles or {}
+    legend = legend or {}
     line_cls = _line_class(len(agg))
     groups = list(agg.groupby("group", sort=False))
+    x_name = _x_title(x)
     for i, (group, gdf) in enumerate(groups):
         gdf = gdf.sort_values(x)
         style = styles.get(str(group), {})
@@ -131,13 +180,37 @@ def band_chart(
             line_cls(
                 x=gdf[x].to_numpy(),
                 y=gdf["mean"].to_numpy(),
-                mode="lines",
-                name=f"{group} (n={n})",
+                mode="lines" if len(gdf) > 1 else "lines+markers",
+                name=legend.get(str(group), f"{group} (n={n})"),
                 line={"color": color, "dash": style.get("dash", "solid"), "width": 2},
                 legendgroup=str(group),
-            )
+                customdata=gdf["n"].to_numpy() if "n" in gdf else None,
+                hovertemplate=f"{x_name} %{{x}}: %{{y:.2f}} (n=%{{customdata}})",
+                meta={
+                    "kind": "mean",
+                    "group": str(group),
+                    "points": len(gdf),
+                    "last_round": int(gdf["round"].max()) if "round" in gdf else None,
+                },
+            )  # fmt: skip
         )
-    return _compare_layout(fig, title, x, y_title, revision, log_y, len(groups))
+    if stopped is not None and not stopped.empty:
+        for run_id, rdf in stopped.groupby("run_id", sort=False):
+            rdf = rdf.sort_values("round")
+            first = rdf.iloc[0]
+            color = styles.get(str(first["group"]), {}).get("color", "#888888")
+            fig.add_trace(
+                go.Scatter(
+                    x=rdf[x].to_numpy(), y=rdf["value"].to_numpy(), mode="lines",
+                    name=f"{first['name']} ({first['status']} @{int(rdf['round'].max())})",
+                    line={"color": color, "dash": "dot", "width": 1}, opacity=0.7,
+                    meta={"kind": "stopped", "run_id": str(run_id), "status": first["status"]},
+                )
+            )  # fmt: skip
+    if heads is not None and not heads.empty:
+        fig.add_trace(_heads_trace(heads, x))
+    _marks(fig, marks)
+    return _compare_layout(fig, title, x, y_title, revision, log_y, _entries(fig))
 
 
 def run_lines(
@@ -149,33 +222,56 @@ def run_lines(
     styles: dict[str, dict[str, str]] | None = None,
     log_y: bool = False,
     y_title: str = "test accuracy",
+    statuses: dict[str, str | None] | None = None,
+    heads: pd.DataFrame | None = None,
+    marks: list[tuple[float, str]] | None = None,
 ) -> go.Figure:
     """One line per run (`run_id, round, value, wall_s`), named by `labels` (run id -> name).
 
     `styles`: name -> {"color", "dash"}; runs of one style share a legend group.
+    `statuses`: run id -> status: a run still in flight is named "… · running" (and its
+    latest point marked through `heads`), a failed or cancelled one "… · failed @R", dotted.
     """
     fig = go.Figure()
     styles = styles or {}
+    statuses = statuses or {}
     line_cls = _line_class(len(long))
     runs = list(long.groupby("run_id", sort=False))
     for i, (run_id, rdf) in enumerate(runs):
         rdf = rdf.sort_values("round")
         name = labels.get(str(run_id), str(run_id))
         style = styles.get(name, {})
+        status = statuses.get(str(run_id))
+        dash = style.get("dash", "solid")
+        shown = name
+        if status in ("failed", "cancelled", "deleted"):
+            shown, dash = f"{name} · {status} @{int(rdf['round'].max())}", "dot"
+        elif status not in (None, "succeeded"):
+            shown = f"{name} · {status}"
         fig.add_trace(
             line_cls(
                 x=rdf[x].to_numpy(),
                 y=rdf["value"].to_numpy(),
-                mode="lines",
-                name=name,
+                mode="lines" if len(rdf) > 1 else "lines+markers",
+                name=shown,
                 line={
                     "color": style.get("color", PALETTE[i % len(PALETTE)]),
-                    "dash": style.get("dash", "solid"),
+                    "dash": dash,
                     "width": 1.5,
                 },
-            )
+                meta={
+                    "kind": "run",
+                    "run_id": str(run_id),
+                    "status": status,
+                    "points": len(rdf),
+                    "last_round": int(rdf["round"].max()),
+                },
+            )  # fmt: skip
         )
-    return _compare_layout(fig, title, x, y_title, revision, log_y, len(runs))
+    if heads is not None and not heads.empty:
+        fig.add_trace(_heads_trace(heads, x))
+    _marks(fig, marks)
+    return _compare_layout(fig, title, x, y_title, revision, log_y, _entries(fig))
 
 
 def user_spread(band: pd.DataFrame, revision: str = "live") -> go.Figure:

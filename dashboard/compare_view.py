@@ -8,7 +8,10 @@ the next field that differs (e.g. α), and every mode has a CSV.
 
 from __future__ import annotations
 
+import functools
+import json
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -105,3 +108,260 @@ def runs_csv(long: pd.DataFrame, names: dict[str, str], metric: str) -> str:
         }
     )
     return out.sort_values(["run", "round"], kind="stable").to_csv(index=False)
+
+
+# -- live comparisons: run states, the incremental cache, legend names -----------------
+# A run in one of these states never changes again: its rounds are all fetched, once.
+ENDED = frozenset({"succeeded", "failed", "cancelled", "deleted"})
+# Ended without finishing: drawn as its own thin curve, left out of the bands.
+STOPPED = frozenset({"failed", "cancelled", "deleted"})
+
+
+def in_flight(status: str | None) -> bool:
+    """Queued, claimed, running, cancelling, ... : anything that may still change."""
+    return status not in ENDED
+
+
+def fetch_plan(cache: dict[str, dict[str, Any]], run_ids: list[str]) -> list[tuple[list[str], int]]:
+    """The GET /compare requests that bring `cache` up to date: (run ids, since_round).
+
+    Runs not cached yet, or cached without a round, are fetched whole (since_round -1);
+    cached runs still in flight are asked only for their new rounds, in one request after
+    the lowest last round among them (a run further on gets some rounds again: `merge_compare`
+    drops them). Ended runs in the cache are never fetched again.
+    """
+    fresh: list[str] = []
+    live: list[str] = []
+    for rid in run_ids:
+        entry = cache.get(rid)
+        if entry is None or (not entry["rounds"] and in_flight(entry["status"])):
+            fresh.append(rid)
+        elif in_flight(entry["status"]):
+            live.append(rid)
+    plan: list[tuple[list[str], int]] = []
+    if fresh:
+        plan.append((fresh, -1))
+    if live:
+        plan.append((live, min(int(cache[rid]["rounds"][-1]) for rid in live)))
+    return plan
+
+
+def merge_compare(cache: dict[str, dict[str, Any]], payload: dict[str, Any]) -> None:
+    """Merge a GET /compare answer (whole or `since_round`) into `cache`, in place.
+
+    Per run: its status and current round are replaced, and only rounds after its last
+    cached one are appended (so (run, round) is never doubled); a metric that first appears
+    later is back-filled with None. Entries: {"status", "current_round", "rounds_total",
+    "rounds", "metrics", "downsampled"}.
+    """
+    for run in payload.get("runs") or []:
+        rid = str(run.get("id"))
+        entry = cache.setdefault(
+            rid, {"rounds": [], "metrics": {}, "downsampled": False, "status": None}
+        )
+        rounds = list(run.get("rounds") or [])
+        last = entry["rounds"][-1] if entry["rounds"] else -1
+        keep = [i for i, r in enumerate(rounds) if r > last]
+        old_len = len(entry["rounds"])
+        entry["rounds"] = entry["rounds"] + [rounds[i] for i in keep]
+        metrics: dict[str, list[Any]] = entry["metrics"]
+        new = run.get("metrics") or {}
+        for name in set(metrics) | set(new):
+            values = metrics.get(name, [None] * old_len)
+            got = new.get(name)
+            values = values + ([got[i] for i in keep] if got is not None else [None] * len(keep))
+            metrics[name] = values
+        entry["status"] = run.get("status")
+        entry["current_round"] = run.get("current_round")
+        entry["rounds_total"] = run.get("rounds_total")
+        entry["downsampled"] = bool(entry["downsampled"] or run.get("downsampled"))
+
+
+def refresh_cache(
+    cache: dict[str, dict[str, Any]],
+    run_ids: list[str],
+    fetch: Callable[[list[str], int, int], dict[str, Any]],
+    max_points: int,
+) -> int:
+    """Bring `cache` up to date through `fetch(run ids, since_round, max_points)` (GET /compare).
+
+    Whole fetches are downsampled to `max_points`; the new rounds of runs in flight come
+    whole (a few per refresh). A run the server no longer lists is marked deleted, so it is
+    not asked for again. Returns the number of requests made.
+    """
+    plan = fetch_plan(cache, run_ids)
+    for ids, since in plan:
+        payload = fetch(ids, since, max_points if since < 0 else 0)
+        merge_compare(cache, payload)
+        listed = {str(r.get("id")) for r in payload.get("runs") or []}
+        for rid in ids:
+            if rid not in listed:
+                cache.setdefault(rid, {"rounds": [], "metrics": {}, "downsampled": False})
+                cache[rid]["status"] = "deleted"
+    return len(plan)
+
+
+def cached_payload(cache: dict[str, dict[str, Any]], run_ids: list[str]) -> dict[str, Any]:
+    """The cache as a GET /compare body for `run_ids` (in that order), for `compare_long`."""
+    return {"runs": [{"id": rid, **cache[rid]} for rid in run_ids if rid in cache]}
+
+
+def status_counts(
+    statuses: dict[str, str | None], names: dict[str, str]
+) -> dict[str, dict[str, int]]:
+    """Curve name -> {"runs", "running" (in flight, not queued), "queued", "stopped"}."""
+    out: dict[str, dict[str, int]] = {}
+    for rid, status in statuses.items():
+        c = out.setdefault(
+            names.get(rid, rid), {"runs": 0, "running": 0, "queued": 0, "stopped": 0}
+        )
+        c["runs"] += 1
+        c["queued"] += int(status == "queued")
+        c["running"] += int(in_flight(status) and status != "queued")
+        c["stopped"] += int(status in STOPPED)
+    return out
+
+
+def group_legend(group: str, n: int, counts: dict[str, int] | None) -> str:
+    """ "algorithm=fedgen (n=3)", "... (n=2, 1 of 3 running, 1 queued)": a band's legend entry.
+
+    n is the most runs any round's band holds (the hover gives each round's)."""
+    extra = ""
+    if counts and counts["running"]:
+        extra += f", {counts['running']} of {counts['runs']} running"
+    if counts and counts.get("queued"):
+        extra += f", {counts['queued']} queued"
+    return f"{group} (n={n}{extra})"
+
+
+def final_round(spec: dict[str, Any]) -> tuple[int, int] | None:
+    """(final round, R) of a run's spec: R-1 under before_training (the official protocol
+    never evaluates the model after the last aggregation), else R; None for a bad spec."""
+    return _final_round(json.dumps(spec, sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=4096)
+def _final_round(spec_json: str) -> tuple[int, int] | None:
+    from fedgen.fidelity import resolve
+    from fedgen.spec import SpecError, parse_spec
+
+    try:
+        parsed = parse_spec(json.loads(spec_json))
+    except (SpecError, ValueError):
+        return None
+    rounds = int(parsed.rounds)
+    timing = resolve(parsed).eval_timing
+    return (rounds - 1 if timing == "before_training" else rounds), rounds
+
+
+def final_rounds(runs: list[dict[str, Any]]) -> dict[str, tuple[int, int] | None]:
+    """Run id -> (final round, R) (see `final_round`)."""
+    return {str(r.get("id")): final_round(r.get("spec") or {}) for r in runs}
+
+
+def final_marks(
+    finals: dict[str, tuple[int, int] | None], long: pd.DataFrame, x: str
+) -> list[tuple[float, str]]:
+    """A dotted line at the round "final" is taken at, when it is not the runs' last round
+    (official protocol: R-1) and some curve has reached it; only on the round axis."""
+    found = {f for f in finals.values() if f is not None}
+    if x != "round" or len(found) != 1 or long.empty:
+        return []
+    at, last = found.pop()
+    if at == last or int(long["round"].max()) < at:
+        return []
+    return [(float(at), f"final @{at}")]
+
+
+def running_heads(
+    long: pd.DataFrame,
+    statuses: dict[str, str | None],
+    run_names: dict[str, str],
+    styles: dict[str, dict[str, str]],
+    names: dict[str, str],
+    cache: dict[str, dict[str, Any]],
+) -> pd.DataFrame:
+    """The latest point of each run in flight (for the chart's "running" markers)."""
+    cols = ["run_id", "name", "color", "round", "rounds_total", "wall_s", "value"]
+    live = long[long["run_id"].astype(str).map(lambda i: in_flight(statuses.get(i)))]
+    if live.empty:
+        return pd.DataFrame(columns=cols)
+    last = live.sort_values("round").groupby("run_id", sort=False).tail(1).copy()
+    ids = last["run_id"].astype(str)
+    last["name"] = ids.map(lambda i: run_names.get(i, i))
+    last["color"] = ids.map(lambda i: styles.get(names.get(i, ""), {}).get("color", "#444444"))
+    last["rounds_total"] = ids.map(lambda i: (cache.get(i) or {}).get("rounds_total"))
+    return last[cols].reset_index(drop=True)
+
+
+def stopped_rows(
+    long: pd.DataFrame, statuses: dict[str, str | None], run_names: dict[str, str]
+) -> pd.DataFrame:
+    """The rows of failed and cancelled runs, named, for their own dotted curves."""
+    ids = long["run_id"].astype(str)
+    out = long[ids.map(lambda i: statuses.get(i) in STOPPED)].copy()
+    out["name"] = out["run_id"].astype(str).map(lambda i: run_names.get(i, i))
+    out["status"] = out["run_id"].astype(str).map(lambda i: statuses.get(i))
+    return out
+
+
+def chart_caption(
+    agg: pd.DataFrame | None,
+    running: int,
+    stopped: int,
+    waiting: list[str],
+    live: bool,
+    marks: list[tuple[float, str]],
+) -> str:
+    """What the chart shows: who is in the bands (n per round), how many runs are running
+    (with rounds), stopped (failed/cancelled) or not started, the final's round, refreshing."""
+    from dashboard.tables import n_changes
+
+    parts = []
+    if agg is not None:
+        changes = n_changes(agg)
+        parts.append(
+            "Bands: mean ± std over the runs that reached each round, finished and running "
+            "(running runs join each round as they reach it; ○ marks their latest round); "
+            "failed and cancelled runs are drawn dotted, outside the bands. n per group: "
+            + "; ".join(
+                f"{g}: " + ", ".join(f"n={n} from round {r}" for r, n in
+                                     zip(d["round"], d["n"], strict=True))
+                for g, d in changes.groupby("group")
+            ) + "."
+        )  # fmt: skip
+    elif running > 0 or stopped:
+        parts.append(
+            'Running runs are named "· running" (○ marks their latest round); failed and '
+            "cancelled runs are dotted."
+        )
+    if running > 0:
+        parts.append(f"{running} running.")
+    if waiting:
+        parts.append(
+            f"Not started ({len(waiting)}): " + "; ".join(waiting[:8])
+            + (" …" if len(waiting) > 8 else "") + "."
+        )  # fmt: skip
+    for at, _ in marks:
+        parts.append(
+            f'Dotted line: round {int(at)}, where "final" is taken (the last model the '
+            "official protocol evaluates; it never evaluates the one after the last aggregation)."
+        )
+    if live:
+        parts.append("Refreshes by itself while runs are queued or running.")
+    return " ".join(parts)
+
+
+def not_started(
+    runs: list[dict[str, Any]], cache: dict[str, dict[str, Any]], names: dict[str, str]
+) -> list[str]:
+    """Names of the runs with no round yet (queued, or ended before round 0), with status."""
+    out = []
+    for run in runs:
+        rid = str(run.get("id"))
+        entry = cache.get(rid)
+        if entry is not None and entry["rounds"]:
+            continue
+        status = (entry or {}).get("status") or run.get("status")
+        out.append(f"{names.get(rid, rid)} ({status})")
+    return out

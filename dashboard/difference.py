@@ -3,6 +3,8 @@
 `format_difference` is pure: GET /difference's body -> "FedGen − FedAvg: +3.9 points
 [2.1, 5.6], p = 0.003, n = 3 vs 3". `difference_block` is the Streamlit block the Compare
 page calls with its groups (label -> run ids); the statistics are the server's (Welch).
+By default the better group comes first (a positive difference), and the statistic is
+named with its round ("final @199") as everywhere else (`fedgen.stats.format_acc`).
 """
 
 from __future__ import annotations
@@ -46,11 +48,34 @@ def format_difference(
     )
 
 
+STATISTICS = ["final", "best", "top5"]
+
+
+def default_pair(labels: list[str], swapped: bool) -> tuple[str, str]:
+    """The first two groups, the better one first when the server says it swapped them."""
+    a, b = labels[0], labels[1]
+    return (b, a) if swapped else (a, b)
+
+
+def round_note(d: dict[str, Any]) -> str:
+    """What the statistic's round is, when it is not the chart's last round (else "")."""
+    at, last = d.get("round"), d.get("last_round")
+    if at is None or last is None or at == last:
+        return ""
+    return (
+        f" Final @{at}: round {at}'s accuracy, the last model the runs' protocol evaluates "
+        f"(the official protocol never evaluates the model after the last aggregation, "
+        f"round {last}; the dotted line on the chart)."
+    )
+
+
 def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dict[str, Any] | None:
     """Pick two groups and a statistic; show their difference with its 95 % CI and p-value.
 
     `groups`: group label -> run ids (unfinished runs may be among them: the server counts
-    succeeded runs only). Returns the server's answer (None when nothing was computed).
+    succeeded runs only). Until the user picks the groups, the first two are shown with the
+    better one first (a positive difference: GET /difference?order=better_first). Returns
+    the server's answer (None when nothing was computed).
     """
     import streamlit as st
 
@@ -62,22 +87,45 @@ def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dic
     if len(labels) < 2:
         st.caption("Needs at least two groups.")
         return None
-    c1, c2, c3 = st.columns([2, 2, 1])
-    a = c1.selectbox("Group A", labels, index=0, key=f"{key}_a")
-    b = c2.selectbox("minus group B", labels, index=1, key=f"{key}_b")
-    statistic = c3.radio("Per run", ["final", "top5"], key=f"{key}_stat", horizontal=True)
+    ka, kb, picked = f"{key}_a", f"{key}_b", f"{key}_picked"
+    for k in (ka, kb):  # a group that is no longer shown: back to the default
+        if k in st.session_state and st.session_state[k] not in labels:
+            st.session_state.pop(picked, None)
+    c1, c2, c3 = st.columns([2, 2, 2])
+    statistic = c3.radio("Per run", STATISTICS, key=f"{key}_stat", horizontal=True)
+    d: dict[str, Any] | None = None
+    failure: ApiError | None = None
+    if not st.session_state.get(picked):
+        try:
+            d = ui.client().difference_ordered(groups[labels[0]], groups[labels[1]], statistic)
+        except ApiError as exc:
+            failure = exc
+        st.session_state[ka], st.session_state[kb] = default_pair(
+            labels, bool(d and d.get("swapped"))
+        )
+
+    def _picked() -> None:
+        st.session_state[picked] = True
+
+    a = c1.selectbox("Group A", labels, key=ka, on_change=_picked)
+    b = c2.selectbox("minus group B", labels, key=kb, on_change=_picked)
     if a == b:
         st.caption("Pick two different groups.")
         return None
-    try:
-        d = ui.client().difference(groups[a], groups[b], statistic)
-    except ApiError as exc:
-        st.warning(exc.message)
+    if st.session_state.get(picked):
+        try:
+            d = ui.client().difference(groups[a], groups[b], statistic)
+        except ApiError as exc:
+            failure = exc
+    if d is None:
+        st.warning(failure.message if failure else "No difference computed.")
         return None
-    st.markdown(f"**{format_difference(d, short_name(a), short_name(b))}**")
+    label = d.get("statistic_label") or statistic
+    st.markdown(f"**{format_difference(d, short_name(a), short_name(b))}** ({label})")
     st.caption(
-        f"{statistic} accuracy per run, mean of A minus mean of B; 95 % confidence interval "
-        "(Welch–Satterthwaite) and Welch's t-test p-value; n = finished runs."
+        f"{label} accuracy per run, mean of A minus mean of B; 95 % confidence interval "
+        "(Welch–Satterthwaite) and Welch's t-test p-value; n = finished runs (running runs "
+        "count once they finish)." + round_note(d)
     )
     for w in d.get("warnings") or []:
         st.warning(w)

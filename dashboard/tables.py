@@ -2,8 +2,15 @@
 
 Groups follow the one rule of `fedgen.specdict.group_items` (every spec field but the
 seed, unless fields are chosen; then `group_warnings` names what still differs inside a
-group). Statistics count finished (succeeded) runs only: a long frame with a `status`
-column has its unfinished runs counted apart (`unfinished`), never in a mean ± std.
+group). The Compare bands (`aggregate`) are live: each round's mean ± std is over the runs
+that reached that round, succeeded or still in flight (n per round, `n_changes`); failed
+and cancelled runs are left out of them (`STOPPED`). The per-run statistics (time to
+target, the sweep tables) count finished (succeeded) runs only; the others are counted
+apart (`unfinished`), never in a mean ± std.
+
+"final" has one meaning (`fedgen.stats`): the accuracy of the last round the run's protocol
+evaluates, named with its round when that is not the run's last round ("final @199");
+"best" likewise (`statistic_label`).
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from fedgen.specdict import (
 )
 
 FINISHED = "succeeded"
+# Ended without finishing: drawn on Compare, but never inside a band.
+STOPPED = frozenset({"failed", "cancelled", "deleted"})
 
 
 def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
@@ -82,6 +91,13 @@ def finished_only(long: pd.DataFrame) -> pd.DataFrame:
     return long[long["status"] == FINISHED]
 
 
+def in_bands(long: pd.DataFrame) -> pd.DataFrame:
+    """The rows the Compare bands count: succeeded and in-flight runs (not failed/cancelled)."""
+    if "status" not in long.columns or long.empty:
+        return long
+    return long[~long["status"].isin(STOPPED)]
+
+
 def unfinished(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
     """Per group and status: runs that are not counted (queued, running, failed, cancelled)."""
     cols = [group_col, "status", "runs"]
@@ -124,11 +140,12 @@ def smooth(long: pd.DataFrame, weight: float, column: str = "value") -> pd.DataF
 def aggregate(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
     """Per group and round: mean, population std (0 for one run), n, and mean wall-clock.
 
-    Only finished runs count (see `finished_only`), and a round's band uses only the runs
-    that reached that round: `n` is per round, and `n_changes` says where it changes.
+    Succeeded and in-flight runs count, failed and cancelled ones do not (`in_bands`); a
+    round's band uses only the runs that reached that round, so a running run joins each
+    round as it lands: `n` is per round, and `n_changes` says where it changes.
     """
     cols = ["group", "round", "mean", "std", "n", "wall_s"]
-    long = finished_only(long)
+    long = in_bands(long)
     if long.empty:
         return pd.DataFrame(columns=cols)
     g = long.groupby([group_col, "round"])
@@ -178,13 +195,20 @@ def _fmt_median(value: float, censored: bool, digits: int) -> str:
     return f"> {shown}" if censored else shown
 
 
-def time_to_target(long: pd.DataFrame, target: float, group_col: str = "group") -> pd.DataFrame:
+def time_to_target(
+    long: pd.DataFrame,
+    target: float,
+    group_col: str = "group",
+    members: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per group: "reached k of n", and the median first round / seconds to reach `target`.
 
     n counts finished runs; a run that never reached the target is censored at its last
     round (and its total seconds), not dropped: the median counts it as beyond, and a
     median that falls on such a run reads "> R" (`round_censored`). Never a mean over the
-    seeds that happened to reach the target. Unfinished runs are counted in `unfinished`.
+    seeds that happened to reach the target. Unfinished runs (queued, running, failed,
+    cancelled) are counted in `unfinished`, from `members` (run_id, group, status of every
+    run, those with no round yet included) when given, else from `long`.
     """
     cols = [
         "group", "runs", "reached", "reached_text", "round_median", "round_median_text",
@@ -192,7 +216,7 @@ def time_to_target(long: pd.DataFrame, target: float, group_col: str = "group") 
     ]  # fmt: skip
     if long.empty:
         return pd.DataFrame(columns=cols)
-    rest = unfinished(long, group_col)
+    rest = unfinished(members if members is not None else long, group_col)
     done = finished_only(long)
     rows = []
     for group in sorted(long[group_col].unique(), key=str):
@@ -421,12 +445,24 @@ def pca_2d(z: np.ndarray) -> np.ndarray:
 
 
 # -- API payloads -> table inputs ------------------------------------------------
+def statistic_label(statistic: str, at_round: Any = None, last_round: Any = None) -> str:
+    """ "final @199" when the final is not the runs' last round (official protocol), else
+    "final"; "best", "top-5 mean" (the rounds differ per run, so none is named)."""
+    if statistic == "top5":
+        return "top-5 mean"
+    if isinstance(at_round, (int, np.integer)) and at_round >= 0 and at_round != last_round:
+        return f"{statistic} @{int(at_round)}"
+    return statistic
+
+
 def summary_groups(
     summary: dict[str, Any], runs_by_id: dict[str, dict[str, Any]], statistic: str = "top5"
 ) -> pd.DataFrame:
     """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
 
     A group lists only the fields that differ, so its Table 1 row comes from a member's spec.
+    `statistic` says which number it is, with its round where that is not the last round
+    ("final @29", see `statistic_label`).
     Accuracies stored as fractions are scaled to % to sit beside the paper's numbers. n is
     the group's finished runs. Two groups that would share a Table 1 cell (same dataset,
     setting, T and algorithm but another profile, rounds, ...) are never merged: their
@@ -434,7 +470,7 @@ def summary_groups(
     `paper_setting` keeps the paper's row for the lookup.
     """
     cols = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label", "paper_setting",
-            "n_total", "varying"]  # fmt: skip
+            "n_total", "varying", "statistic"]  # fmt: skip
     rows = []
     for g in summary.get("groups") or []:
         ids = list(g.get("run_ids") or []) + list(g.get("all_run_ids") or [])
@@ -461,6 +497,10 @@ def summary_groups(
                 "paper_setting": setting.setting,
                 "n_total": int(g.get("n_total", g.get("n")) or 0),
                 "varying": list(g.get("varying") or []),
+                # What the number is: "final @29" (the round named when not the last), "top-5 mean".
+                "statistic": statistic_label(
+                    statistic, g.get(f"{statistic}_round"), g.get("last_round")
+                ),
                 "_fields": g.get("fields") or {},
             }
         )

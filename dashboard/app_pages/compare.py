@@ -3,45 +3,46 @@
 The whole view lives in the URL (`?sweep=<id>` or `?runs=a,b`, `metric`, `x`, `group`,
 `by`, `show`, `smooth`, `points`, `log`, `target`), so the address bar is a link that
 reproduces it. Only the plotted metric (and the round times when needed) is fetched.
+
+Live: running runs are drawn with the finished ones (bands over the runs that reached each
+round, their latest points marked). While any shown run is queued or running, the data
+part below the controls is an `st.fragment` that reruns itself every REFRESH_S seconds
+and asks the server only for the new rounds of those runs (GET /compare?since_round=k),
+merged into a per-session cache (dashboard.compare_view); ended runs are never fetched
+again, and the refreshing stops when every shown run has ended.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import charts, compare_view, loaders, ui
 from dashboard.difference import difference_block
 from dashboard.frames import compare_long
-from dashboard.live_view import ACC_LINES
 from dashboard.tables import (
     aggregate,
     group_labels,
     group_warnings,
     groupable_fields,
-    n_changes,
     smooth,
     time_to_target,
 )
+from fedgen import metric_names
 
-METRICS = ["test_acc", "test_loss", "user_acc_mean", "user_acc_min", "train_loss"]
-METRIC_TITLES = {
-    "test_acc": "test accuracy",
-    "test_loss": "test loss",
-    "user_acc_mean": "mean per-user accuracy",
-    "user_acc_min": "worst user's accuracy",
-    "train_loss": "training loss",
-}
+METRICS = list(metric_names.CHART_METRICS)
 GROUP_MODES = {
     "seed": "Every spec field except the seed",
     "fields": "Chosen fields",
     "none": "No grouping (one line per run)",
 }
-PERCENT = frozenset(ACC_LINES)  # the accuracies: stored as fractions, shown in % (as on Live)
 X_AXES = ["round", "wall-clock"]
 COMPACT = 12  # more chosen runs than this: a summary line instead of the run chips
 TIME_METRIC = "time_total_ms"  # the wall-clock axis and seconds-to-target come from it
+REFRESH_S = 2.0  # how often the data part reruns while a shown run is queued or running
+CACHE_KEY = "cmp_cache"  # session state: {"key": (points, metrics), "runs": {id: entry}}
 
 st.title("Compare")
 url, token = ui.connection()
@@ -86,7 +87,7 @@ chosen_runs = [by_id[i] for i in chosen]
 
 c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 2, 1])
 ui.from_url("cmp_metric", "metric", METRICS[0], choices=METRICS)
-metric: str = c1.selectbox("Metric", METRICS, key="cmp_metric")
+metric: str = c1.selectbox("Metric", METRICS, key="cmp_metric", format_func=metric_names.title)
 ui.from_url("cmp_x", "x", X_AXES[0], choices=X_AXES)
 x_axis: str = c2.radio("x axis", X_AXES, horizontal=True, key="cmp_x")
 ui.from_url("cmp_smooth", "smooth", 0.0, float)
@@ -111,8 +112,9 @@ if mode == "fields":
     by = st.multiselect("Group by", fields, key="cmp_group_by")
 
 groups = group_labels(chosen_runs, by if mode == "fields" else None)
+run_names = compare_view.seed_names(chosen_runs, groups)  # one name per run, for marks and hovers
 if mode == "none":
-    names = compare_view.seed_names(chosen_runs, groups)
+    names = run_names
     styles = compare_view.trace_styles(chosen_runs, names)
 else:
     names = groups
@@ -132,87 +134,148 @@ st.session_state["cmp_shown"] = shown
 ui.from_url("cmp_target", "target", 80.0, lambda v: float(v) * 100 if float(v) <= 1 else float(v))
 st.session_state["cmp_target"] = min(max(float(st.session_state["cmp_target"]), 0.0), 100.0)
 
-ui.to_url(
-    {
-        "sweep": sweep_id,
-        "runs": None if sweep_id else chosen,
-        "metric": metric if metric != METRICS[0] else None,
-        "x": x_axis if x_axis != X_AXES[0] else None,
-        "group": mode if mode != "seed" else None,
-        "by": by if mode == "fields" else None,
-        "show": "|".join(shown) if len(shown) < len(options) else None,
-        "smooth": smoothing or None,
-        "points": max_points if max_points != 500 else None,
-        "log": True if log_y else None,
-        "target": st.session_state["cmp_target"] if st.session_state["cmp_target"] != 80 else None,
-    }
-)
+view: dict[str, Any] = {
+    "sweep": sweep_id,
+    "runs": None if sweep_id else chosen,
+    "metric": metric if metric != METRICS[0] else None,
+    "x": x_axis if x_axis != X_AXES[0] else None,
+    "group": mode if mode != "seed" else None,
+    "by": by if mode == "fields" else None,
+    "show": "|".join(shown) if len(shown) < len(options) else None,
+    "smooth": smoothing or None,
+    "points": max_points if max_points != 500 else None,
+    "log": True if log_y else None,
+}
+
+
+def _target_param() -> float | None:
+    target = float(st.session_state["cmp_target"])
+    return target if target != 80 else None
+
+
+ui.to_url({**view, "target": _target_param()})
 if not shown:
     st.info("Every group is hidden: pick some under **Show**.")
     st.stop()
+if mode == "fields":
+    for label, differ in group_warnings(chosen_runs, by).items():
+        st.warning(f"Group {label!r} mixes runs that differ in {', '.join(differ)}.")
 
 # Wall-clock needs every round's duration (a downsampled point hides the rounds it stands for).
 points = 0 if x_axis == "wall-clock" else int(max_points)
 wanted = (metric, TIME_METRIC) if x_axis == "wall-clock" or metric == "test_acc" else (metric,)
-payload: dict[str, Any] = ui.call(loaders.compare, url, token, tuple(chosen), points, wanted)
-long = compare_long(payload, metric)
-if long.empty:
-    st.info("The chosen runs have no rounds yet.")
-    st.stop()
-if metric in PERCENT:
-    long["value"] = long["value"] * 100.0
-long["group"] = long["run_id"].map(lambda i: names.get(str(i), str(i)))
-long = long[long["group"].isin(set(shown))]
-if any(r.get("downsampled") for r in payload.get("runs", [])):
-    st.caption(f"Curves downsampled by the server to at most {max_points} points per run.")
-if mode == "fields":
-    for label, differ in group_warnings(chosen_runs, by).items():
-        st.warning(f"Group {label!r} mixes runs that differ in {', '.join(differ)}.")
-smoothed = smooth(long, smoothing)
-x = "wall_s" if x_axis == "wall-clock" else "round"
-y_title = METRIC_TITLES.get(metric, metric) + (" (%)" if metric in PERCENT else "")
-title = y_title + (f" (EMA {smoothing:g})" if smoothing else "")
-if mode == "none":
-    fig = charts.run_lines(smoothed, names, title, x=x, styles=styles, log_y=log_y, y_title=y_title)
-    csv = compare_view.runs_csv(smoothed, names, metric + ("_pct" if metric in PERCENT else ""))
-    agg = None
-else:
-    agg = aggregate(smoothed)
-    fig = charts.band_chart(
-        agg, f"{title}: mean ± std over seeds", y_title, x=x, styles=styles, log_y=log_y
-    )
-    csv = compare_view.grouped_csv(agg)
-st.plotly_chart(fig, key="cmp_chart")
-if agg is not None:
-    changes = n_changes(agg)
-    st.caption(
-        "Bands: finished runs only, each round over the runs that reached it. n per group: "
-        + "; ".join(f"{g}: " + ", ".join(f"n={n} from round {r}" for r, n in zip(d["round"], d["n"], strict=True))
-                    for g, d in changes.groupby("group"))
-    )  # fmt: skip
-st.download_button(
-    "Download these curves (CSV)", csv, "compare.csv", "text/csv", key="cmp_csv",
-    help="The mean ± std per group and round" if mode != "none" else "Every run's curve",
-)  # fmt: skip
+store = st.session_state.get(CACHE_KEY)
+if not store or store.get("key") != (points, wanted):
+    store = {"key": (points, wanted), "runs": {}}
+    st.session_state[CACHE_KEY] = store
+cache: dict[str, dict[str, Any]] = store["runs"]
+shown_ids = [i for i in chosen if names.get(i) in set(shown)]
+for rid in set(cache) - set(shown_ids):  # runs no longer shown: fetched afresh if shown again
+    del cache[rid]
 
-st.subheader("Time to target accuracy")
-target = st.number_input(
-    "Target test accuracy (%)", 0.0, 100.0, step=1.0, key="cmp_target",
-    disabled=metric != "test_acc",
-)  # fmt: skip
-if metric == "test_acc":
-    ttt = time_to_target(long, float(target), "group")
-    st.dataframe(
-        ttt[["group", "runs", "reached_text", "round_median_text", "seconds_median_text", "unfinished"]],
-        hide_index=True, key="cmp_ttt",
-        column_config={"runs": "n finished", "reached_text": "reached", "round_median_text": "median rounds",
-                       "seconds_median_text": "median seconds", "unfinished": "not finished"},
-    )  # fmt: skip
-    st.caption("Median over finished runs; a run that never reached the target counts as beyond "
-               "its last round (\"> R\" when the median is such a run).")  # fmt: skip
-else:
-    st.caption("Time to target is computed on test_acc.")
-if mode != "none":
-    difference_block(
-        {g: [str(i) for i in ids] for g, ids in long.groupby("group")["run_id"].unique().items()}
+
+def _status(rid: str) -> str | None:
+    entry = cache.get(rid)
+    return entry["status"] if entry else by_id[rid].get("status")
+
+
+def _fetch(ids: list[str], since: int, pts: int) -> dict[str, Any]:
+    if since < 0 and not cache:  # the first whole fetch: shared with other viewers for 5 s
+        return ui.call(loaders.compare, url, token, tuple(ids), pts, wanted)
+    return ui.call(loaders.compare_since, url, token, tuple(ids), since, pts, wanted)
+
+
+live_at_start = any(compare_view.in_flight(_status(i)) for i in shown_ids)
+y_title = metric_names.label(metric)
+percent = metric_names.is_percent(metric)
+final_rounds = compare_view.final_rounds([by_id[i] for i in shown_ids])
+
+
+@st.fragment(run_every=REFRESH_S if live_at_start else None)
+def live_part() -> None:
+    """Fetch what is new, draw the chart, time to target and the difference."""
+    compare_view.refresh_cache(cache, shown_ids, _fetch, points)
+    statuses = {i: _status(i) for i in shown_ids}
+    live = any(compare_view.in_flight(s) for s in statuses.values())
+    if live_at_start and not live:
+        st.rerun()  # every shown run has ended: redraw once without the timer
+    long = compare_long(compare_view.cached_payload(cache, shown_ids), metric)
+    waiting = compare_view.not_started([by_id[i] for i in shown_ids], cache, run_names)
+    if long.empty:
+        st.info(
+            f"No round yet: {len(waiting)} runs not started ({'; '.join(waiting[:6])}"
+            + (" …" if len(waiting) > 6 else "") + ")."
+            + (" This page refreshes by itself." if live else "")
+        )  # fmt: skip
+        return
+    if percent:
+        long["value"] = long["value"] * 100.0
+    long["group"] = long["run_id"].map(lambda i: names.get(str(i), str(i)))
+    if any(cache[i].get("downsampled") for i in shown_ids if i in cache):
+        st.caption(f"Curves downsampled by the server to at most {max_points} points per run.")
+    smoothed = smooth(long, smoothing)
+    x = "wall_s" if x_axis == "wall-clock" else "round"
+    title = y_title + (f" (EMA {smoothing:g})" if smoothing else "")
+    heads = compare_view.running_heads(smoothed, statuses, run_names, styles, names, cache)
+    marks = compare_view.final_marks(final_rounds, long, x)
+    counts = compare_view.status_counts(statuses, names)
+    if mode == "none":
+        fig = charts.run_lines(
+            smoothed, names, title, x=x, styles=styles, log_y=log_y, y_title=y_title,
+            statuses=statuses, heads=heads, marks=marks,
+        )  # fmt: skip
+        csv = compare_view.runs_csv(smoothed, names, metric + ("_pct" if percent else ""))
+        agg = None
+    else:
+        agg = aggregate(smoothed)
+        legend = {
+            g: compare_view.group_legend(g, int(d["n"].max()), counts.get(g))
+            for g, d in agg.groupby("group")
+        }
+        fig = charts.band_chart(
+            agg, f"{title}: mean ± std over seeds", y_title, x=x, styles=styles, log_y=log_y,
+            legend=legend, heads=heads, marks=marks,
+            stopped=compare_view.stopped_rows(smoothed, statuses, run_names),
+        )  # fmt: skip
+        csv = compare_view.grouped_csv(agg)
+    st.plotly_chart(fig, key="cmp_chart")
+    stopped = sum(
+        1 for i in set(long["run_id"].astype(str)) if statuses.get(i) in compare_view.STOPPED
     )
+    st.caption(compare_view.chart_caption(agg, len(heads), stopped, waiting, live, marks))
+    st.download_button(
+        "Download these curves (CSV)", csv, "compare.csv", "text/csv", key="cmp_csv",
+        help="The mean ± std per group and round" if mode != "none" else "Every run's curve",
+    )  # fmt: skip
+
+    st.subheader("Time to target accuracy")
+    target = st.number_input(
+        "Target test accuracy (%)", 0.0, 100.0, step=1.0, key="cmp_target",
+        disabled=metric != "test_acc",
+    )  # fmt: skip
+    ui.to_url({**view, "target": _target_param()})
+    if metric == "test_acc":
+        members = pd.DataFrame(
+            {"run_id": shown_ids, "group": [names[i] for i in shown_ids],
+             "status": [statuses[i] for i in shown_ids]}
+        )  # fmt: skip
+        ttt = time_to_target(long, float(target), "group", members)
+        st.dataframe(
+            ttt[["group", "runs", "reached_text", "round_median_text", "seconds_median_text", "unfinished"]],
+            hide_index=True, key="cmp_ttt",
+            column_config={"runs": "n finished", "reached_text": "reached", "round_median_text": "median rounds",
+                           "seconds_median_text": "median seconds", "unfinished": "not finished"},
+        )  # fmt: skip
+        st.caption("Median over finished runs; a run that never reached the target counts as beyond "
+                   "its last round (\"> R\" when the median is such a run). Queued, running, failed "
+                   "and cancelled runs are counted under \"not finished\" until they succeed.")  # fmt: skip
+    else:
+        st.caption("Time to target is computed on test accuracy.")
+    if mode != "none":
+        members_of: dict[str, list[str]] = {}
+        for i in shown_ids:
+            members_of.setdefault(names[i], []).append(i)
+        difference_block(members_of)
+
+
+live_part()

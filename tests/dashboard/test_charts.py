@@ -54,3 +54,27 @@ def test_heatmap_and_latent_scatter() -> None:
     assert len(scatter.data) == 4
     assert sum(bool(t.showlegend) for t in scatter.data) == 2
     assert scatter.layout.xaxis2.title.text == "round 5"
+
+
+def test_band_hover_gives_n_per_round_and_run_lines_mark_states() -> None:
+    """The mean line's hover carries n per round; a running run is named, a failed one dotted."""
+    # Prepare
+    agg = pd.DataFrame({"group": ["a", "a"], "round": [0, 1], "mean": [0.1, 0.5],
+                        "std": [0.0, 0.1], "n": [3, 2], "wall_s": [1.0, 2.0]})  # fmt: skip
+    long = pd.DataFrame({"run_id": ["r", "r", "f", "s"], "round": [0, 1, 0, 0],
+                         "value": [0.1, 0.2, 0.3, 0.4], "wall_s": [1.0, 2.0, 1.0, 1.0]})  # fmt: skip
+    # Execute
+    band = charts.band_chart(agg, "t", legend={"a": "a (n=3, 1 of 3 running)"})
+    lines = charts.run_lines(
+        long, {"r": "run r", "f": "run f", "s": "run s"}, "t",
+        statuses={"r": "running", "f": "failed", "s": "succeeded"},
+    )  # fmt: skip
+    # Assert
+    mean = band.data[1]
+    assert list(mean.customdata) == [3, 2]
+    assert "n=%{customdata}" in mean.hovertemplate
+    assert mean.name == "a (n=3, 1 of 3 running)"
+    assert mean.meta["kind"] == "mean"
+    assert [t.name for t in lines.data] == ["run r · running", "run f · failed @0", "run s"]
+    assert [t.line.dash for t in lines.data] == ["solid", "dot", "solid"]
+    assert lines.data[0].meta["status"] == "running"

@@ -114,3 +114,151 @@ def test_legend_outside_the_plot_area_and_styles_applied() -> None:
     assert {t.line.color for t in fedgen} == {compare_view.algorithm_color("fedgen")}
     assert len(lines.data) == len(RUNS)
     assert lines.data[0].name == "algorithm=fedavg, alpha=0.1, seed=0"
+
+
+def _payload(*runs: tuple[str, str, list[int]]) -> dict[str, Any]:
+    """A GET /compare body: (id, status, rounds) with test_acc = round / 100."""
+    return {
+        "runs": [
+            {"id": rid, "status": status, "current_round": rounds[-1] if rounds else -1,
+             "rounds_total": 10, "rounds": rounds,
+             "metrics": {"test_acc": [r / 100 for r in rounds]}}
+            for rid, status, rounds in runs
+        ]
+    }  # fmt: skip
+
+
+def test_fetch_plan_asks_only_runs_in_flight_for_their_new_rounds() -> None:
+    """New and roundless runs whole; running ones after the lowest last round; ended never."""
+    # Prepare
+    cache: dict[str, dict[str, Any]] = {}
+    compare_view.merge_compare(
+        cache,
+        _payload(("done", "succeeded", [0, 1, 2]), ("slow", "running", [0, 1]),
+                 ("fast", "running", [0, 1, 2, 3]), ("q", "queued", [])),
+    )  # fmt: skip
+    # Execute
+    plan = compare_view.fetch_plan(cache, ["done", "slow", "fast", "q", "new"])
+    # Assert
+    assert plan == [(["q", "new"], -1), (["slow", "fast"], 1)]
+    assert compare_view.fetch_plan(cache, ["done"]) == []
+
+
+def test_merge_compare_appends_new_rounds_once_and_takes_the_status() -> None:
+    """Rounds another run needed are sent again: each (run, round) is kept once, in order."""
+    # Prepare
+    cache: dict[str, dict[str, Any]] = {}
+    compare_view.merge_compare(cache, _payload(("a", "running", [0, 1, 2]), ("b", "running", [0])))
+    # Execute: since_round=0 for both (b was behind): a's rounds 1 and 2 come again
+    compare_view.merge_compare(
+        cache, _payload(("a", "succeeded", [1, 2, 3, 4]), ("b", "running", [1]))
+    )
+    # Assert
+    assert cache["a"]["rounds"] == [0, 1, 2, 3, 4]
+    assert cache["a"]["metrics"]["test_acc"] == [0.0, 0.01, 0.02, 0.03, 0.04]
+    assert cache["a"]["status"] == "succeeded"
+    assert cache["b"]["rounds"] == [0, 1]
+    assert cache["b"]["current_round"] == 1
+
+
+def test_merge_compare_backfills_a_metric_that_appears_later() -> None:
+    """Every metric list stays as long as the rounds."""
+    # Prepare
+    cache: dict[str, dict[str, Any]] = {}
+    compare_view.merge_compare(cache, _payload(("a", "running", [0, 1])))
+    later = _payload(("a", "running", [2]))
+    later["runs"][0]["metrics"]["time_total_ms"] = [5.0]
+    # Execute
+    compare_view.merge_compare(cache, later)
+    # Assert
+    assert cache["a"]["metrics"]["time_total_ms"] == [None, None, 5.0]
+    assert len(cache["a"]["metrics"]["test_acc"]) == 3
+
+
+def test_refresh_cache_fetches_incrementally_until_every_run_ended() -> None:
+    """Whole fetch first (downsampled), then since_round for runs in flight only, then none."""
+    # Prepare: the server's truth, advanced between refreshes
+    truth = {"done": ("succeeded", list(range(6))), "live": ("running", [0, 1]),
+             "q": ("queued", []), "gone": ("running", [0])}  # fmt: skip
+    calls: list[tuple[list[str], int, int]] = []
+
+    def fetch(ids: list[str], since: int, points: int) -> dict[str, Any]:
+        calls.append((list(ids), since, points))
+        runs = [(i, truth[i][0], [r for r in truth[i][1] if r > since]) for i in ids if i in truth]
+        return _payload(*runs)
+
+    cache: dict[str, dict[str, Any]] = {}
+    ids = ["done", "live", "q", "gone"]
+    # Execute
+    compare_view.refresh_cache(cache, ids, fetch, 500)
+    truth["live"] = ("running", [0, 1, 2, 3])
+    truth["q"] = ("running", [0])
+    del truth["gone"]  # deleted meanwhile
+    compare_view.refresh_cache(cache, ids, fetch, 500)
+    truth["live"] = ("succeeded", [0, 1, 2, 3, 4])
+    truth["q"] = ("failed", [0])
+    compare_view.refresh_cache(cache, ids, fetch, 500)
+    last = compare_view.refresh_cache(cache, ids, fetch, 500)
+    # Assert
+    assert calls[0] == (ids, -1, 500)
+    assert calls[1:3] == [(["q"], -1, 500), (["live", "gone"], 0, 0)]
+    assert calls[3:] == [(["live", "q"], 0, 0)]
+    assert last == 0  # every run ended: nothing asked
+    assert cache["live"]["rounds"] == [0, 1, 2, 3, 4]
+    assert cache["gone"]["status"] == "deleted"
+    assert {i: cache[i]["status"] for i in ("done", "live", "q")} == {
+        "done": "succeeded", "live": "succeeded", "q": "failed"}  # fmt: skip
+
+
+def test_running_heads_legend_and_stopped_rows() -> None:
+    """Running runs get a latest-point marker; groups say "2 of 3 running"; failed apart."""
+    # Prepare
+    runs = RUNS[:4]
+    names = group_labels(runs)
+    run_names = compare_view.seed_names(runs, names)
+    styles = compare_view.trace_styles(runs, names)
+    long = _long(runs)
+    statuses = {"r0": "running", "r1": "succeeded", "r2": "failed", "r3": "queued"}
+    long = long[long["run_id"] != "r3"]  # queued: no rounds
+    cache = {"r0": {"rounds_total": 3}}
+    # Execute
+    heads = compare_view.running_heads(long, statuses, run_names, styles, names, cache)
+    counts = compare_view.status_counts(statuses, names)
+    stopped = compare_view.stopped_rows(long, statuses, run_names)
+    legend = compare_view.group_legend(names["r0"], 2, counts[names["r0"]])
+    # Assert
+    assert heads["run_id"].tolist() == ["r0"]
+    assert heads.iloc[0]["round"] == 2
+    assert heads.iloc[0]["color"] == styles[names["r0"]]["color"]
+    assert legend == f"{names['r0']} (n=2, 1 of 2 running)"
+    assert compare_view.group_legend("g", 3, {"runs": 3, "running": 0, "stopped": 0}) == "g (n=3)"
+    assert counts[names["r3"]]["queued"] == 1
+    assert set(stopped["run_id"]) == {"r2"}
+    assert set(stopped["status"]) == {"failed"}
+    fig = charts.band_chart(
+        aggregate(long.assign(group=long["run_id"].map(names), status=long["run_id"].map(statuses))),
+        "t", heads=heads, stopped=stopped.assign(group=stopped["run_id"].map(names)),
+    )  # fmt: skip
+    kinds = [t.meta["kind"] for t in fig.data if t.meta]
+    assert kinds.count("running") == 1
+    assert kinds.count("stopped") == 1
+    (marker,) = [t for t in fig.data if t.meta and t.meta["kind"] == "running"]
+    assert marker.meta["rounds"] == {"r0": 2}
+    assert "running" in marker.hovertext[0]
+
+
+def test_final_mark_only_where_final_is_not_the_last_round() -> None:
+    """Official protocol: a dotted line at R-1 once a curve reached it; none on wall-clock."""
+    # Prepare
+    official = compare_view.final_round({"rounds": 2})
+    paper = compare_view.final_round({"rounds": 2, "fidelity": {"profile": "paper"}})
+    long = _long(RUNS[:1])  # rounds 0..2
+    # Execute
+    mark = compare_view.final_marks({"a": official}, long, "round")
+    # Assert
+    assert official == (1, 2)
+    assert paper == (2, 2)  # evaluated after the last aggregation: the final is round R
+    assert mark == [(1.0, "final @1")]
+    assert compare_view.final_marks({"a": official}, long, "wall_s") == []
+    assert compare_view.final_marks({"a": official}, long[long["round"] == 0], "round") == []
+    assert compare_view.final_marks({"a": (2, 2)}, long, "round") == []

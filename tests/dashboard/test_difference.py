@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboard.difference import format_difference, format_p, short_name
+from dashboard.difference import default_pair, format_difference, format_p, round_note, short_name
 
 
 def test_format_difference_reads_as_the_issue_asks() -> None:
@@ -20,3 +20,19 @@ def test_format_difference_negative_small_p_and_names() -> None:
     )
     assert format_p(None) == "p n/a"
     assert short_name("algorithm=fedgen, alpha=0.1") == "algorithm=fedgen, alpha=0.1"
+
+
+def test_default_pair_puts_the_better_group_first() -> None:
+    """The server's better_first answer decides the default order of the first two groups."""
+    labels = ["algorithm=fedavg", "algorithm=fedgen", "algorithm=fedprox"]
+    assert default_pair(labels, swapped=False) == ("algorithm=fedavg", "algorithm=fedgen")
+    assert default_pair(labels, swapped=True) == ("algorithm=fedgen", "algorithm=fedavg")
+
+
+def test_round_note_names_the_final_round_only_when_it_is_not_the_last() -> None:
+    """Official protocol: "Final @199 ... round 200"; after_aggregation or best: nothing."""
+    note = round_note({"round": 199, "last_round": 200})
+    assert "Final @199" in note
+    assert "round 200" in note
+    assert round_note({"round": 200, "last_round": 200}) == ""
+    assert round_note({"round": None, "last_round": 200}) == ""

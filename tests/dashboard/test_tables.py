@@ -16,6 +16,7 @@ from dashboard.tables import (
     group_warnings,
     n_changes,
     pca_2d,
+    statistic_label,
     summary_groups,
     table1_latex,
     table1_long,
@@ -123,20 +124,41 @@ def test_time_to_target_median_of_reached_when_most_reach() -> None:
     assert not row.round_censored
 
 
-def test_aggregate_counts_finished_runs_and_reports_n_changes() -> None:
-    """Unfinished runs stay out of the band; a seed that stops early lowers n from there on."""
+def test_aggregate_counts_running_runs_per_round_and_reports_n_changes() -> None:
+    """Running runs join each round they reached; cancelled ones stay out; n is per round."""
     # Prepare
     long = _long({"a": ("succeeded", [0.1, 0.2, 0.3, 0.4]), "b": ("succeeded", [0.3, 0.4]),
-                  "c": ("cancelled", [0.9, 0.9, 0.9, 0.9]), "d": ("running", [0.9])})  # fmt: skip
+                  "c": ("cancelled", [0.9, 0.9, 0.9, 0.9]), "d": ("running", [0.5])})  # fmt: skip
     # Execute
     agg = aggregate(long)
     changes = n_changes(agg)
     rest = unfinished(long)
     # Assert
-    assert agg["n"].tolist() == [2, 2, 1, 1]
-    assert agg["mean"].tolist() == pytest.approx([0.2, 0.3, 0.3, 0.4])
-    assert changes[["round", "n"]].values.tolist() == [[0, 2], [2, 1]]
+    assert agg["n"].tolist() == [3, 2, 1, 1]
+    assert agg["mean"].tolist() == pytest.approx([0.3, 0.3, 0.3, 0.4])
+    assert changes[["round", "n"]].values.tolist() == [[0, 3], [1, 2], [2, 1]]
     assert dict(zip(rest["status"], rest["runs"], strict=True)) == {"cancelled": 1, "running": 1}
+
+
+def test_time_to_target_counts_runs_without_rounds_as_not_finished() -> None:
+    """A queued run has no rows: `members` still counts it under "not finished"."""
+    # Prepare
+    long = _long({"a": ("succeeded", [0.1, 0.9]), "b": ("running", [0.95])})
+    members = pd.DataFrame({"run_id": ["a", "b", "q"], "group": ["g"] * 3,
+                            "status": ["succeeded", "running", "queued"]})  # fmt: skip
+    # Execute
+    row = time_to_target(long, 0.5, "group", members).iloc[0]
+    # Assert
+    assert (row.runs, row.reached, row.unfinished) == (1, 1, 2)
+
+
+def test_statistic_label_names_the_round_when_not_the_last() -> None:
+    """final @29 under the official protocol of 30 rounds; plain when it is the last round."""
+    assert statistic_label("final", 29, 30) == "final @29"
+    assert statistic_label("final", 30, 30) == "final"
+    assert statistic_label("final", None, 30) == "final"
+    assert statistic_label("best", 12, 30) == "best @12"
+    assert statistic_label("top5", 29, 30) == "top-5 mean"
 
 
 def test_groups_never_mix_datasets_or_profiles() -> None:
@@ -195,9 +217,11 @@ def test_summary_groups_scales_to_percent() -> None:
     """Sweep-summary groups take their Table 1 row from a member's spec; fractions become %."""
     # Prepare
     summary = {"groups": [{"label": "x", "run_ids": ["a"], "n": 1, "n_succeeded": 1,
-                           "top5_mean": 0.9, "top5_std": 0.01}]}  # fmt: skip
+                           "top5_mean": 0.9, "top5_std": 0.01, "final_mean": 0.8,
+                           "final_std": 0.0, "final_round": 29, "last_round": 30}]}  # fmt: skip
     # Execute
     df = summary_groups(summary, {"a": _run("a", "fedgen", 0)})
+    final = summary_groups(summary, {"a": _run("a", "fedgen", 0)}, "final")
     # Assert
     assert df.iloc[0][["dataset", "setting", "T", "algorithm"]].tolist() == [
         "MNIST",
@@ -207,6 +231,9 @@ def test_summary_groups_scales_to_percent() -> None:
     ]
     assert df.iloc[0]["mean"] == pytest.approx(90.0)
     assert df.iloc[0]["std"] == pytest.approx(1.0)
+    assert df.iloc[0]["statistic"] == "top-5 mean"
+    assert final.iloc[0]["mean"] == pytest.approx(80.0)
+    assert final.iloc[0]["statistic"] == "final @29"
 
 
 def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
