@@ -71,7 +71,7 @@ def current_user() -> dict[str, Any] | None:
         st.session_state.pop(ui.TOKEN_KEY, None)
         what = "The token saved in this browser" if from_cookie else "Your token"
         st.session_state[_ERROR_KEY] = (
-            f"{what} is no longer accepted ({exc.message}). Sign in again."
+            f"{what} is no longer accepted by the lab server ({_reason(exc)}). Sign in again."
         )
         return None
     except ApiError as exc:
