@@ -235,11 +235,24 @@ class RunPublic(_FromRow):
     device: str | None
     current_round: int
     rounds: int
-    last_acc: float | None
-    best_acc: float | None
+    last_acc: float | None = Field(
+        description="Live progress: the test accuracy (a fraction) of the newest stored round; "
+        "not the run's final (see summary.final_acc, docs/metrics.md)."
+    )
+    best_acc: float | None = Field(
+        description="Live progress: the highest test accuracy (a fraction) over every stored "
+        "round, round R included even where the protocol never evaluates it "
+        "(eval_timing before_training); the protocol's best is summary.best_acc."
+    )
     error: str | None
     summary: dict[str, Any] | None = Field(
-        None, description="The end-of-run summary (final/best accuracy, ...) once succeeded."
+        None,
+        description="The end-of-run summary once succeeded (accuracies as fractions; "
+        "docs/metrics.md): final_acc and final_round, the accuracy of the last model the "
+        "protocol evaluates (round R-1 under eval_timing before_training, whose round R is "
+        "never evaluated; R otherwise); best_acc and best_round, the highest over the same "
+        "rounds; top5_mean and top5_std, the five best of them (the official statistic); "
+        "value, the fidelity profile's statistic; rounds_done, wall_s.",
     )
     cancel_requested: bool
     priority: Priority
