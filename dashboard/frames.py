@@ -130,7 +130,8 @@ def compare_long(payload: dict[str, Any], metric: str = "test_acc") -> pd.DataFr
 
     `wall_s` is the cumulative `time_total_ms` in seconds. When the server has
     downsampled, each kept point stands for the rounds since the previous one. `status`
-    is the run's: the aggregates (dashboard.tables) count only succeeded runs.
+    is the run's: the Compare bands (dashboard.tables.aggregate) count succeeded and running
+    runs, the per-run statistics (time to target) succeeded runs only.
     """
     frames = []
     for run in payload.get("runs") or []:

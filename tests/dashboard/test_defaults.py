@@ -101,7 +101,9 @@ def test_form_bounds_come_from_the_schema(app_path: str, lab_env: dict[str, Any]
 def test_compare_page_shows_the_difference_of_two_groups(
     app_path: str, lab_env: dict[str, Any], lab: Lab
 ) -> None:
-    """The Compare page's difference block shows the server's Welch figures for two groups."""
+    """The Compare page's difference block shows the server's Welch figures for two groups,
+    the better group first by default (FedGen − FedAvg, positive), the final named with its
+    round (official protocol, 6 rounds: final @5)."""
     # Prepare
     ids = lab_env["run_ids"]
     with lab.client() as c:
@@ -119,5 +121,7 @@ def test_compare_page_shows_the_difference_of_two_groups(
     # Assert
     assert not at.exception
     shown = "\n".join(m.value for m in at.markdown)
-    assert f"FedAvg − FedGen: {100 * want['diff']:+.1f} points" in shown
+    assert want["diff"] < 0  # FedAvg − FedGen as named: the page turns it round
+    assert f"FedGen − FedAvg: {-100 * want['diff']:+.1f} points" in shown
     assert "n = 2 vs 2" in shown
+    assert "(final @5)" in shown
