@@ -1,7 +1,10 @@
 """Pure helpers of the Live page: SSE events to a metrics payload, and its charts.
 
 Also where the run ran: its segments (the first start, then each resume) as a table and a
-sentence, and why a queued run waits. Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
+sentence, and why a queued run waits. And the run's state in words: the issue's states beyond
+the stored status (claimed: running with no round stored yet; cancelling: running with a
+cancel asked), the round a failed or cancelled run stopped at, and a worker's error split into
+its message and its traceback. Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
 in words with units. No Streamlit, no network.
 """
 
@@ -15,7 +18,8 @@ import plotly.graph_objects as go
 
 from dashboard import charts
 from dashboard.lab_view import short_version
-from dashboard.runs_view import DASH, when
+from dashboard.runs_view import DASH, state, stopped_at, when
+from fedgen.stats import format_acc, summarize_curve
 
 ACC_LINES = {
     "test_acc": "global model (test set)",
@@ -221,3 +225,106 @@ def notice(run: dict[str, Any]) -> str | None:
     """A notice the API left on a run that has not failed (e.g. handed back to the queue)."""
     error = run.get("error")
     return str(error) if error and run.get("status") != "failed" else None
+
+
+def headline(run: dict[str, Any], status: str, current: int) -> str:
+    """The progress bar's text for each state (`current`: the last round stored, -1 for none)."""
+    rounds = int(run.get("rounds") or 0)
+    shown = {**run, "current_round": current}
+    name = state(shown, status)
+    if name == "queued":
+        pos = run.get("queue_position")
+        return f"queued · #{int(pos)} in the queue" if isinstance(pos, int) else "queued"
+    if name == "claimed":
+        who = run.get("worker")
+        return f"claimed{f' by {who}' if who else ''} · starting (no round stored yet)"
+    if name == "cancelling":
+        return f"cancelling · stops after its current round · round {current} of {rounds}"
+    if name == "running":
+        return f"running · round {current} of {rounds}"
+    if name == "succeeded":
+        return f"succeeded · {rounds} rounds"
+    if name in ("failed", "cancelled"):
+        return f"{name} {stopped_at(shown)}"
+    return f"{name} · round {max(current, 0)} of {rounds}"
+
+
+def state_note(run: dict[str, Any], status: str, now: datetime, tz: tzinfo) -> str | None:
+    """A sentence under the bar for the states that need one (failed: see `split_error`)."""
+    name = state(run, status)
+    if name == "queued":
+        pos, start = run.get("queue_position"), run.get("expected_start")
+        # A waiting_reason is said on its own (`waiting_note`): here only the queue's part.
+        text = "Queued" if run.get("waiting_reason") else "Queued: waiting for a free worker slot"
+        if isinstance(pos, int):
+            text += f" (#{pos} in the queue)"
+        if start and not run.get("waiting_reason"):
+            text += f", expected to start {when(start, now, tz)}"
+        return text + ". This page switches to the curves by itself when a worker takes it."
+    if name == "claimed":
+        return (
+            "A worker took the run and is preparing it (loading the data, partitioning): "
+            "round 0 is not stored yet."
+        )
+    if name == "cancelling":
+        return "Cancel requested: the run stops after the round it is computing."
+    return None  # cancelled, succeeded: the bar's text says it
+
+
+def no_rounds_note(run: dict[str, Any], status: str) -> str:
+    """Why the charts are empty, per state."""
+    name = state(run, status)
+    return {
+        "queued": "No rounds yet: the run waits in the queue.",
+        "claimed": "No rounds yet: the worker is preparing round 0.",
+        "running": "No rounds yet: round 0 is being computed.",
+        "cancelling": "No rounds stored: the cancel takes effect before round 0.",
+        "failed": "No rounds stored: the run failed before round 0.",
+        "cancelled": "No rounds stored: the run was cancelled before round 0.",
+    }.get(name, "No rounds stored.")
+
+
+def gone_note(run_id: str) -> str:
+    """A link names a run that no longer exists."""
+    return (
+        f"Run {run_id} no longer exists: it was deleted (or the link is wrong). "
+        "Pick another run, or find it on the Runs page."
+    )
+
+
+def eval_timing(spec: dict[str, Any] | None) -> str:
+    """The run's evaluation protocol (its fidelity profile's `eval_timing`); the default when
+    the stored spec does not parse here (e.g. written by another version)."""
+    try:
+        from fedgen.fidelity import resolve
+        from fedgen.spec import parse_spec
+
+        return str(resolve(parse_spec(spec or {})).eval_timing)
+    except Exception:  # a spec this code cannot read must not break the page
+        return "after_aggregation"
+
+
+def accuracy_figures(
+    df: pd.DataFrame, spec: dict[str, Any] | None, rounds: int, finished: bool
+) -> list[tuple[str, str]]:
+    """(label, value) of the accuracy metrics: the latest round's, and final and best as the
+    one meaning has them (fedgen.stats) once the run succeeded, best so far before."""
+    if df.empty or "test_acc" not in df:
+        return []
+    curve = df.set_index("round")["test_acc"].astype(float)
+    last = int(curve.index.max())
+    # Index = round: a missing round (should not happen: rounds are stored 0..r) counts as NaN.
+    accs = [float(curve.get(r, float("nan"))) for r in range(last + 1)]
+    # In flight every stored round counts; a finished run's under its protocol (round R is
+    # not evaluated under before_training).
+    timing = eval_timing(spec) if finished else "after_aggregation"
+    summary = summarize_curve(accs, timing, rounds if finished else None)
+    if finished:  # the latest round may be one the protocol does not count: final and best
+        return [
+            ("final", format_acc(summary.final, summary.final_round, rounds)),
+            ("best", format_acc(summary.best, summary.best_round, rounds)),
+        ]
+    return [
+        (f"test accuracy, round {last}", format_acc(accs[-1])),
+        ("best so far", format_acc(summary.best, summary.best_round)),
+    ]

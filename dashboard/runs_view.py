@@ -1,7 +1,8 @@
 """Pure helpers of the Runs page: readable times, durations, ETAs, queue fields, counts.
 
 Timestamps show both how long ago (or how soon) and the wall-clock time in the viewer's
-time zone. A running run's ETA is its own median round time times the rounds left (the
+time zone. A run's state names the issue's states beyond the stored status (claimed,
+cancelling); a failed run's error is said with the round it stopped at. A running run's ETA is its own median round time times the rounds left (the
 median, so one slow first round with start-up work does not skew it). No Streamlit.
 """
 
@@ -22,8 +23,10 @@ from fedgen.status import RUN_STATUSES
 DASH = "—"
 TABLE_COLUMNS = [
     "run", "status", "progress", "queue", "expected start", "waiting for", "ETA", "duration",
-    "submitted", "started", "finished", "best acc (%)", "last acc (%)", "owner", "id",
+    "submitted", "started", "finished", "best acc (%)", "last acc (%)", "error", "owner", "id",
 ]  # fmt: skip
+# Columns left out when no run shown has a value in them.
+OPTIONAL_COLUMNS = ("waiting for", "error")
 
 
 def zone(name: str | None) -> tzinfo:
@@ -157,10 +160,56 @@ def waiting_for(run: dict[str, Any]) -> str:
     return reason
 
 
+def state(run: dict[str, Any], status: str | None = None) -> str:
+    """The run's state as people name it: `claimed` (a worker took it, no round stored yet),
+    `cancelling` (running, a cancel asked), else the stored status (`status` overrides the
+    run's own, e.g. the event stream's newer one)."""
+    status = str(status or run.get("status") or "?")
+    if status == "running":
+        if run.get("cancel_requested"):
+            return "cancelling"
+        if int(run.get("current_round") if run.get("current_round") is not None else -1) < 0:
+            return "claimed"
+    return status
+
+
+def stopped_at(run: dict[str, Any]) -> str:
+    """Where a run that ended early stopped: `in round 3 of 30`, `before round 0`, or `after
+    its last round` (the round it was computing: one past the last round stored)."""
+    current = run.get("current_round")
+    last = -1 if current is None else int(current)
+    rounds = int(run.get("rounds") or 0)
+    if last < 0:
+        return "before round 0"
+    if rounds and last >= rounds:
+        return f"after its last round ({rounds})"
+    return f"in round {last + 1} of {rounds}" if rounds else f"in round {last + 1}"
+
+
+def split_error(error: str | None) -> tuple[str, str | None]:
+    """(message, traceback or None) of a run's `error`: the worker stores the exception's line,
+    then a blank line and the end of its traceback."""
+    text = str(error or "").strip()
+    head, sep, rest = text.partition("\n\nTraceback")
+    if sep:
+        return head.strip(), ("Traceback" + rest).strip()
+    return text, None
+
+
+def failure(run: dict[str, Any]) -> str:
+    """A failed run's error in one line with where it stopped: `in round 3 of 6: RuntimeError:
+    ...`; a dash for a run that has not failed."""
+    if run.get("status") != "failed":
+        return DASH
+    message = split_error(run.get("error"))[0].splitlines()
+    return f"{stopped_at(run)}: {message[0] if message else 'no error message recorded'}"
+
+
 def shown_columns(df: pd.DataFrame) -> list[str]:
-    """The table's columns less "waiting for" when no run shown waits for a missing worker."""
-    waits = "waiting for" in df and bool((df["waiting for"] != DASH).any())
-    return [c for c in df.columns if c != "waiting for" or waits]
+    """The table's columns less "waiting for" when no run shown waits for a missing worker,
+    and less "error" when none has failed."""
+    empty = {c for c in OPTIONAL_COLUMNS if c not in df or not bool((df[c] != DASH).any())}
+    return [c for c in df.columns if c not in empty]
 
 
 def status_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -199,7 +248,7 @@ def table(
         rows.append(
             {
                 "run": specdict.run_label(r.get("spec") or {}),
-                "status": status,
+                "status": state(r),
                 "progress": f"{max(current, 0)}/{rounds}",
                 "queue": position,
                 "expected start": start,
@@ -211,6 +260,7 @@ def table(
                 "finished": when(r.get("finished_at"), now, tz),
                 "best acc (%)": _pct(r.get("best_acc")),
                 "last acc (%)": _pct(r.get("last_acc")),
+                "error": failure(r),
                 "owner": r.get("owner"),
                 "id": rid,
             }
@@ -221,3 +271,16 @@ def table(
 def compare_params(run_ids: list[str]) -> dict[str, str]:
     """The Compare page's query string for these runs (`?runs=a,b,c`)."""
     return {"runs": ",".join(run_ids)}
+
+
+def recent_failures(
+    runs: list[dict[str, Any]], now: datetime, limit: int = 5
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """(the newest failed runs, at most `limit`; how many failed in all; whether one failed in
+    the last 24 h): what the Runs page says above its table."""
+    failed = [r for r in runs if r.get("status") == "failed"]
+    failed.sort(key=lambda r: parse_ts(r.get("finished_at")) or now, reverse=True)
+    recent = any(
+        (now - (parse_ts(r.get("finished_at")) or now)).total_seconds() < 86_400 for r in failed
+    )
+    return failed[:limit], len(failed), recent

@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import live_view, loaders, runs_view, ui
+from dashboard.client import ApiError, ApiNotFound
 from dashboard.frames import (
     last_round,
     merge_history,
@@ -29,6 +30,30 @@ from fedgen.status import ACTIVE
 st.title("Live run")
 url, token = ui.connection()
 
+
+def linked_run_exists() -> bool:
+    """False (said on the page) when the link's `?run=` names a run that no longer exists; a
+    remembered run that was deleted since is forgotten quietly."""
+    linked = st.query_params.get("run")
+    wanted = linked or st.session_state.get("live_run_id")
+    if not wanted:
+        return True
+    try:
+        loaders.run(url, token, str(wanted))
+    except ApiNotFound:
+        if not linked:
+            st.session_state.pop("live_run_id", None)
+            return True
+        st.warning(live_view.gone_note(str(wanted)), icon=":material/delete:")
+        st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
+        return False
+    except ApiError:
+        return True  # said by the picker's own call below
+    return True
+
+
+if not linked_run_exists():
+    st.stop()
 run_id, by_id = ui.pick_run(url, token, key="live_run")
 HIST = f"live_hist_{run_id}"
 USERS = f"live_users_{run_id}"
@@ -40,7 +65,9 @@ def pull(run_id: str) -> str:
     c = ui.client()
     hist = st.session_state.get(HIST)
     since = last_round(hist)
-    events = ui.call(c.events, run_id, since_round=since, wait_s=1.0)
+    # The first tick only takes what the server has (the page draws at once); later ticks
+    # wait up to a second for new rounds.
+    events = c.events(run_id, since_round=since, wait_s=0.3 if hist is None else 1.0)
     payload = live_view.events_payload(events)
     if payload["rounds"] or hist is None:
         st.session_state[HIST] = merge_history(hist, payload)
@@ -58,11 +85,6 @@ def pull(run_id: str) -> str:
                 ["round", "user"], keep="last"
             )
     return str(status)
-
-
-def pct(value: Any) -> str:
-    """An accuracy as the tables show it: percent with two decimals."""
-    return "–" if value is None or pd.isna(value) else f"{100 * float(value):.2f} %"
 
 
 def where_it_ran(run: dict[str, Any]) -> None:
@@ -103,37 +125,64 @@ def where_it_ran(run: dict[str, Any]) -> None:
 
 def panel() -> None:
     """Progress and charts; re-run by the fragment while the run is active."""
-    status = pull(run_id)
     run = by_id[run_id]
+    try:
+        status = pull(run_id)
+    except ApiNotFound:  # deleted while watched
+        st.warning(live_view.gone_note(run_id), icon=":material/delete:")
+        return
+    except ApiError as exc:
+        ui.show_error(exc)
+        return
+    # A status other than the listed one (a worker took it, it ended): the whole page again,
+    # once, so the picker's label and the refresh timer follow (the list is read afresh).
+    if status != run.get("status") and st.session_state.get("live_seen") != (run_id, status):
+        st.session_state["live_seen"] = (run_id, status)
+        loaders.runs.clear()
+        loaders.run.clear()
+        st.rerun(scope="app")
     rounds = int(run.get("rounds") or 0)
     df = metrics_frame(st.session_state[HIST])
-    # current_round is -1 before round 0 lands (queued): the bar starts at 0.
-    current = int(df["round"].max()) if not df.empty else max(int(run.get("current_round") or 0), 0)
-    st.progress(
-        min(current / rounds, 1.0) if rounds else 0.0, f"{status} · round {current} of {rounds}"
-    )
-    # The run itself (segments, waiting reason, notices): at most one request per 5 s, and
-    # afresh when the stream reports another status than the cached copy (started, failed).
+    # The run itself (segments, waiting reason, notices, cancel asked): at most one request
+    # per 5 s, and afresh when the stream reports another status than the cached copy.
     full = ui.try_call(loaders.run, url, token, run_id) or run
     if full.get("status") != status:
         loaders.run.clear(url, token, run_id)
         full = ui.try_call(loaders.run, url, token, run_id) or run
-    if status == "failed" and full.get("error"):
-        st.error(f"The run failed: {full['error']}")
-    where_it_ran({**full, "status": status})
-    if status not in ACTIVE and st.session_state.get("live_was_active") == run_id:
-        st.session_state["live_was_active"] = None
-        loaders.runs.clear()
-        st.rerun(scope="app")  # stop the timer: the page re-renders without run_every
+    stored = int(full.get("current_round") if full.get("current_round") is not None else -1)
+    current = int(df["round"].max()) if not df.empty else stored
+    shown = {**full, "status": status, "current_round": current}
+    st.progress(
+        min(max(current, 0) / rounds, 1.0) if rounds else 0.0,
+        live_view.headline(shown, status, current),
+    )
+    now = datetime.now(UTC)
+    tz = runs_view.zone(st.context.timezone)
+    if status == "failed":
+        message, trace = runs_view.split_error(full.get("error"))
+        st.error(
+            f"The run failed {runs_view.stopped_at(shown)}: "
+            f"{message or 'the worker recorded no error message'}",
+            icon=":material/error:",
+        )
+        if trace:
+            with st.expander("The worker's traceback"):
+                st.code(trace, language=None)
+    else:
+        note = live_view.state_note(shown, status, now, tz)
+        if note:
+            st.info(note, icon=":material/info:")
+    where_it_ran(shown)
     if df.empty:
-        st.info("No rounds yet: the run is queued or still at round 0.")
+        st.caption(live_view.no_rounds_note(shown, status))
         return
-    m = st.columns(4)
-    m[0].metric("test accuracy", pct(df["test_acc"].iloc[-1]) if "test_acc" in df else "–")
-    m[1].metric("best test accuracy", pct(df["test_acc"].max()) if "test_acc" in df else "–")
-    m[2].metric("rounds shown", len(df))
+    figures = live_view.accuracy_figures(df, run.get("spec"), rounds, status == "succeeded")
+    m = st.columns(len(figures) + 2)
+    for col, (label, value) in zip(m, figures, strict=False):
+        col.metric(label, value)
+    m[-2].metric("rounds stored", len(df))
     if "time_total_ms" in df:
-        m[3].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
+        m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
     rev = f"live-{run_id}"
     c1, c2 = st.columns(2)
     c1.plotly_chart(live_view.accuracy_chart(df, rev), key="live_acc")
@@ -162,6 +211,4 @@ def panel() -> None:
 
 
 active = by_id[run_id].get("status") in ACTIVE
-if active:
-    st.session_state["live_was_active"] = run_id
 st.fragment(run_every="2s" if active else None)(panel)()

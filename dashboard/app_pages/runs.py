@@ -19,6 +19,7 @@ from dashboard import loaders, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHMS, DATASETS
+from fedgen import specdict
 from fedgen.status import ACTIVE, RUN_STATUSES
 
 STATUSES = ["", *RUN_STATUSES]
@@ -117,6 +118,26 @@ def actions(picked: list[dict[str, Any]], me: str | None) -> None:
                 loaders.runs.clear()
 
 
+def failures(runs: list[dict[str, Any]], now: datetime) -> None:
+    """The newest failed runs with their error and the round they stopped at (open while one
+    failed in the last day), each linked to its Live page."""
+    shown, total, recent = runs_view.recent_failures(runs, now)
+    if not shown:
+        return
+    more = f" (the newest {len(shown)})" if total > len(shown) else ""
+    with st.expander(
+        f":red[{total} failed {'run' if total == 1 else 'runs'}]{more}", expanded=recent
+    ):
+        for run in shown:
+            st.page_link(
+                "app_pages/live.py",
+                label=f"{specdict.run_label(run.get('spec') or {})} · {str(run['id'])[:8]} "
+                f"failed {runs_view.failure(run)}",
+                icon=":material/error:",
+                query_params={"run": str(run["id"])},
+            )
+
+
 def table() -> None:
     """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
     everything = ui.call(loaders.runs, url, token, **{**filters, "status": ""})
@@ -144,6 +165,7 @@ def table() -> None:
         + (" · refreshing every 3 s while runs are active" if active else "")
         + " · tick rows to compare, watch, cancel or clone them"
     )
+    failures(runs, now)
     stuck = sum(1 for r in runs if r.get("waiting_reason"))
     if stuck:
         st.page_link(
@@ -171,6 +193,14 @@ def table() -> None:
                 "queue). It starts once such a worker is up.",
             ),
             "id": st.column_config.TextColumn("id", width="small"),
+            "error": st.column_config.TextColumn(
+                "error", help="A failed run: the round it stopped at and its error"
+            ),
+            "status": st.column_config.TextColumn(
+                "status",
+                help="claimed: a worker took it, no round stored yet; cancelling: a cancel was "
+                "asked, it stops after its current round",
+            ),
             "best acc (%)": st.column_config.NumberColumn("best acc (%)", format="%.2f"),
             "last acc (%)": st.column_config.NumberColumn("last acc (%)", format="%.2f"),
         },

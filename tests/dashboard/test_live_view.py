@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from dashboard import live_view
+from dashboard import live_view, runs_view
 from dashboard.frames import metrics_frame
 
 
@@ -157,3 +157,56 @@ def test_numerics_waiting_and_notices() -> None:
     handed = {"status": "queued", "error": "worker X could not load dataset mnist: gone"}
     assert live_view.notice(handed) == "worker X could not load dataset mnist: gone"
     assert live_view.notice({**handed, "status": "failed"}) is None
+
+
+def test_headline_says_each_state() -> None:
+    """The bar's text names claimed and cancelling, and where a failed or cancelled run stopped."""
+    run = {"rounds": 30, "worker": "w1@host", "queue_position": 2}
+    assert (
+        live_view.headline({**run, "status": "queued"}, "queued", -1) == "queued · #2 in the queue"
+    )
+    assert live_view.headline(run, "running", -1).startswith("claimed by w1@host")
+    assert live_view.headline(run, "running", 4) == "running · round 4 of 30"
+    assert live_view.headline({**run, "cancel_requested": True}, "running", 4).startswith(
+        "cancelling"
+    )
+    assert live_view.headline(run, "failed", -1) == "failed before round 0"
+    assert live_view.headline(run, "failed", 2) == "failed in round 3 of 30"
+    assert live_view.headline(run, "cancelled", 9) == "cancelled in round 10 of 30"
+    assert live_view.headline(run, "succeeded", 30) == "succeeded · 30 rounds"
+
+
+def test_state_notes_and_a_workers_error() -> None:
+    """A queued run says it switches by itself; the error's traceback is kept apart."""
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    queued = {"status": "queued", "queue_position": 1, "current_round": -1}
+    assert "switches to the curves by itself" in (
+        live_view.state_note(queued, "queued", now, UTC) or ""
+    )
+    assert live_view.state_note({"current_round": 3}, "succeeded", now, UTC) is None
+    assert "failed before round 0" in live_view.no_rounds_note({"current_round": -1}, "failed")
+    message, trace = runs_view.split_error(
+        "RuntimeError: x\n\nTraceback (most recent call last):\n y"
+    )
+    assert (message, trace) == ("RuntimeError: x", "Traceback (most recent call last):\n y")
+    assert runs_view.split_error("mnist: dataset files not found.") == (
+        "mnist: dataset files not found.",
+        None,
+    )
+    assert "no longer exists" in live_view.gone_note("abc")
+
+
+def test_accuracy_figures_final_and_best_in_the_one_meaning() -> None:
+    """In flight: the latest round and the best so far with its round; finished: final and
+    best under the run's protocol (before_training leaves round R out: '… @2')."""
+    df = pd.DataFrame({"round": [0, 1, 2, 3], "test_acc": [0.1, 0.5, 0.7, 0.9]})
+    flight = live_view.accuracy_figures(df, {}, 3, finished=False)
+    assert flight == [("test accuracy, round 3", "90.00%"), ("best so far", "90.00% @3")]
+    official = {"fidelity": {"eval_timing": "before_training"}}
+    after = {"fidelity": {"eval_timing": "after_aggregation"}}
+    done = dict(live_view.accuracy_figures(df, official, 3, finished=True))
+    assert done == {"final": "70.00% @2", "best": "70.00% @2"}
+    assert dict(live_view.accuracy_figures(df, after, 3, finished=True)) == {
+        "final": "90.00%",
+        "best": "90.00%",
+    }

@@ -76,4 +76,34 @@ def test_waiting_for_column_hidden_when_no_run_waits_for_a_worker() -> None:
     df = runs_view.table([_run(status="queued"), _run(status="succeeded")], NOW, UTC)
     shown = runs_view.shown_columns(df)
     assert "waiting for" not in shown
-    assert shown == [c for c in runs_view.TABLE_COLUMNS if c != "waiting for"]
+    assert shown == [c for c in runs_view.TABLE_COLUMNS if c not in ("waiting for", "error")]
+
+
+def test_states_beyond_the_status_and_a_failed_runs_round() -> None:
+    """claimed and cancelling are named; a failed run's error says the round it stopped at
+    (before round 0 too), first line only; the error column shows only when a run failed."""
+    claimed = _run(status="running", current_round=-1, rounds=10)
+    cancelling = _run(status="running", current_round=4, rounds=10, cancel_requested=True)
+    early = _run(
+        status="failed", current_round=-1, error="mnist: dataset files not found. Searched: /x."
+    )
+    late = _run(
+        status="failed",
+        current_round=2,
+        rounds=6,
+        error="RuntimeError: boom\n\nTraceback (most recent call last):\n  File x\nRuntimeError",
+    )
+    assert [runs_view.state(r) for r in (claimed, cancelling, early)] == [
+        "claimed", "cancelling", "failed",
+    ]  # fmt: skip
+    assert (
+        runs_view.failure(early) == "before round 0: mnist: dataset files not found. Searched: /x."
+    )
+    assert runs_view.failure(late) == "in round 3 of 6: RuntimeError: boom"
+    assert runs_view.failure(claimed) == "—"
+    df = runs_view.table([claimed, cancelling, late], NOW, UTC)
+    assert list(df["status"]) == ["claimed", "cancelling", "failed"]
+    assert list(df["progress"]) == ["0/10", "4/10", "2/6"]
+    assert "error" in runs_view.shown_columns(df)
+    shown, total, recent = runs_view.recent_failures([early, claimed, late], NOW)
+    assert (len(shown), total, recent) == (2, 2, True)
