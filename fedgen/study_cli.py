@@ -4,7 +4,9 @@ fedgen study list                      name, what it reproduces, runs, estimated
 fedgen study show NAME [overrides]     the sweep (base + grid) and the paper's table
 fedgen study run NAME [overrides] [--jobs J] [--out DIR]
                                        run the sweep locally (J processes, one torch thread
-                                       each), then print the study's table with verdicts
+                                       each), a line per finished run ('completed · final
+                                       70.42% @199 · best … · top-5 …', docs/metrics.md),
+                                       then the study's table with verdicts
 
 Overrides: --dataset D, --seeds N (seeds 0..N-1), --rounds R; the paper's original by
 default. `run` keeps finished runs: run it again with the same --out to resume a study.
@@ -24,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from fedgen.events import RunSummary
 from fedgen.spec import (
     DATASET_NAMES,
     ExperimentSpec,
@@ -31,6 +34,7 @@ from fedgen.spec import (
     format_validation_error,
     parse_spec,
 )
+from fedgen.stats import summary_text
 from fedgen.studies import (
     STUDIES,
     Plan,
@@ -116,7 +120,22 @@ def _execute(job: tuple[str, str, int]) -> tuple[str, str, float]:
         summary = run(spec, DirectorySink(Path(root), spec))
     except Exception as exc:  # one failed run must not lose the others' results
         return root, f"failed: {type(exc).__name__}: {exc}", time.perf_counter() - t0
-    return root, summary.status, time.perf_counter() - t0
+    return root, run_line(summary, spec.rounds), time.perf_counter() - t0
+
+
+def run_line(summary: RunSummary, rounds: int) -> str:
+    """A finished run as `_report` prints it: 'completed · final 70.42% @199 · best … · top-5 …'
+    (docs/metrics.md: in %, a round named when it is not the run's last)."""
+    figures = summary_text(
+        summary.final_acc,
+        summary.final_round,
+        summary.best_acc,
+        summary.best_round,
+        summary.top5_mean,
+        summary.top5_std,
+        rounds,
+    )
+    return f"{summary.status} · {figures}"
 
 
 def load_result(root: Path) -> RunResult:

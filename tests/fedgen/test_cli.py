@@ -231,3 +231,15 @@ def test_readable_summary_names_rounds_only_when_not_the_last() -> None:
     assert readable_summary(stopped, 30) == (
         "final – · best – · top-5 – · stopped after 0 of 30 rounds in 0.5 s"
     )
+
+
+def test_study_run_reports_each_run_in_the_one_format(tmp_path) -> None:
+    """`fedgen study run` prints a line per finished run: status, then final/best/top-5 in %."""
+    from fedgen.spec import parse_spec
+    from fedgen.study_cli import _execute
+
+    spec = parse_spec({**TINY, "rounds": 2})
+    root, line, _ = _execute((spec.model_dump_json(), str(tmp_path / "r"), 0))
+    saved = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert line.startswith(f"completed · final {100 * saved['final_acc']:.2f}% @1 · best ")
+    assert re.search(r" · top-5 \d+\.\d\d ± \d+\.\d\d%$", line)
