@@ -284,6 +284,11 @@ else:
     body = spec
 
 st.subheader("What will be sent")
+if local_errors:
+    st.caption(
+        f":red[Nothing is validated or sent while {', '.join(local_errors)} "
+        f"{'is' if len(local_errors) == 1 else 'are'} refused (below).]"
+    )
 st.caption("Save as `spec.yaml` and run it locally with `fedgen run spec.yaml` (sweeps too).")
 st.code(yaml.safe_dump(body, sort_keys=False), language="yaml")
 
