@@ -31,16 +31,17 @@ _PAGES = Path(__file__).parent / "app_pages"
 def sidebar(user: dict[str, Any] | None) -> None:
     """Connection settings and the identity behind the token.
 
-    With FEDGEN_TOKEN (one person's dashboard) the token field switches identity, as
-    always; a browser-signed-in member gets a Sign out button instead, and while signed out
-    the sidebar stays empty (the sign-in form is the whole page).
+    With FEDGEN_TOKEN (one person's dashboard) the URL and token fields switch server and
+    identity, as always. A browser-signed-in member gets a Sign out button instead, and the
+    server URL only as text: it is the address the dashboard process reaches the API at
+    (`http://api:8000` in docker-compose), and a member's token must not be sent elsewhere.
+    While signed out the sidebar stays empty (the sign-in form is the whole page).
     """
     if signin.browser_mode():
         if user is None:
             return
         with st.sidebar:
-            st.text_input("Lab server URL", key=ui.URL_KEY, help="FEDGEN_API_URL")
-            st.caption(f"Signed in as **{user.get('name', '?')}**")
+            st.caption(f"Signed in as **{user.get('name', '?')}** on `{ui.connection()[0]}`")
             st.button(
                 "Sign out", key="signout", icon=":material/logout:", on_click=signin.sign_out,
                 help="Forget the token in this browser",

@@ -44,11 +44,15 @@ def show_error(exc: ApiError) -> None:
     """One clear sentence for each kind of failure (never a stack trace)."""
     if isinstance(exc, ApiUnreachable):
         st.error(f"{exc.message} Set the server URL in the sidebar.", icon=":material/power_off:")
+    elif isinstance(exc, ApiAuthError) and exc.status == 403:
+        st.error(f"{exc.message}.", icon=":material/key:")  # the token is fine, the right is not
     elif isinstance(exc, ApiAuthError):
-        st.error(
-            f"{exc.message}. Check the token in the sidebar (or FEDGEN_TOKEN).",
-            icon=":material/key:",
-        )
+        # Signed in through the browser (no FEDGEN_TOKEN) there is no token field: the token
+        # was revoked since it was checked at sign-in.
+        fix = "Check the token in the sidebar (or FEDGEN_TOKEN)."
+        if not settings_from_env()[1]:
+            fix = "Sign out (in the sidebar) and sign in again with a valid token."
+        st.error(f"{exc.message}. {fix}", icon=":material/key:")
     else:
         st.error(exc.message, icon=":material/error:")
 

@@ -172,3 +172,28 @@ def test_a_dashboard_with_its_own_token_has_no_form(
     assert [t.value for t in at.title] == ["Compare"]
     assert at.sidebar.text_input(key=ui.TOKEN_KEY).value == lab.token
     assert list(at.sidebar.button) == []
+
+
+def _show_auth_errors() -> None:
+    from dashboard import ui
+    from dashboard.client import ApiAuthError
+
+    ui.show_error(ApiAuthError("The lab server rejected the token: invalid token", 401))
+    ui.show_error(ApiAuthError("The lab server refused this action: admins only", 403))
+
+
+@pytest.mark.parametrize(
+    ("env_token", "fix"),
+    [("", "Sign out (in the sidebar) and sign in again"), ("fgl_x", "Check the token in")],
+)
+def test_a_refused_token_names_the_fix_of_this_dashboard(
+    monkeypatch: pytest.MonkeyPatch, env_token: str, fix: str
+) -> None:
+    """401: sign out and in (browser sign-in) or the token field; 403 is about the right."""
+    monkeypatch.setenv("FEDGEN_TOKEN", env_token)
+    # Execute
+    at = AppTest.from_function(_show_auth_errors).run()
+    # Assert
+    refused, forbidden = (e.value for e in at.error)
+    assert fix in refused
+    assert forbidden == "The lab server refused this action: admins only."
