@@ -143,3 +143,20 @@ def test_no_live_worker_says_the_run_would_wait(app_path: str, lab_env: dict[str
     assert not at.exception
     assert "mnist" in at.selectbox(key="submit_one_data.name").options
     assert any("No worker is live" in str(w.value) for w in at.warning)
+
+
+def test_sweep_validate_checks_every_combination(app_path: str, lab_env: dict[str, Any]) -> None:
+    """A sweep whose second users_per_round exceeds the users is not 'valid': the combination
+    is named as POST /sweeps would name it."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    at.text_input(key="submit_sw_users_per_round").set_value("3, 30").run()
+    # Execute
+    at.button(key="submit_validate").click().run()
+    # Assert
+    assert not at.exception
+    assert [s.value for s in at.success] == []
+    assert "grid.users_per_round[1]: users_per_round=30 exceeds partition.num_users=20" in _errors(
+        at
+    )
