@@ -51,7 +51,7 @@ test: install data services browser
 	$(VENV)/bin/pytest -q
 
 demo: install data
-	$(PY) -m scripts.demo
+	@$(PY) -m scripts.demo
 
 lint: install
 	$(VENV)/bin/ruff check .
