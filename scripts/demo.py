@@ -41,9 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SWEEP = ROOT / "examples" / "fedgen-vs-fedavg.yaml"
 TERMINAL = {"succeeded", "failed", "cancelled"}
-# The supervisor's (worker/supervisor.py) lines about a child that died or could not start:
-# the only lines of the children that also reach the terminal.
-ALERT = re.compile(r"^\[up\] (?P<child>\S+) (?P<what>exited with .*|could not start .*)$")
+# The supervisors' (worker/supervisor.py: `up`'s, and the worker's over its slots) lines about
+# a child that died or could not start: the only lines of the children that reach the terminal.
+ALERT = re.compile(
+    r"^\[(?P<by>up|worker)\] (?P<child>\S+) (?P<what>exited with .*|could not start .*)$"
+)
 
 
 def free_port(preferred: int) -> int:
@@ -64,7 +66,8 @@ def shown(line: str) -> str | None:
     m = ALERT.match(line.strip())
     if m is None:
         return None
-    return f"  ! lab: {m['child']} {m['what']}"
+    child = m["child"] if m["by"] == "up" else f"worker {m['child']}"
+    return f"  ! lab: {child} {m['what']}"
 
 
 def pump(stream: IO[bytes], log: IO[str], echo: IO[str]) -> None:
@@ -74,7 +77,8 @@ def pump(stream: IO[bytes], log: IO[str], echo: IO[str]) -> None:
         log.write(line)
         log.flush()
         if (alert := shown(line)) is not None:
-            echo.write(alert + "\n")
+            # On a terminal, first clear the progress line `follow` redraws.
+            echo.write(("\r\x1b[K" if echo.isatty() else "") + alert + "\n")
             echo.flush()
 
 

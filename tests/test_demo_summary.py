@@ -78,13 +78,18 @@ CHILD_LINES = [
     "worker: Warm shutdown (MainProcess)",
     "[up] worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)",
     "[up] stopping all processes",
+    "[worker] started slot0 (pid 103): /w/.venv/bin/python -m worker.lab_cli worker --slots 1",
+    "[worker] slot1 exited with 1; restarting in 2 s (restart 2)",
+    "[worker] stopping all processes",
+    "Traceback (most recent call last):",
 ]
 
 
 def test_only_a_dead_or_unstartable_child_is_shown() -> None:
     shown_lines = [x for x in map(shown, CHILD_LINES) if x is not None]
     assert shown_lines == [
-        "  ! lab: worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)"
+        "  ! lab: worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)",
+        "  ! lab: worker slot1 exited with 1; restarting in 2 s (restart 2)",
     ]
     assert shown("[up] dashboard could not start ([Errno 12]); retrying in 2 s") == (
         "  ! lab: dashboard could not start ([Errno 12]); retrying in 2 s"
@@ -104,6 +109,7 @@ def test_pump_logs_every_child_line_and_echoes_only_alerts() -> None:
     assert log.getvalue().splitlines() == CHILD_LINES
     assert echo.getvalue() == (
         "  ! lab: worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)\n"
+        "  ! lab: worker slot1 exited with 1; restarting in 2 s (restart 2)\n"
     )
     assert "Streamlit" not in echo.getvalue()
     assert "Warm shutdown" not in echo.getvalue()
