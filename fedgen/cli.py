@@ -160,7 +160,7 @@ def _finished(root: Path) -> bool:
         return False
 
 
-def _claim_outs(roots: list[Path], force: bool) -> None:
+def _claim_outs(roots: list[Path], force: bool, given: bool) -> None:
     """Refuse to write over existing run folders (all checked before any run starts);
     with --force, remove their run files (`clear_run`) first."""
     taken = [(root, found) for root in roots if (found := run_files(root))]
@@ -172,7 +172,8 @@ def _claim_outs(roots: list[Path], force: bool) -> None:
         finished = _finished(root)
         resume = "" if finished else f"continue it with `fedgen resume {root}`, "
         raise OutExists(
-            f"--out: {root} already holds a {'finished ' if finished else ''}run "
+            f"--out: {root}{'' if given else ' (the default --out)'} already holds a "
+            f"{'finished ' if finished else ''}run "
             f"({', '.join(found)}){more}; {resume}choose another --out, "
             "or pass --force to delete its run files and start afresh"
         )
@@ -240,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             out / f"{i:03d}-{spec.algorithm.name}-a{spec.partition.alpha:g}-s{spec.seed}"
             for i, spec in enumerate(specs)
         ]
-        _claim_outs(roots, args.force)
+        _claim_outs(roots, args.force, given=args.out is not None)
         for i, (spec, root) in enumerate(zip(specs, roots, strict=True)):
             label = f"[{i + 1}/{len(specs)}] {spec.algorithm.name}"
             summary = _run_one(spec, root, label)
@@ -251,7 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     spec = parse_spec(_with_rounds(data, args, sweep=False), source)
     root = Path(args.out) if args.out else _default_out(spec)
-    _claim_outs([root], args.force)
+    _claim_outs([root], args.force, given=args.out is not None)
     summary = _run_one(spec, root, spec.algorithm.name)
     _report(root, summary, spec.rounds, args)
     if not args.json:
