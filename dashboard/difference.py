@@ -118,7 +118,13 @@ def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dic
         except ApiError as exc:
             failure = exc
     if d is None:
-        st.warning(failure.message if failure else "No difference computed.")
+        if failure is not None and failure.status == 409:  # too few finished runs (yet)
+            st.info(
+                f"Not computed yet: {failure.detail if isinstance(failure.detail, str) else failure.message}. "
+                "Runs count once they succeed."
+            )  # fmt: skip
+        else:
+            st.warning(failure.message if failure else "No difference computed.")
         return None
     label = d.get("statistic_label") or statistic
     st.markdown(f"**{format_difference(d, short_name(a), short_name(b))}** ({label})")
