@@ -7,11 +7,16 @@ cell with ours (mean ± std, n), the paper's, Δ and the verdict. No Streamlit h
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime, tzinfo
 from typing import Any
 
 import pandas as pd
 
-FINISHED = ("succeeded", "failed", "cancelled")
+from dashboard.runs_view import local_time, parse_ts, relative
+from fedgen.status import TERMINAL
+
+FINISHED = TERMINAL
 VERDICT_COLORS = {
     "within": "#d8f0d8",
     "better": "#cde3ff",
@@ -28,6 +33,26 @@ def progress(status_counts: dict[str, int], total: int) -> tuple[float, str]:
     parts = [f"{done}/{total} runs finished"]
     parts += [f"{status_counts[s]} {s}" for s in ("running", "queued", "failed") if status_counts.get(s)]  # fmt: skip
     return (done / total if total else 0.0), " · ".join(parts)
+
+
+def status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    """Runs per status."""
+    return dict(Counter(statuses))
+
+
+def sweep_label(sweep: dict[str, Any], now: datetime, tz: tzinfo) -> str:
+    """A launched sweep for the picker: its name, when it was launched in words and the
+    viewer's time, and its runs done out of all (`… · launched 5 min ago (14:03) · 4/12 done`)."""
+    counts = sweep.get("status_counts") or {}
+    done = sum(counts.get(s, 0) for s in FINISHED)
+    created = parse_ts(sweep.get("created_at"))
+    when = f"launched {relative(created, now)} ({local_time(created, tz, now)})" if created else ""
+    parts = [
+        str(sweep.get("name") or sweep.get("sweep_id")),
+        when,
+        f"{done}/{sweep.get('count', 0)} done",
+    ]
+    return " · ".join(p for p in parts if p)
 
 
 def _ms(mean: float | None, std: float | None) -> str:

@@ -1,13 +1,21 @@
-"""Paper tables: a sweep as the paper's Table 1 matrix and the Table 3 timing view, beside the paper."""
+"""Paper tables: a sweep as the paper's Table 1 matrix and the Table 3 timing view, beside the paper.
+
+The view lives in the URL (`?sweep=<id>&statistic=final`). While the sweep's runs are queued
+or running the tables refresh by themselves (a fragment), cells filling in as runs finish,
+and stop once every run has ended. Final and best are the one meaning (docs/metrics.md):
+the last model the run's protocol evaluates, its round named when it is not the last.
+"""
 
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import loaders, paper, ui
+from dashboard import loaders, paper, runs_view, study_view, ui
 from dashboard.tables import (
     frame_latex,
     summary_groups,
@@ -18,6 +26,10 @@ from dashboard.tables import (
     timing_rows,
 )
 from dashboard.versus_paper import NO_PAPER, number, versus_paper
+from fedgen.status import ACTIVE
+
+REFRESH_S = 3
+STATISTICS = {"top5": "top-5 mean", "final": "final", "best": "best"}
 
 st.title("Paper tables")
 url, token = ui.connection()
@@ -28,91 +40,126 @@ if not sweeps:
         "No sweeps yet. Submit one on the **Submit** page (e.g. algorithms × α × seeds 0, 1, 2); "
         "the paper's published numbers are shown below for reference."
     )
-names = {str(s["id"]): f"{s['name']} · {s['count']} runs" for s in sweeps}
+now = datetime.now(UTC)
+tz = runs_view.zone(st.context.timezone)
+names = {str(s["id"]): study_view.sweep_label(s, now, tz) for s in sweeps}
 ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
 sweep_id = (
     st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
     if names
     else None
 )
-ui.from_url("tables_stat", "statistic", "top5", choices=["top5", "final"])
+ui.from_url("tables_stat", "statistic", "top5", choices=list(STATISTICS))
 statistic = st.radio(
-    "Statistic", ["top5", "final"], horizontal=True, key="tables_stat",
-    help="top5: mean ± std of each seed's 5 best rounds, pooled (the official code's number). "
-    "final: the last round the protocol evaluates (round R-1 under the official before_training "
-    "timing, which never evaluates the last aggregation; the summary's final_round).",
+    "Statistic", list(STATISTICS), horizontal=True, key="tables_stat",
+    format_func=lambda k: STATISTICS[k],
+    help="top-5 mean: mean ± std of each seed's 5 best rounds, pooled (the official code's "
+    "number). final: the accuracy of the last model the run's protocol evaluates (round R, or "
+    "R-1 under the official before_training timing, which never evaluates the model after the "
+    "last aggregation: then named '@R-1'). best: the highest accuracy over the same rounds.",
 )  # fmt: skip
 
 ui.to_url({"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None})
 
-st.header("Table 1: accuracy (%)")
-if sweep_id:
-    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
-    runs = {str(r["id"]): r for r in ui.call(loaders.runs, url, token, sweep_id=sweep_id)}
-    long = table1_long(summary_groups(summary, runs, statistic))
-    long = long[long["mean"].notna()]
-    if long.empty:
-        st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
+
+def sweep_runs() -> list[dict[str, Any]]:
+    """The chosen sweep's runs (none without a sweep)."""
+    return ui.call(loaders.runs, url, token, sweep_id=sweep_id) if sweep_id else []
+
+
+def panel() -> None:
+    """Table 1 and Table 3 (a fragment: reruns by itself while the sweep's runs are active)."""
+    members = sweep_runs()
+    active = any(r.get("status") in ACTIVE for r in members)
+    if members:
+        counts = study_view.status_counts(str(r.get("status")) for r in members)
+        fraction, text = study_view.progress(counts, len(members))
+        st.progress(fraction, text + (f" · refreshing every {REFRESH_S} s" if active else ""))
+    if not active and st.session_state.get("tables_active") == sweep_id:
+        st.session_state["tables_active"] = None  # every run ended: drop the timer
+        loaders.sweeps.clear()
+        st.rerun(scope="app")
+    st.header("Table 1: accuracy (%)")
+    if sweep_id:
+        summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+        runs = {str(r["id"]): r for r in members}
+        groups = summary_groups(summary, runs, statistic)
+        long = table1_long(groups)
+        long = long[long["mean"].notna()]
+        if long.empty:
+            st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
+        else:
+            text, mask = table1_matrix(long)
+            for rec in long.to_dict("records"):
+                if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
+                    key = (rec["dataset"], rec["setting"], rec["T"])
+                    col = paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"])
+                    text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
+            styled = text.style.apply(
+                lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
+            )
+            st.dataframe(styled, key="tables_t1")
+            named = groups.loc[groups["mean"].notna(), "statistic"] if "statistic" in groups else []
+            stat = " / ".join(dict.fromkeys(str(x) for x in named)) or STATISTICS[statistic]
+            st.caption(
+                f"Cells: ours, the mean ± std over each group's runs of their {stat} (paper mean, "
+                "Δ = ours − paper). Bold: best of our runs per row."
+            )
+            st.dataframe(versus_paper(long), hide_index=True, key="tables_t1_vs")
+            st.caption(
+                "n: finished runs (seeds) in the group. Within the paper's ±: |ours − paper| is at "
+                "most the paper's std."
+            )
+            d1, d2 = st.columns(2)
+            d1.download_button(
+                "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
+            )
+            d2.download_button(
+                "LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex"
+            )
+            with st.expander("LaTeX source"):
+                st.code(table1_latex(long), language="latex")
+    with st.expander("The paper's Table 1", expanded=not sweep_id):
+        pub = pd.DataFrame(
+            [
+                {"dataset": k.dataset, "setting": k.setting, "T": k.local_steps,
+                 **{paper.ALGORITHMS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
+                for k, v in paper.TABLE1.items()
+            ]
+        )  # fmt: skip
+        st.dataframe(pub, hide_index=True, key="tables_t1_paper")
+
+    st.header("Table 3: ms per local update")
+    timing = ui.try_call(loaders.timing, url, token, sweep_id)
+    t3 = table3_frame(timing_rows(timing or {}))
+    if t3.empty:
+        st.info("No timing yet: runs report time_user_ms from round 1 on.")
     else:
-        text, mask = table1_matrix(long)
-        for rec in long.to_dict("records"):
-            if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
-                key = (rec["dataset"], rec["setting"], rec["T"])
-                col = paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"])
-                text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
-        styled = text.style.apply(
-            lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
-        )
-        st.dataframe(styled, key="tables_t1")
+        st.dataframe(
+            t3, hide_index=True, key="tables_t3",
+            column_config={
+                **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+                "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
+            },
+        )  # fmt: skip
+        if t3["paper_ms"].isna().any():
+            st.caption(
+                "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
+                "and FedGen by B_G only)."
+            )
         st.caption(
-            "Cells: ours mean ± std (paper mean, Δ = ours − paper). Bold: best of our runs per row."
-        )
-        st.dataframe(versus_paper(long), hide_index=True, key="tables_t1_vs")
-        st.caption(
-            "n: finished runs (seeds) in the group. Within the paper's ±: |ours − paper| is at "
-            "most the paper's std."
+            "Absolute ms depend on the machine; compare the ratio to FedAvg "
+            f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
         )
         d1, d2 = st.columns(2)
         d1.download_button(
-            "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
+            "CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv"
         )
         d2.download_button(
-            "LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex"
+            "LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex"
         )
-        with st.expander("LaTeX source"):
-            st.code(table1_latex(long), language="latex")
-with st.expander("The paper's Table 1", expanded=not sweep_id):
-    pub = pd.DataFrame(
-        [
-            {"dataset": k.dataset, "setting": k.setting, "T": k.local_steps,
-             **{paper.ALGORITHMS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
-            for k, v in paper.TABLE1.items()
-        ]
-    )  # fmt: skip
-    st.dataframe(pub, hide_index=True, key="tables_t1_paper")
 
-st.header("Table 3: ms per local update")
-timing = ui.try_call(loaders.timing, url, token, sweep_id)
-t3 = table3_frame(timing_rows(timing or {}))
-if t3.empty:
-    st.info("No timing yet: runs report time_user_ms from round 1 on.")
-else:
-    st.dataframe(
-        t3, hide_index=True, key="tables_t3",
-        column_config={
-            **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
-            "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
-        },
-    )  # fmt: skip
-    if t3["paper_ms"].isna().any():
-        st.caption(
-            "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
-            "and FedGen by B_G only)."
-        )
-    st.caption(
-        "Absolute ms depend on the machine; compare the ratio to FedAvg "
-        f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
-    )
-    d1, d2 = st.columns(2)
-    d1.download_button("CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv")
-    d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")
+
+in_flight = any(r.get("status") in ACTIVE for r in sweep_runs())
+st.session_state["tables_active"] = sweep_id if in_flight else None
+st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()

@@ -1,17 +1,24 @@
 """Paper: every experiment of the paper as a study; launch it, follow it, read its verdicts.
 
-One study at a time (`?study=table1` links to it): what it reproduces, a Launch button
-(POST /studies/{name}), the progress of its sweep, and its table beside the paper's,
-each cell with ours (mean ± std, n), the paper's, Δ and a verdict.
+One study at a time: what it reproduces, a Launch button (POST /studies/{name}), the
+progress of its sweep, and its table beside the paper's, each cell with ours (mean ± std, n),
+the paper's, Δ and a verdict. The view lives in the URL (`?study=table1&dataset=...&seeds=1
+&rounds=50&sweep=<id>`; defaults left out), so a reload or a link keeps it. While the sweep's
+runs are queued or running the progress and the tables refresh by themselves (a fragment),
+and stop once every run has ended.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import streamlit as st
 
-from dashboard import loaders, study_view, ui
+from dashboard import loaders, runs_view, study_view, ui
+from fedgen.status import ACTIVE
+
+REFRESH_S = 3
 
 st.title("Paper")
 url, token = ui.connection()
@@ -42,10 +49,20 @@ dataset: str = c1.selectbox(
     "Dataset", datasets, key=f"study_dataset_{name}",
     help="The paper's dataset is the default; others have no paper numbers.",
 )  # fmt: skip
-seeds = int(c2.number_input("Seeds", 1, 10, info["defaults"]["seeds"], key=f"study_seeds_{name}"))
-rounds = int(
-    c3.number_input("Rounds", 1, 10_000, info["defaults"]["rounds"], key=f"study_rounds_{name}")
+defaults = info["defaults"]
+ui.from_url(f"study_seeds_{name}", "seeds", defaults["seeds"], int, choices=list(range(1, 11)))
+ui.from_url(
+    f"study_rounds_{name}", "rounds", defaults["rounds"], int, choices=list(range(1, 10_001))
 )
+seeds = int(c2.number_input("Seeds", 1, 10, key=f"study_seeds_{name}"))
+rounds = int(c3.number_input("Rounds", 1, 10_000, key=f"study_rounds_{name}"))
+# The overrides as the URL keeps them (defaults left out); the sweep is added below.
+view: dict[str, Any] = {
+    "study": name,
+    "dataset": dataset if dataset != info["paper_dataset"] else None,
+    "seeds": seeds if seeds != defaults["seeds"] else None,
+    "rounds": rounds if rounds != defaults["rounds"] else None,
+}
 definition = ui.call(loaders.study, url, token, name, dataset, seeds, rounds)
 st.markdown(
     f"**{definition['runs']}** runs · estimated CPU time "
@@ -60,7 +77,7 @@ if st.button("Launch study", key="study_launch", type="primary"):
     )
     if launched:
         loaders.study.clear()
-        st.session_state[f"study_sweep_{name}"] = launched["sweep"]["id"]
+        st.session_state[f"study_sweep_pick_{name}"] = launched["sweep"]["id"]  # show it
         st.success(
             f"Queued study sweep {launched['sweep']['name']}: {launched['runs']} runs.",
             icon=":material/check:",
@@ -70,6 +87,7 @@ if st.button("Launch study", key="study_launch", type="primary"):
 # -- progress and table ---------------------------------------------------------------------
 sweeps: list[dict[str, Any]] = definition.get("launched") or []
 if not sweeps:
+    ui.to_url(view)
     st.info("Not launched yet: the paper's numbers for this study are below.")
     st.subheader("The paper")
     st.dataframe(
@@ -78,60 +96,90 @@ if not sweeps:
     )
     st.stop()
 
-labels = {s["sweep_id"]: f"{s['name']} · {s['created_at'][:16]}" for s in sweeps}
+now = datetime.now(UTC)
+tz = runs_view.zone(st.context.timezone)
+labels = {s["sweep_id"]: study_view.sweep_label(s, now, tz) for s in sweeps}
 ids = list(labels)
-chosen = st.session_state.get(f"study_sweep_{name}") or st.query_params.get("sweep")
-sweep_id: str = st.selectbox(
-    "Launched sweep", ids, index=ids.index(chosen) if chosen in labels else 0,
-    key=f"study_sweep_pick_{name}", format_func=lambda i: labels[i],
-)  # fmt: skip
-st.query_params.update({"study": name, "dataset": dataset, "sweep": sweep_id})
+PICK = f"study_sweep_pick_{name}"
+if st.session_state.get(PICK) not in labels:  # first view of this study: the link's sweep
+    linked = st.query_params.get("sweep")
+    st.session_state[PICK] = linked if linked in labels else ids[0]
+sweep_id: str = st.selectbox("Launched sweep", ids, key=PICK, format_func=lambda i: labels[i])
+ui.to_url({**view, "sweep": sweep_id})
 sweep = next(s for s in sweeps if s["sweep_id"] == sweep_id)
-fraction, text = study_view.progress(sweep["status_counts"], sweep["count"])
-st.progress(fraction, text=text)
+WAS_ACTIVE = f"study_active_{sweep_id}"
 
-results = ui.try_call(loaders.study_results, url, token, name, sweep_id)
-if results is None:
-    st.stop()
-if results.get("sweep_version") not in (None, info["version"]):
-    st.warning(
-        f"This sweep was launched as version {results['sweep_version']} of the study; "
-        f"its table is read with version {info['version']}."
+
+def tables(results: dict[str, Any]) -> None:
+    """Verdict counts, ours beside the paper's, and the cells one by one."""
+    if results.get("sweep_version") not in (None, info["version"]):
+        st.warning(
+            f"This sweep was launched as version {results['sweep_version']} of the study; "
+            f"its table is read with version {info['version']}."
+        )
+    counts = study_view.verdict_counts(results)
+    st.markdown(
+        " · ".join(
+            f"**{counts[v]}** {v}"
+            for v in ("within", "better", "worse", "no paper number", "no runs yet", "reference")
+            if counts.get(v)
+        )  # fmt: skip
     )
-counts = study_view.verdict_counts(results)
-st.markdown(
-    " · ".join(
-        f"**{counts[v]}** {v}"
-        for v in ("within", "better", "worse", "no paper number", "no runs yet", "reference")
-        if counts.get(v)
+    unit = results["unit"]
+    # Side by side when narrow; a wide table (Table 1's seven algorithms) gets the full width.
+    wide = len(results["columns"]) > 3
+    left, right = (st.container(), st.container()) if wide else st.columns(2)
+    left.subheader(f"Ours ({unit})")
+    left.dataframe(study_view.ours_matrix(results), key="study_ours")
+    right.subheader(f"The paper ({unit})")
+    paper_cells = [
+        {"row": c["row"], "column": c["column"], "mean": c["paper_mean"], "std": c["paper_std"]}
+        for c in results["cells"]
+        if c["paper_mean"] is not None
+    ]
+    right.dataframe(
+        study_view.paper_matrix(results["rows"], results["columns"], paper_cells),
+        key="study_paper",
+    )
+    st.subheader("Cell by cell")
+    cells = study_view.cells_frame(results)
+    st.dataframe(
+        cells.style.map(study_view.verdict_style, subset=["verdict"]),
+        hide_index=True,
+        key="study_cells",
+    )
+    st.caption(
+        f"{results['statistic_text']}. Verdict: within the paper's ± (|Δ| ≤ the paper's std), "
+        "better or worse beyond it; 'no paper number' where the paper has no such cell; "
+        "n: finished runs of the cell out of its runs."
+    )
+    st.download_button(
+        "CSV", cells.to_csv(index=False), f"study-{name}-{results['dataset']}.csv", "text/csv",
+        key="study_csv",
     )  # fmt: skip
+
+
+def panel() -> None:
+    """Progress and tables (a fragment: reruns by itself while the sweep's runs are active)."""
+    runs = ui.call(loaders.runs, url, token, sweep_id=sweep_id)
+    statuses = [str(r.get("status")) for r in runs]
+    total = len(runs) or int(sweep["count"])
+    fraction, text = study_view.progress(study_view.status_counts(statuses), total)
+    active = any(s in ACTIVE for s in statuses)
+    st.progress(fraction, text=text + (f" · refreshing every {REFRESH_S} s" if active else ""))
+    if not active and st.session_state.get(WAS_ACTIVE):
+        # Every run ended: the whole page again, without the timer, picker labels updated.
+        st.session_state[WAS_ACTIVE] = False
+        loaders.study.clear()
+        loaders.study_results.clear()
+        st.rerun(scope="app")
+    results = ui.try_call(loaders.study_results, url, token, name, sweep_id)
+    if results is not None:
+        tables(results)
+
+
+in_flight = int(sweep["count"]) > sum(
+    n for s, n in (sweep.get("status_counts") or {}).items() if s not in ACTIVE
 )
-unit = results["unit"]
-# Side by side when narrow; a wide table (Table 1's seven algorithms) gets the full width each.
-left, right = (st.container(), st.container()) if len(results["columns"]) > 3 else st.columns(2)
-left.subheader(f"Ours ({unit})")
-left.dataframe(study_view.ours_matrix(results), key="study_ours")
-right.subheader(f"The paper ({unit})")
-paper_cells = [
-    {"row": c["row"], "column": c["column"], "mean": c["paper_mean"], "std": c["paper_std"]}
-    for c in results["cells"]
-    if c["paper_mean"] is not None
-]
-right.dataframe(
-    study_view.paper_matrix(results["rows"], results["columns"], paper_cells), key="study_paper"
-)
-st.subheader("Cell by cell")
-cells = study_view.cells_frame(results)
-st.dataframe(
-    cells.style.map(study_view.verdict_style, subset=["verdict"]),
-    hide_index=True,
-    key="study_cells",
-)
-st.caption(
-    f"{results['statistic_text']}. Verdict: within the paper's ± (|Δ| ≤ the paper's std), "
-    "better or worse beyond it; 'no paper number' where the paper has no such cell."
-)
-st.download_button(
-    "CSV", cells.to_csv(index=False), f"study-{name}-{results['dataset']}.csv", "text/csv",
-    key="study_csv",
-)  # fmt: skip
+st.session_state[WAS_ACTIVE] = in_flight
+st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()

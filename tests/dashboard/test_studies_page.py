@@ -124,3 +124,39 @@ def test_study_page_with_bad_token(
     # Assert
     assert not at.exception
     assert "rejected the token" in texts(at)
+
+
+def test_overrides_live_in_the_url(app_path: str, lab_env: Lab) -> None:
+    """Seeds and rounds set on the page go to the URL; a link (a reload) with them shows them."""
+    # Prepare
+    at = _study(app_path, "table2")
+    # Execute
+    at.number_input(key="study_seeds_table2").set_value(1)
+    at.number_input(key="study_rounds_table2").set_value(7).run()
+    linked = AppTest.from_file(app_path, default_timeout=30)
+    linked.query_params.update({"page": "paper", "study": "table2", "seeds": "1", "rounds": "7"})
+    linked.run()
+    # Assert
+    assert (at.query_params.get("seeds"), at.query_params.get("rounds")) == ("1", "7")
+    assert not linked.exception
+    assert linked.number_input(key="study_seeds_table2").value == 1
+    assert linked.number_input(key="study_rounds_table2").value == 7
+
+
+def test_sweep_label_is_human() -> None:
+    """The picker names a launched sweep, when in words and its runs done out of all."""
+    from datetime import UTC, datetime
+
+    from dashboard.study_view import sweep_label
+
+    sweep = {
+        "name": "study table2 v1 · synthetic · seeds=1 · rounds=6",
+        "created_at": "2025-03-01T11:55:00Z",
+        "count": 12,
+        "status_counts": {"succeeded": 3, "failed": 1, "running": 2, "queued": 6},
+    }
+    label = sweep_label(sweep, datetime(2025, 3, 1, 12, 0, tzinfo=UTC), UTC)
+    assert label == (
+        "study table2 v1 · synthetic · seeds=1 · rounds=6 · launched 5 min ago (11:55) · 4/12 done"
+    )
+    assert "T" not in label.split("·")[-2]  # no ISO timestamp
