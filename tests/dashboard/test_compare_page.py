@@ -123,3 +123,28 @@ def test_compare_ungrouped_names_the_running_run(env: dict[str, Any]) -> None:
     assert any(n.endswith("· running") for n in names)
     assert "running (latest round)" in names
     assert at.selectbox(key="cmp_metric").format_func("user_acc_min") == "worst user's accuracy"
+
+
+def test_compare_stops_refreshing_when_every_run_ended(env: dict[str, Any]) -> None:
+    """The running run succeeds and the queued one is cancelled: one last refresh draws them
+    as ended (no running marker; the cancelled run listed as not started) and the timer stops."""
+    # Prepare
+    _, running, queued = env["run_ids"]
+    at = _open(env["sweep_id"])
+    assert "Refreshes by itself" in "\n".join(c.value for c in at.caption)
+    write_rounds(env["lab"], running, range(5, 7))
+    with session_scope(env["lab"].app.state.sessionmaker) as s:
+        runs_repo.finish(s, uuid.UUID(running), LEASE, status="succeeded", summary={})
+    with env["lab"].client() as c:
+        c.post(f"/runs/{queued}/cancel").raise_for_status()
+    st.cache_data.clear()
+    # Execute
+    at.run()
+    # Assert
+    assert not at.exception
+    kinds = [t["meta"]["kind"] for t in _traces(at) if t.get("meta")]
+    assert kinds == ["mean"]
+    assert at.session_state["cmp_cache"]["runs"][running]["rounds"] == list(range(7))
+    captions = "\n".join(c.value for c in at.caption)
+    assert "Refreshes by itself" not in captions
+    assert "(cancelled)" in captions
