@@ -197,3 +197,18 @@ def test_a_refused_token_names_the_fix_of_this_dashboard(
     refused, forbidden = (e.value for e in at.error)
     assert fix in refused
     assert forbidden == "The lab server refused this action: admins only."
+
+
+def test_a_link_through_the_root_keeps_its_view_for_after_sign_in(
+    app_path: str, browser: Browser, seeded: dict[str, Any]
+) -> None:
+    """`/?page=compare&...` (the demo's links) forwards to Compare, where the form waits."""
+    at = AppTest.from_file(app_path, default_timeout=30)
+    at.query_params.update({"page": "compare", "sweep": seeded["sweep_id"]})
+    # Execute
+    at.run()
+    # Assert
+    assert not at.exception
+    assert [t.value for t in at.title] == [SIGN_IN]
+    assert "You opened a link to **Compare**" in texts(at)
+    assert at.query_params == {"sweep": seeded["sweep_id"]}
