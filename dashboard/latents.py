@@ -1,4 +1,6 @@
-"""Generator checkpoints -> per-class latent samples -> 2-D PCA points (for the Inspect page)."""
+"""Generator checkpoints -> per-class latent samples -> 2-D PCA points (for the Inspect page),
+and the Inspect figures' layout: every class named (a legend in rows above the panels, not
+a scrolled column; the heatmap's class axis one tick per class)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from dashboard.tables import pca_2d
 
@@ -47,3 +50,23 @@ def latent_points(blobs: dict[int, bytes], per_class: int, seed: int) -> pd.Data
         if frames
         else pd.DataFrame(columns=["pc1", "pc2", "label", "round"])
     )
+
+
+def every_class_in_legend(fig: go.Figure) -> go.Figure:
+    """The latent scatter's legend in rows above the panels: every class shows (a column
+    beside them holds about eight in the chart's height and scrolls the rest out of sight)."""
+    classes = sum(1 for t in fig.data if t.showlegend is not False)
+    rows = -(-classes // 10)  # about ten entries per row across the chart's width
+    return fig.update_layout(
+        legend={
+            "orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
+            "title": {"text": ""}, "itemsizing": "constant",
+        },
+        margin={"t": 60 + 24 * rows},
+        height=420 + 24 * rows,
+    )  # fmt: skip
+
+
+def every_class_on_axis(fig: go.Figure) -> go.Figure:
+    """One tick per class on the label heatmap's class axis (categories, not 0-2-4-...)."""
+    return fig.update_xaxes(type="category", dtick=1)

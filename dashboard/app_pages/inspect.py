@@ -10,13 +10,29 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, loaders, ui
+from dashboard import charts, live_view, loaders, ui
 from dashboard.client import ApiError, ApiNotFound
-from dashboard.latents import LOADER_MISSING, generator_api, latent_points
+from dashboard.latents import (
+    LOADER_MISSING,
+    every_class_in_legend,
+    every_class_on_axis,
+    generator_api,
+    latent_points,
+)
 
 st.title("Inspect")
 url, token = ui.connection()
 
+linked = st.query_params.get("run")
+if linked:
+    try:
+        loaders.run(url, token, str(linked))
+    except ApiNotFound:  # a link to a deleted run: say so rather than show another run
+        st.warning(live_view.gone_note(str(linked)), icon=":material/delete:")
+        st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
+        st.stop()
+    except ApiError:
+        pass  # said by the picker's own call below
 run_id, by_id = ui.pick_run(url, token, key="inspect_run")
 
 st.header("Partition")
@@ -34,7 +50,8 @@ else:
         f"Fingerprint `{info.get('partition_fingerprint')}` · {info.get('num_users')} users · "
         f"{info.get('num_classes')} classes · device {info.get('device')}"
     )
-    st.plotly_chart(charts.label_heatmap(info["label_histogram"]), key="inspect_heatmap")
+    heatmap = every_class_on_axis(charts.label_heatmap(info["label_histogram"]))
+    st.plotly_chart(heatmap, key="inspect_heatmap")
     sizes = pd.DataFrame(
         {"train": info.get("train_sizes") or [], "test": info.get("test_sizes") or []}
     ).rename_axis("user")
@@ -82,7 +99,7 @@ if picked:
     except Exception as exc:  # a corrupt or incompatible checkpoint must not crash the page
         st.error(f"Could not load the generator checkpoint: {exc}")
         st.stop()
-    st.plotly_chart(charts.latent_scatter(points), key="inspect_latents")
+    st.plotly_chart(every_class_in_legend(charts.latent_scatter(points)), key="inspect_latents")
     st.caption(
         "Each panel is its own PCA of the generated latents; classes separating = a useful teacher."
     )
