@@ -10,6 +10,7 @@ named with its round ("final @199") as everywhere else (`fedgen.stats.format_acc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from fedgen.paper import ALGORITHMS
@@ -69,13 +70,48 @@ def round_note(d: dict[str, Any]) -> str:
     )
 
 
-def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dict[str, Any] | None:
+def _asked(
+    key: str,
+    finished: frozenset[str] | None,
+    question: tuple[str, ...],
+    ask: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """The server's answer to `question`, kept in the session while `finished` is unchanged.
+
+    Only succeeded runs count on the server, so the answer (or its 409) cannot change until
+    another run finishes; an ApiError is raised again from the memo as well.
+    """
+    import streamlit as st
+
+    from dashboard.client import ApiError
+
+    if finished is None:
+        return ask()
+    memo: dict[Any, Any] = st.session_state.setdefault(f"{key}_memo", {})
+    found = memo.get(question)
+    if found is None or found[0] != finished:
+        try:
+            found = (finished, ask())
+        except ApiError as exc:  # remembered too (e.g. the 409 until a run ends)
+            found = (finished, exc)
+        memo.clear()  # one question at a time is enough
+        memo[question] = found
+    if isinstance(found[1], Exception):
+        raise found[1]
+    return dict(found[1])
+
+
+def difference_block(
+    groups: dict[str, list[str]], key: str = "cmp_diff", finished: frozenset[str] | None = None
+) -> dict[str, Any] | None:
     """Pick two groups and a statistic; show their difference with its 95 % CI and p-value.
 
     `groups`: group label -> run ids (unfinished runs may be among them: the server counts
     succeeded runs only). Until the user picks the groups, the first two are shown with the
     better one first (a positive difference: GET /difference?order=better_first). Returns
-    the server's answer (None when nothing was computed).
+    the server's answer (None when nothing was computed). `finished`: the succeeded run ids
+    among them when the caller knows them; the server's answer is then kept for this session
+    until that set changes (a live page asks again only when a run has finished).
     """
     import streamlit as st
 
@@ -97,7 +133,13 @@ def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dic
     failure: ApiError | None = None
     if not st.session_state.get(picked):
         try:
-            d = ui.client().difference_ordered(groups[labels[0]], groups[labels[1]], statistic)
+            d = _asked(
+                key, finished,
+                (statistic, "better_first", *groups[labels[0]], "|", *groups[labels[1]]),
+                lambda: ui.client().difference_ordered(
+                    groups[labels[0]], groups[labels[1]], statistic
+                ),
+            )  # fmt: skip
         except ApiError as exc:
             failure = exc
         st.session_state[ka], st.session_state[kb] = default_pair(
@@ -114,7 +156,10 @@ def difference_block(groups: dict[str, list[str]], key: str = "cmp_diff") -> dic
         return None
     if st.session_state.get(picked):
         try:
-            d = ui.client().difference(groups[a], groups[b], statistic)
+            d = _asked(
+                key, finished, (statistic, "given", *groups[a], "|", *groups[b]),
+                lambda: ui.client().difference(groups[a], groups[b], statistic),
+            )  # fmt: skip
         except ApiError as exc:
             failure = exc
     if d is None:

@@ -275,7 +275,8 @@ def live_part() -> None:
         members_of: dict[str, list[str]] = {}
         for i in shown_ids:
             members_of.setdefault(names[i], []).append(i)
-        difference_block(members_of)
+        done = frozenset(i for i in shown_ids if statuses[i] == "succeeded")
+        difference_block(members_of, finished=done)
 
 
 live_part()
