@@ -44,6 +44,7 @@ import torch  # noqa: E402
 from fedgen.events import MemorySink  # noqa: E402
 from fedgen.runner import run  # noqa: E402
 from fedgen.spec import parse_spec  # noqa: E402
+from fedgen.stats import format_acc  # noqa: E402
 
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 ACC_TOL, LOSS_RTOL = 1e-3, 1e-3
@@ -262,7 +263,7 @@ def main() -> int:
         summary = gpu_sink.summary
         print(
             f"  {algo}: {seconds:.1f} s per {rounds}-round run ({seconds / rounds * 1e3:.0f} ms/round),"
-            f" final acc {summary.final_acc if summary else float('nan'):.4f},"
+            f" final {format_acc(summary.final_acc, summary.final_round, rounds) if summary else '–'},"
             f" peak torch memory {peak:.0f} MiB",
             flush=True,
         )

@@ -33,7 +33,14 @@ from fedgen.events import MemorySink
 from fedgen.fidelity import resolve
 from fedgen.runner import run
 from fedgen.spec import ALGORITHM_NAMES, parse_spec
-from fedgen.stats import common_final_round, mean_std, pooled_top5, reported_curve, summarize_curve
+from fedgen.stats import (
+    common_final_round,
+    format_acc,
+    mean_std,
+    pooled_top5,
+    reported_curve,
+    summarize_curve,
+)
 
 LABELS = {
     "fedavg": "FedAvg",
@@ -80,6 +87,13 @@ def eval_timing(algorithm: str, profile: str) -> str:
     """The resolved evaluation timing of an algorithm under a profile (FedEnsemble differs)."""
     spec = parse_spec({"algorithm": {"name": algorithm}, "fidelity": {"profile": profile}})
     return resolve(spec).eval_timing
+
+
+def _final_text(curve: list[float], timing: str, rounds: int) -> str:
+    """One run's final and best as everywhere (docs/metrics.md): '70.42% @199 · best …'."""
+    c = summarize_curve(curve, timing, rounds)
+    final = format_acc(c.final, c.final_round, rounds)
+    return f"final {final} · best {format_acc(c.best, c.best_round, rounds)}"
 
 
 def _cell(curves: list[list[float]], eval_timing: str, rounds: int) -> tuple[str, str]:
@@ -174,7 +188,8 @@ def main() -> None:
             ):  # after every run, so an interrupted grid loses at most the runs in flight
                 _write_saved(args.save, args.rounds, args.profile, saved)
             print(
-                f"[{i}/{len(todo)}] {algo} alpha={alpha:g} seed={seed}: final {curve[-1]:.4f} ({wall:.0f} s)",
+                f"[{i}/{len(todo)}] {algo} alpha={alpha:g} seed={seed}: "
+                f"{_final_text(curve, eval_timing(algo, args.profile), args.rounds)} ({wall:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
