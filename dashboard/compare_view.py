@@ -365,3 +365,12 @@ def not_started(
         status = (entry or {}).get("status") or run.get("status")
         out.append(f"{names.get(rid, rid)} ({status})")
     return out
+
+
+def mean_at_common_round(agg: pd.DataFrame) -> dict[str, float]:
+    """Group -> its mean at the last round every group has reached (a fair "who leads now")."""
+    if agg is None or agg.empty:
+        return {}
+    common = int(agg.groupby("group")["round"].max().min())
+    at = agg[agg["round"] == common]
+    return {str(g): float(m) for g, m in zip(at["group"], at["mean"], strict=True)}

@@ -52,9 +52,15 @@ def format_difference(
 STATISTICS = ["final", "best", "top5"]
 
 
-def default_pair(labels: list[str], swapped: bool) -> tuple[str, str]:
-    """The first two groups, the better one first when the server says it swapped them."""
+def default_pair(
+    labels: list[str], swapped: bool | None, hint: dict[str, float] | None = None
+) -> tuple[str, str]:
+    """The first two groups, the better one first: as the server ordered them (`swapped`), or,
+    when it could not say (too few finished runs yet, `swapped` None), the one with the
+    higher `hint` (the chart's current mean accuracy) first."""
     a, b = labels[0], labels[1]
+    if swapped is None and hint and a in hint and b in hint:
+        swapped = hint[b] > hint[a]
     return (b, a) if swapped else (a, b)
 
 
@@ -102,7 +108,10 @@ def _asked(
 
 
 def difference_block(
-    groups: dict[str, list[str]], key: str = "cmp_diff", finished: frozenset[str] | None = None
+    groups: dict[str, list[str]],
+    key: str = "cmp_diff",
+    finished: frozenset[str] | None = None,
+    hint: dict[str, float] | None = None,
 ) -> dict[str, Any] | None:
     """Pick two groups and a statistic; show their difference with its 95 % CI and p-value.
 
@@ -111,7 +120,9 @@ def difference_block(
     better one first (a positive difference: GET /difference?order=better_first). Returns
     the server's answer (None when nothing was computed). `finished`: the succeeded run ids
     among them when the caller knows them; the server's answer is then kept for this session
-    until that set changes (a live page asks again only when a run has finished).
+    until that set changes (a live page asks again only when a run has finished). `hint`:
+    group -> the chart's current mean accuracy, which orders the default pair while the
+    server cannot (mid-sweep).
     """
     import streamlit as st
 
@@ -143,7 +154,7 @@ def difference_block(
         except ApiError as exc:
             failure = exc
         st.session_state[ka], st.session_state[kb] = default_pair(
-            labels, bool(d and d.get("swapped"))
+            labels, bool(d.get("swapped")) if d else None, hint
         )
 
     def _picked() -> None:

@@ -276,7 +276,8 @@ def live_part() -> None:
         for i in shown_ids:
             members_of.setdefault(names[i], []).append(i)
         done = frozenset(i for i in shown_ids if statuses[i] == "succeeded")
-        difference_block(members_of, finished=done)
+        hint = compare_view.mean_at_common_round(agg) if percent and agg is not None else None
+        difference_block(members_of, finished=done, hint=hint)
 
 
 live_part()

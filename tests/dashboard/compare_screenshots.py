@@ -21,9 +21,9 @@ import httpx
 from tests.dashboard.stack import browser_page, lab_stack
 
 BASE = {
-    "data": {"name": "synthetic", "synthetic_samples": 1000},
-    "partition": {"num_users": 10, "alpha": 0.1},
-    "rounds": 300, "users_per_round": 3, "local_steps": 3, "batch_size": 16, "lr": 0.002,
+    "data": {"name": "synthetic", "synthetic_samples": 2000, "synthetic_classes": 20},
+    "partition": {"num_users": 10, "alpha": 0.05},
+    "rounds": 300, "users_per_round": 3, "local_steps": 3, "batch_size": 16, "lr": 0.0005,
     "checkpoint_every": 0,
 }  # fmt: skip
 GRID = {"algorithm": ["fedgen", "fedavg"], "seed": [0, 1, 2]}
@@ -31,7 +31,8 @@ GRID = {"algorithm": ["fedgen", "fedavg"], "seed": [0, 1, 2]}
 TRACES_JS = """() => {
   const gd = document.querySelectorAll('.js-plotly-plot')[0];
   if (!gd || !gd.data) return null;
-  return gd.data.map(t => ({name: t.name, meta: t.meta || null}));
+  return gd.data.map(t => ({name: t.name, meta: t.meta || null,
+                            x: t.x ? (t.x.length !== undefined ? t.x.length : Object.keys(t.x).join('+')) : null}));
 }"""
 
 
@@ -80,6 +81,7 @@ def main(out: Path) -> int:
                     path=str(out / f"compare-mid-sweep-{name}-later.png"), full_page=True
                 )  # type: ignore[attr-defined]
                 say(name, "legend:", json.dumps([t["name"] for t in after]))
+                say(name, "x per trace:", json.dumps([t["x"] for t in after]))
                 say(name, "running rounds before:", running_rounds(before))
                 say(name, "running rounds 6 s later:", running_rounds(after))
                 errors = page.locator('[data-testid="stException"]').count()  # type: ignore[attr-defined]

@@ -262,3 +262,11 @@ def test_final_mark_only_where_final_is_not_the_last_round() -> None:
     assert compare_view.final_marks({"a": official}, long, "wall_s") == []
     assert compare_view.final_marks({"a": official}, long[long["round"] == 0], "round") == []
     assert compare_view.final_marks({"a": (2, 2)}, long, "round") == []
+
+
+def test_mean_at_common_round_compares_groups_where_both_are() -> None:
+    """A group that ran further is compared at the other's last round, not its own."""
+    agg = pd.DataFrame({"group": ["a", "a", "a", "b", "b"], "round": [0, 1, 2, 0, 1],
+                        "mean": [10.0, 20.0, 90.0, 15.0, 25.0]})  # fmt: skip
+    assert compare_view.mean_at_common_round(agg) == {"a": 20.0, "b": 25.0}
+    assert compare_view.mean_at_common_round(agg.iloc[:0]) == {}

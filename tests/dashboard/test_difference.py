@@ -36,3 +36,12 @@ def test_round_note_names_the_final_round_only_when_it_is_not_the_last() -> None
     assert "round 200" in note
     assert round_note({"round": 200, "last_round": 200}) == ""
     assert round_note({"round": None, "last_round": 200}) == ""
+
+
+def test_default_pair_falls_back_to_the_chart_mid_sweep() -> None:
+    """With no server verdict yet (too few finished runs), the chart's leader comes first."""
+    labels = ["algorithm=fedavg", "algorithm=fedgen"]
+    hint = {"algorithm=fedavg": 30.0, "algorithm=fedgen": 80.0}
+    assert default_pair(labels, None, hint) == ("algorithm=fedgen", "algorithm=fedavg")
+    assert default_pair(labels, False, hint) == ("algorithm=fedavg", "algorithm=fedgen")
+    assert default_pair(labels, None) == ("algorithm=fedavg", "algorithm=fedgen")
