@@ -283,7 +283,10 @@ def running_heads(
 ) -> pd.DataFrame:
     """The latest point of each run in flight (for the chart's "running" markers)."""
     cols = ["run_id", "name", "color", "round", "rounds_total", "wall_s", "value"]
-    live = long[long["run_id"].astype(str).map(lambda i: in_flight(statuses.get(i)))]
+    live_ids = {i for i, s in statuses.items() if in_flight(s)}
+    if not live_ids or long.empty:
+        return pd.DataFrame(columns=cols)
+    live = long[long["run_id"].astype(str).isin(live_ids)]
     if live.empty:
         return pd.DataFrame(columns=cols)
     last = live.sort_values("round").groupby("run_id", sort=False).tail(1).copy()
@@ -298,8 +301,8 @@ def stopped_rows(
     long: pd.DataFrame, statuses: dict[str, str | None], run_names: dict[str, str]
 ) -> pd.DataFrame:
     """The rows of failed and cancelled runs, named, for their own dotted curves."""
-    ids = long["run_id"].astype(str)
-    out = long[ids.map(lambda i: statuses.get(i) in STOPPED)].copy()
+    stopped = {i for i, s in statuses.items() if s in STOPPED}
+    out = long[long["run_id"].astype(str).isin(stopped)].copy() if stopped else long.iloc[:0].copy()
     out["name"] = out["run_id"].astype(str).map(lambda i: run_names.get(i, i))
     out["status"] = out["run_id"].astype(str).map(lambda i: statuses.get(i))
     return out
