@@ -40,17 +40,21 @@ def status_counts(statuses: Iterable[str]) -> dict[str, int]:
     return dict(Counter(statuses))
 
 
+def done(sweep: dict[str, Any]) -> int:
+    """How many of a launched sweep's runs have ended (its `status_counts`)."""
+    counts = sweep.get("status_counts") or {}
+    return sum(int(counts.get(s, 0)) for s in FINISHED)
+
+
 def sweep_label(sweep: dict[str, Any], now: datetime, tz: tzinfo) -> str:
     """A launched sweep for the picker: its name, when it was launched in words and the
     viewer's time, and its runs done out of all (`… · launched 5 min ago (14:03) · 4/12 done`)."""
-    counts = sweep.get("status_counts") or {}
-    done = sum(counts.get(s, 0) for s in FINISHED)
     created = parse_ts(sweep.get("created_at"))
     when = f"launched {relative(created, now)} ({local_time(created, tz, now)})" if created else ""
     parts = [
         str(sweep.get("name") or sweep.get("sweep_id")),
         when,
-        f"{done}/{sweep.get('count', 0)} done",
+        f"{done(sweep)}/{sweep.get('count', 0)} done",
     ]
     return " · ".join(p for p in parts if p)
 

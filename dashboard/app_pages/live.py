@@ -31,30 +31,31 @@ st.title("Live run")
 url, token = ui.connection()
 
 
-def linked_run_exists() -> bool:
-    """False (said on the page) when the link's `?run=` names a run that no longer exists; a
+def linked_run_status() -> str | None:
+    """The status of the run the link (`?run=`) or the last view names; None when there is
+    none. A link to a run that no longer exists is said on the page, and the page stops; a
     remembered run that was deleted since is forgotten quietly."""
     linked = st.query_params.get("run")
     wanted = linked or st.session_state.get("live_run_id")
     if not wanted:
-        return True
+        return None
     try:
-        loaders.run(url, token, str(wanted))
+        return str(loaders.run(url, token, str(wanted)).get("status"))
     except ApiNotFound:
         if not linked:
             st.session_state.pop("live_run_id", None)
-            return True
+            return None
         st.warning(live_view.gone_note(str(wanted)), icon=":material/delete:")
         st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
-        return False
+        st.stop()
     except ApiError:
-        return True  # said by the picker's own call below
-    return True
+        return None  # said by the picker's own call below
+    return None
 
 
-if not linked_run_exists():
-    st.stop()
-run_id, by_id = ui.pick_run(url, token, key="live_run")
+# The picker's key follows the run's status: its label names the status, and Streamlit's
+# frontend does not always redraw a kept select box's label when only the label changed.
+run_id, by_id = ui.pick_run(url, token, key=f"live_run_{linked_run_status() or 'any'}")
 HIST = f"live_hist_{run_id}"
 USERS = f"live_users_{run_id}"
 STATUS = f"live_status_{run_id}"

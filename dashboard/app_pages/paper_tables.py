@@ -75,8 +75,13 @@ def panel() -> None:
         counts = study_view.status_counts(str(r.get("status")) for r in members)
         fraction, text = study_view.progress(counts, len(members))
         st.progress(fraction, text + (f" · refreshing every {REFRESH_S} s" if active else ""))
-    if not active and st.session_state.get("tables_active") == sweep_id:
-        st.session_state["tables_active"] = None  # every run ended: drop the timer
+    ended = sum(r.get("status") not in ACTIVE for r in members)
+    listed = next((study_view.done(s) for s in sweeps if str(s["id"]) == sweep_id), ended)
+    changed = ended != listed or (not active and in_flight)
+    if changed and st.session_state.get("tables_ended") != (sweep_id, ended):
+        # A run ended (or every run did): the whole page again, so the picker's count follows
+        # and, once all ended, the timer stops.
+        st.session_state["tables_ended"] = (sweep_id, ended)
         loaders.sweeps.clear()
         st.rerun(scope="app")
     st.header("Table 1: accuracy (%)")
@@ -161,5 +166,4 @@ def panel() -> None:
 
 
 in_flight = any(r.get("status") in ACTIVE for r in sweep_runs())
-st.session_state["tables_active"] = sweep_id if in_flight else None
 st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()

@@ -77,7 +77,7 @@ if st.button("Launch study", key="study_launch", type="primary"):
     )
     if launched:
         loaders.study.clear()
-        st.session_state[f"study_sweep_pick_{name}"] = launched["sweep"]["id"]  # show it
+        st.session_state[f"study_sweep_{name}"] = launched["sweep"]["id"]  # show it
         st.success(
             f"Queued study sweep {launched['sweep']['name']}: {launched['runs']} runs.",
             icon=":material/check:",
@@ -100,14 +100,20 @@ now = datetime.now(UTC)
 tz = runs_view.zone(st.context.timezone)
 labels = {s["sweep_id"]: study_view.sweep_label(s, now, tz) for s in sweeps}
 ids = list(labels)
-PICK = f"study_sweep_pick_{name}"
-if st.session_state.get(PICK) not in labels:  # first view of this study: the link's sweep
-    linked = st.query_params.get("sweep")
-    st.session_state[PICK] = linked if linked in labels else ids[0]
+CHOSEN = f"study_sweep_{name}"
+# The picker's labels say runs done/total; Streamlit's frontend does not always redraw a kept
+# select box whose labels alone changed, so its key follows the done counts (the choice is
+# carried over in CHOSEN).
+done_counts = "-".join(str(study_view.done(s)) for s in sweeps)
+PICK = f"study_sweep_pick_{name}_{done_counts}"
+if st.session_state.get(PICK) not in labels:  # a new picker: the last choice, else the link's
+    wanted_sweep = st.session_state.get(CHOSEN) or st.query_params.get("sweep")
+    st.session_state[PICK] = wanted_sweep if wanted_sweep in labels else ids[0]
 sweep_id: str = st.selectbox("Launched sweep", ids, key=PICK, format_func=lambda i: labels[i])
+st.session_state[CHOSEN] = sweep_id
 ui.to_url({**view, "sweep": sweep_id})
 sweep = next(s for s in sweeps if s["sweep_id"] == sweep_id)
-WAS_ACTIVE = f"study_active_{sweep_id}"
+SEEN = f"study_ended_{sweep_id}"  # the ended count the last full rerun was made for
 
 
 def tables(results: dict[str, Any]) -> None:
@@ -167,9 +173,11 @@ def panel() -> None:
     fraction, text = study_view.progress(study_view.status_counts(statuses), total)
     active = any(s in ACTIVE for s in statuses)
     st.progress(fraction, text=text + (f" · refreshing every {REFRESH_S} s" if active else ""))
-    if not active and st.session_state.get(WAS_ACTIVE):
-        # Every run ended: the whole page again, without the timer, picker labels updated.
-        st.session_state[WAS_ACTIVE] = False
+    ended = sum(s not in ACTIVE for s in statuses)
+    if ended != study_view.done(sweep) and st.session_state.get(SEEN) != ended:
+        # A run ended (or every run did): the whole page again, so the picker's count follows
+        # and, once all ended, the timer stops.
+        st.session_state[SEEN] = ended
         loaders.study.clear()
         loaders.study_results.clear()
         st.rerun(scope="app")
@@ -178,8 +186,5 @@ def panel() -> None:
         tables(results)
 
 
-in_flight = int(sweep["count"]) > sum(
-    n for s, n in (sweep.get("status_counts") or {}).items() if s not in ACTIVE
-)
-st.session_state[WAS_ACTIVE] = in_flight
+in_flight = int(sweep["count"]) > study_view.done(sweep)
 st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()
