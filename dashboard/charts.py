@@ -240,8 +240,9 @@ def run_lines(
     """One line per run (`run_id, round, value, wall_s`), named by `labels` (run id -> name).
 
     `styles`: name -> {"color", "dash"}; runs of one style share a legend group.
-    `statuses`: run id -> status: a run still in flight is named "… · running" (and its
-    latest point marked through `heads`), a failed or cancelled one "… · failed @R", dotted.
+    `statuses`: run id -> status: a run still in flight is named "… · running" and dashed
+    (its latest point marked through `heads`), a failed or cancelled one "… · failed @R",
+    dotted.
     """
     fig = go.Figure()
     styles = styles or {}
@@ -259,6 +260,8 @@ def run_lines(
             shown, dash = f"{name} · {status} @{int(rdf['round'].max())}", "dot"
         elif status not in (None, "succeeded"):
             shown = f"{name} · {status}"
+            # Dashed until it finishes (a dash that already tells a field's value stays).
+            dash = "dash" if dash == "solid" else dash
         fig.add_trace(
             line_cls(
                 x=rdf[x].to_numpy(),

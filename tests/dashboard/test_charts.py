@@ -76,5 +76,5 @@ def test_band_hover_gives_n_per_round_and_run_lines_mark_states() -> None:
     assert mean.name == "a (n=3, 1 of 3 running)"
     assert mean.meta["kind"] == "mean"
     assert [t.name for t in lines.data] == ["run r · running", "run f · failed @0", "run s"]
-    assert [t.line.dash for t in lines.data] == ["solid", "dot", "solid"]
+    assert [t.line.dash for t in lines.data] == ["dash", "dot", "solid"]
     assert lines.data[0].meta["status"] == "running"
