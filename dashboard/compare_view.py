@@ -335,7 +335,7 @@ def chart_caption(
         )  # fmt: skip
     elif running > 0 or stopped:
         parts.append(
-            'Running runs are named "· running" (○ marks their latest round); failed and '
+            'Running runs are dashed and named "· running" (○ marks their latest round); failed and '
             "cancelled runs are dotted."
         )
     if running > 0:
