@@ -33,7 +33,7 @@ def _fill_number(page: object, label: str, value: int) -> None:
 
 
 def _rounds_shown(page: object) -> int:
-    metric = page.locator('[data-testid="stMetric"]', has_text="rounds shown")  # type: ignore[attr-defined]
+    metric = page.locator('[data-testid="stMetric"]', has_text="rounds stored")  # type: ignore[attr-defined]
     if metric.count() == 0:
         return 0
     text = metric.first.locator('[data-testid="stMetricValue"]').inner_text()
