@@ -191,7 +191,6 @@ percent = metric_names.is_percent(metric)
 final_rounds = compare_view.final_rounds([by_id[i] for i in shown_ids])
 
 
-@st.fragment(run_every=REFRESH_S if live_at_start else None)
 def live_part() -> None:
     """Fetch what is new, draw the chart, time to target and the difference."""
     compare_view.refresh_cache(cache, shown_ids, _fetch, points)
@@ -280,4 +279,9 @@ def live_part() -> None:
         difference_block(members_of, finished=done, hint=hint)
 
 
-live_part()
+# A fragment only while something may change: its timer reruns just this part (the widgets
+# above keep their state); a view of ended runs is drawn once, as a plain part of the page.
+if live_at_start:
+    st.fragment(run_every=REFRESH_S)(live_part)()
+else:
+    live_part()
