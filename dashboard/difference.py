@@ -10,6 +10,7 @@ named with its round ("final @199") as everywhere else (`fedgen.stats.format_acc
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +108,14 @@ def _asked(
     return dict(found[1])
 
 
+def name_sides(message: str, a: str, b: str) -> str:
+    """The server's message with its sides 'a:' / 'b:' named by the groups that were sent
+    (the page may show them in the other order)."""
+    return re.sub(
+        r"(^|; )([ab]): ", lambda m: f"{m.group(1)}{a if m.group(2) == 'a' else b}: ", message
+    )
+
+
 def difference_block(
     groups: dict[str, list[str]],
     key: str = "cmp_diff",
@@ -142,6 +151,7 @@ def difference_block(
     statistic = c3.radio("Per run", STATISTICS, key=f"{key}_stat", horizontal=True)
     d: dict[str, Any] | None = None
     failure: ApiError | None = None
+    sent = (labels[0], labels[1])  # the groups the server calls a and b in its messages
     if not st.session_state.get(picked):
         try:
             d = _asked(
@@ -166,6 +176,7 @@ def difference_block(
         st.caption("Pick two different groups.")
         return None
     if st.session_state.get(picked):
+        sent = (a, b)
         try:
             d = _asked(
                 key, finished, (statistic, "given", *groups[a], "|", *groups[b]),
@@ -175,10 +186,8 @@ def difference_block(
             failure = exc
     if d is None:
         if failure is not None and failure.status == 409:  # too few finished runs (yet)
-            st.info(
-                f"Not computed yet: {failure.detail if isinstance(failure.detail, str) else failure.message}. "
-                "Runs count once they succeed."
-            )  # fmt: skip
+            why = failure.detail if isinstance(failure.detail, str) else failure.message
+            st.info(f"Not computed yet: {name_sides(why, *sent)}. Runs count once they succeed.")
         else:
             st.warning(failure.message if failure else "No difference computed.")
         return None

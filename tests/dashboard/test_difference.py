@@ -45,3 +45,15 @@ def test_default_pair_falls_back_to_the_chart_mid_sweep() -> None:
     assert default_pair(labels, None, hint) == ("algorithm=fedgen", "algorithm=fedavg")
     assert default_pair(labels, False, hint) == ("algorithm=fedavg", "algorithm=fedgen")
     assert default_pair(labels, None) == ("algorithm=fedavg", "algorithm=fedgen")
+
+
+def test_the_servers_sides_are_named_by_the_groups_sent() -> None:
+    """A 409 names sides 'a'/'b'; the page says which group each is (it may show them swapped)."""
+    from dashboard.difference import name_sides
+
+    message = "a: needs at least 2 finished runs, has 0; b: needs at least 2 finished runs, has 1"
+    named = name_sides(message, "algorithm=fedavg", "algorithm=fedgen")
+    assert named == (
+        "algorithm=fedavg: needs at least 2 finished runs, has 0; "
+        "algorithm=fedgen: needs at least 2 finished runs, has 1"
+    )
