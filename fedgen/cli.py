@@ -39,7 +39,7 @@ from fedgen.spec import (
     load_spec_data,
     parse_spec,
 )
-from fedgen.stats import format_acc, summary_text
+from fedgen.stats import format_acc
 from fedgen.sweep import SweepSpec, expand
 
 EXIT_INVALID = 2
@@ -114,15 +114,7 @@ def readable_summary(summary: RunSummary, rounds: int) -> str:
     e.g. 'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds in 41.2 s';
     `rounds` is the spec's R: a final or best round that is not R is named with '@'.
     """
-    text = summary_text(
-        summary.final_acc,
-        summary.final_round,
-        summary.best_acc,
-        summary.best_round,
-        summary.top5_mean,
-        summary.top5_std,
-        rounds,
-    )
+    text = summary.figures(rounds)
     done = (
         f"{summary.rounds_done} rounds"
         if summary.status == "completed"

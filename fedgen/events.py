@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from fedgen.metric_names import METRICS
+from fedgen.stats import summary_text
 
 CheckpointKind = Literal["full", "model", "generator"]
 
@@ -115,6 +116,14 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def figures(self, rounds: int) -> str:
+        """'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35%' (docs/metrics.md);
+        `rounds` is the spec's R: a round that is not R is named with '@'."""
+        return summary_text(
+            self.final_acc, self.final_round, self.best_acc, self.best_round,
+            self.top5_mean, self.top5_std, rounds,
+        )  # fmt: skip
 
 
 class Sink(Protocol):

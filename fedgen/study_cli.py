@@ -34,7 +34,6 @@ from fedgen.spec import (
     format_validation_error,
     parse_spec,
 )
-from fedgen.stats import summary_text
 from fedgen.studies import (
     STUDIES,
     Plan,
@@ -126,16 +125,7 @@ def _execute(job: tuple[str, str, int]) -> tuple[str, str, float]:
 def run_line(summary: RunSummary, rounds: int) -> str:
     """A finished run as `_report` prints it: 'completed · final 70.42% @199 · best … · top-5 …'
     (docs/metrics.md: in %, a round named when it is not the run's last)."""
-    figures = summary_text(
-        summary.final_acc,
-        summary.final_round,
-        summary.best_acc,
-        summary.best_round,
-        summary.top5_mean,
-        summary.top5_std,
-        rounds,
-    )
-    return f"{summary.status} · {figures}"
+    return f"{summary.status} · {summary.figures(rounds)}"
 
 
 def load_result(root: Path) -> RunResult:
