@@ -38,6 +38,7 @@ def test_fedgen_run_threads_is_recorded(tmp_path: Path, threads: int) -> None:
             str(out),
             "--threads",
             str(threads),
+            "--json",
         ],
         cwd=ROOT,
         capture_output=True,
