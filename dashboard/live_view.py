@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from dashboard import charts
 from dashboard.lab_view import short_version
 from dashboard.runs_view import DASH, state, stopped_at, when
+from fedgen import metric_names
 from fedgen.stats import format_acc, summarize_curve
 
 ACC_LINES = {
@@ -26,11 +27,13 @@ ACC_LINES = {
     "user_acc_mean": "mean over users",
     "user_acc_min": "worst user",
 }
-LOSS_LINES = {"test_loss": "test loss", "train_loss": "training loss"}
-GEN_LOSSES = {"gen_teacher_loss": "teacher loss", "gen_diversity_loss": "diversity loss"}
-GEN_ACC = {"gen_ensemble_acc": "generator ensemble accuracy"}
+# Legend names from the one declaration (fedgen.metric_names); the accuracy lines above say
+# which model or users they are about, as the one chart shows all three.
+LOSS_LINES = {k: metric_names.title(k) for k in ("test_loss", "train_loss")}
+GEN_LOSSES = {k: metric_names.title(k) for k in ("gen_teacher_loss", "gen_diversity_loss")}
+GEN_ACC = {k: metric_names.title(k) for k in ("gen_ensemble_acc",)}
 ROUND_AXIS = "round"
-ACC_AXIS = "test accuracy (%)"
+ACC_AXIS = metric_names.label("test_acc")
 
 
 def events_payload(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

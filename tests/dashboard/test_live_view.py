@@ -61,7 +61,7 @@ def test_charts_use_percent_seconds_and_words() -> None:
     assert list(timing.data[0].y) == [1.0, 0.25]  # local training
     assert list(timing.data[-1].y) == [0.5, 0.0]  # other: the rest of the round
     assert timing.layout.yaxis.title.text == "time per round (s)"
-    assert [t.name for t in gen_loss.data] == ["teacher loss"]
+    assert [t.name for t in gen_loss.data] == ["generator teacher loss"]  # fedgen.metric_names
     assert list(gen_acc.data[0].y) == [25.0, 75.0]
     assert live_view.has_generator(df)
     assert not live_view.has_generator(pd.DataFrame({"round": [0], "test_acc": [0.1]}))
