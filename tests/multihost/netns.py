@@ -329,8 +329,11 @@ class Lab:
         return make_sessionmaker(self._engine)
 
     # -- worker hosts ----------------------------------------------------------------------
-    def start_worker(self, name: str, ready_s: float = 120) -> subprocess.Popen[bytes]:
-        """`fedgen-lab worker --slots 1 --threads 1` on host `name`; returns once Celery is ready."""
+    def start_worker(
+        self, name: str, ready_s: float = 120, *, wait: bool = True
+    ) -> subprocess.Popen[bytes]:
+        """`fedgen-lab worker --slots 1 --threads 1` on host `name`; returns once Celery is ready
+        (at once with `wait=False`: a run waiting for it may start before Celery says ready)."""
         host = self.hosts[name]
         assert host.up, f"{name} was killed"
         proc = self.spawn(
@@ -344,7 +347,8 @@ class Lab:
             assert proc.poll() is None, f"the worker on {name} exited ({proc.returncode})"
             return " ready." in host.log.read_text(errors="replace")
 
-        wait_for(ready, f"the worker on {name} to be ready", ready_s, 0.2)
+        if wait:
+            wait_for(ready, f"the worker on {name} to be ready", ready_s, 0.2)
         return proc
 
     def kill_host(self, name: str) -> None:

@@ -143,8 +143,15 @@ def test_a_run_outlives_its_host(lab: Lab, tmp_path: Path) -> None:
         run_id = _submit(api, SPEC)
 
         # -- w1 runs it, and dies at round 12 to 14 -----------------------------------------
-        lab.start_worker("w1")
-        wait_for(lambda: _stored_round(lab, run_id) >= KILL_AT, f"round {KILL_AT}", 180, 0.03)
+        # Watched from the worker's start (not from Celery's "ready"): on a fast machine the
+        # dispatcher's send can be taken and many rounds run before that line is logged.
+        w1 = lab.start_worker("w1", wait=False)
+
+        def at_kill_round() -> bool:
+            assert w1.poll() is None, f"the worker on w1 exited ({w1.returncode})"
+            return _stored_round(lab, run_id) >= KILL_AT
+
+        wait_for(at_kill_round, f"round {KILL_AT}", 180, 0.03)
         lab.kill_host("w1")
         killed_at = time.time()
         w1_last = _stored_round(lab, run_id)
