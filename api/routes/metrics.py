@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any, cast
 
 import orjson
@@ -11,6 +13,8 @@ from api import history_cache
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
 from api.downsample import Columns, downsample, to_columns
 from api.errors import FieldErrors
+from api.history_cache import History
+from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.schemas import (
@@ -40,14 +44,20 @@ def run_metrics(
     max_points: MaxPoints = 0,
 ) -> MetricsPublic:
     """Per-round metrics after `since_round`, at most `max_points` buckets per series."""
-    if since_round < 0:
-        rounds, cols = history_cache.histories(session, [(run.id, run.current_round)])[run.id]
-    else:
-        rounds, cols = to_columns(
-            metrics_repo.round_history(session, [run.id], since_round)[run.id]
-        )
+    rounds, cols = _histories(session, [run], since_round)[run.id]
     status_ = cast(RunStatus, run.status)
     return MetricsPublic(run_id=str(run.id), status=status_, **_curves(rounds, cols, max_points))
+
+
+def _histories(
+    session: SessionDep, runs: Sequence[Run], since_round: int
+) -> dict[uuid.UUID, History]:
+    """Each run's (rounds, columns): the whole cached history, or with `since_round` >= 0
+    only the rounds after it, read from the database (a live refresh: a few new rows)."""
+    if since_round < 0:
+        return history_cache.histories(session, [(r.id, r.current_round) for r in runs])
+    rows = metrics_repo.round_history(session, [r.id for r in runs], since_round)
+    return {rid: to_columns(hist) for rid, hist in rows.items()}
 
 
 def _metric_names(metrics: str | None) -> set[str] | None:
@@ -112,11 +122,7 @@ def compare(
             [("run_ids", f"{len(ids)} runs exceeds the limit {settings.max_compare_runs}")]
         )
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
-    if since_round < 0:
-        history = history_cache.histories(session, [(r.id, r.current_round) for r in found])
-    else:  # only the newer rounds: read from the database, not the full cached history
-        rows = metrics_repo.round_history(session, [r.id for r in found], since_round)
-        history = {rid: to_columns(hist) for rid, hist in rows.items()}
+    history = _histories(session, found, since_round)
     out: list[CompareRun] = []
     for run in found:
         rounds, cols = history[run.id]
