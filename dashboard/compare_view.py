@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 from plotly.colors import qualitative
 
+from dashboard.tables import ENDED, STOPPED
 from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, run_label
 
 # One colour per algorithm, in the order fedgen.spec lists them; never reassigned by position
@@ -111,10 +112,8 @@ def runs_csv(long: pd.DataFrame, names: dict[str, str], metric: str) -> str:
 
 
 # -- live comparisons: run states, the incremental cache, legend names -----------------
-# A run in one of these states never changes again: its rounds are all fetched, once.
-ENDED = frozenset({"succeeded", "failed", "cancelled", "deleted"})
-# Ended without finishing: drawn as its own thin curve, left out of the bands.
-STOPPED = frozenset({"failed", "cancelled", "deleted"})
+# ENDED: a run in one of these states never changes again, so its rounds are fetched once;
+# STOPPED: ended without finishing, drawn as its own thin curve, left out of the bands.
 
 
 def in_flight(status: str | None) -> bool:

@@ -30,10 +30,13 @@ from fedgen.specdict import (
     group_label,
     varying_within,
 )
+from fedgen.status import TERMINAL
 
 FINISHED = "succeeded"
+# A run that will not change again: an end state, or gone (a link to a deleted run).
+ENDED = frozenset({*TERMINAL, "deleted"})
 # Ended without finishing: drawn on Compare, but never inside a band.
-STOPPED = frozenset({"failed", "cancelled", "deleted"})
+STOPPED = ENDED - {FINISHED}
 
 
 def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
