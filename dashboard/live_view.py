@@ -21,6 +21,7 @@ from dashboard.lab_view import short_version
 from dashboard.runs_view import DASH, state, stopped_at, when
 from fedgen import metric_names
 from fedgen.stats import format_acc, summarize_curve
+from fedgen.status import ACTIVE
 
 ACC_LINES = {
     "test_acc": "global model (test set)",
@@ -219,7 +220,7 @@ def segments_label(segments: list[dict[str, Any]]) -> str:
 def waiting_note(run: dict[str, Any]) -> str | None:
     """Why no live worker takes the run, for a run that waits for one; else None."""
     reason = run.get("waiting_reason")
-    if not reason or run.get("status") not in ("queued", "running"):
+    if not reason or run.get("status") not in ACTIVE:
         return None
     return f"Waiting: {reason}. It starts when a worker that can run it is up (see the Lab page)."
 
