@@ -27,6 +27,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     Uuid,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -95,6 +96,11 @@ class Sweep(Base):
     grid: Mapped[dict[str, Any]]
     owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Annotations, editable after submission (PATCH /sweeps/{id}): who changed them last, when.
+    note: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags_csv: Mapped[str] = mapped_column(Text, default=",", server_default=",")
+    annotated_by: Mapped[str | None] = mapped_column(String(100))
+    annotated_at: Mapped[datetime | None]
 
 
 class Run(Base):
@@ -150,6 +156,18 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    # Annotations: `note` and `tags_csv` start as the spec's note and tags and are edited with
+    # PATCH /runs/{id} (the spec keeps what was submitted); who changed them last, when.
+    note: Mapped[str] = mapped_column(Text, default="", server_default="")
+    annotated_by: Mapped[str | None] = mapped_column(String(100))
+    annotated_at: Mapped[datetime | None]
+    # What the run cost, over all its segments: the largest peak resident memory of a worker
+    # process that ran it, the CPU seconds of its simulation, the GPU's peak allocated memory.
+    peak_rss_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    cpu_s: Mapped[float | None] = mapped_column(Float)
+    gpu_peak_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # CUDA out-of-memory failures so far (one re-queue on a slot with more free memory, then fail).
+    oom_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class RoundMetrics(Base):
@@ -230,6 +248,45 @@ class Worker(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     host: Mapped[str | None] = mapped_column(String(255))
     capabilities: Mapped[dict[str, Any] | None]
+
+
+class Webhook(Base):
+    """A user's alert target: events (run.failed, run.succeeded, sweep.finished, study.finished)
+    POSTed to `url`, signed with HMAC-SHA256 of the body under `secret`."""
+
+    __tablename__ = "webhooks"
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    owner_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    url: Mapped[str] = mapped_column(String(2000))
+    events: Mapped[list[str]] = mapped_column(JSON)
+    secret: Mapped[str] = mapped_column(String(128))
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One event for one webhook: pending until delivered or out of tries; unique on
+    (webhook, event, subject) so an event about a run or sweep is queued once."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("webhook_id", "event", "subject", name="uq_webhook_deliveries_once"),
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+    )
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(32))
+    subject: Mapped[str] = mapped_column(String(64))  # the run's or sweep's id; a test's own id
+    payload: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), default="pending", server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime | None]
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    delivered_at: Mapped[datetime | None]
 
 
 class DispatcherLease(Base):
