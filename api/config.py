@@ -112,6 +112,32 @@ class Settings(BaseSettings):
         pattern=RATE_PATTERN,
         description="Failed authentications per client address before 429 (per API process).",
     )
+    # Webhooks (api/routes/webhooks.py, worker/webhook_sender.py). Empty allow list: no
+    # webhook can be registered or sent, so a fresh lab never POSTs to hosts nobody vetted.
+    webhook_allow: str = Field(
+        "",
+        max_length=4000,
+        description="Comma-separated host patterns webhooks may target, e.g. "
+        "`hooks.slack.com,*.lab.example,127.0.0.1` (`*` any host); empty: none. "
+        "Checked at registration and again before each send.",
+    )
+    webhook_retries: int = Field(
+        8, ge=1, le=50, description="Attempts of one delivery before it is marked failed."
+    )
+    webhook_backoff_s: float = Field(
+        2.0,
+        gt=0,
+        le=3600,
+        description="Wait after a delivery's first failed attempt; doubles per attempt, "
+        "at most webhook_backoff_max_s.",
+    )
+    webhook_backoff_max_s: float = Field(300.0, gt=0, le=86400)
+    webhook_timeout_s: float = Field(
+        5.0, gt=0, le=60, description="Connect and read timeout of one delivery POST."
+    )
+    webhook_poll_s: float = Field(
+        2.0, gt=0, le=3600, description="How often each worker's sender looks for due deliveries."
+    )
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:
