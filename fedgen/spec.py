@@ -23,16 +23,74 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
+from fedgen.data.registry import dataset_names, get_dataset
 from fedgen.knobs import Home, knob_fields, knobs_in
 
-DatasetName = Literal["mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic"]
+
+def _registered_dataset(name: str) -> str:
+    if name not in dataset_names():
+        raise PydanticCustomError(
+            "unknown_dataset",
+            "unknown dataset {name}; registered: {names}",
+            {"name": repr(name), "names": ", ".join(dataset_names())},
+        )
+    return name
+
+
+def _proxy_name(name: str) -> str:
+    # FedDF loads its proxy by name alone; a dataset whose files the spec names has none there.
+    if name != "heldout" and get_dataset(_registered_dataset(name)).files_in_spec:
+        raise PydanticCustomError(
+            "proxy_dataset",
+            "dataset {name} needs data.folder and cannot be FedDF's proxy",
+            {"name": repr(name)},
+        )
+    return name
+
+
+class _DatasetEnum:
+    """The JSON schema of a dataset name: an enum of the names registered when it is asked for
+    (built-ins and plugins loaded at start), not a fixed list."""
+
+    def __init__(self, *extra: str, proxy: bool = False) -> None:
+        self.extra, self.proxy = extra, proxy
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        names = [n for n in dataset_names() if not (self.proxy and get_dataset(n).files_in_spec)]
+        schema.update(type="string", enum=[*self.extra, *names])
+        return schema
+
+
+#: A registered dataset's name (fedgen.data.registry): validated, and listed in the schema.
+DatasetName = Annotated[str, AfterValidator(_registered_dataset), _DatasetEnum()]
+#: FedDF's proxy: 'heldout' or a dataset that needs no data.folder.
+ProxyName = Annotated[str, AfterValidator(_proxy_name), _DatasetEnum("heldout", proxy=True)]
 AlgorithmName = Literal[
     "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen"
 ]
 ALGORITHM_NAMES: tuple[str, ...] = get_args(AlgorithmName)
-DATASET_NAMES: tuple[str, ...] = get_args(DatasetName)
+#: The built-in datasets as of import; every registered one (plugins too): `dataset_names()`.
+DATASET_NAMES: tuple[str, ...] = dataset_names()
 
 # Hard limits, in one place so the docs and error messages agree.
 MAX_USERS = 1000
@@ -41,6 +99,7 @@ MAX_LOCAL_STEPS = 1000
 MAX_BATCH = 4096
 MAX_DIM = 4096
 MAX_SEED = 2**31 - 1
+MAX_CLASSES = 1000
 
 
 class _Strict(BaseModel):
@@ -71,6 +130,60 @@ def _with_knobs(home: Home) -> Callable[[type[M]], type[M]]:
     return add
 
 
+ClassName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00/]*$")]
+
+
+class FolderSpec(_Strict):
+    """The `folder` dataset: a lab's own images (fedgen.data.folder; docs/architecture.md).
+
+    Layouts, found in `path`: ImageFolder, ``train/<class>/*.png|jpg`` and ``test/<class>/...``
+    (classes in sorted folder-name order, each image converted to `channels` and resized to
+    `image_size`); or ``train.npz`` and ``test.npz`` holding ``x`` (N, H, W) or (N, C, H, W),
+    uint8 (scaled to [-1, 1] like MNIST) or float (used as is), and ``y`` (N,) integer labels
+    in 0..classes-1, with H = W = image_size and C = channels.
+    """
+
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        pattern=r"^[^\x00]*$",
+        description="The dataset's folder: absolute, or relative to the data root (data.root, "
+        "else FEDGEN_DATA, else ~/.fedgen/data) of the host that runs it.",
+    )
+    classes: (
+        Annotated[int, Field(ge=2, le=MAX_CLASSES)]
+        | Annotated[list[ClassName], Field(min_length=2, max_length=MAX_CLASSES)]
+    ) = Field(
+        description="How many classes (labels 0..n-1), or their names (ImageFolder: the class "
+        "folders, in this order; npz: label i is the i-th name)."
+    )
+    channels: int = Field(1, ge=1, le=4, description="C of every image (1 grey, 3 RGB).")
+    image_size: int = Field(
+        28, ge=8, le=256, description="H = W of every image; the model is built for it."
+    )
+
+    @field_validator("classes", mode="wrap")
+    @classmethod
+    def _one_classes_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # One message for the field, not one per branch of the union.
+        try:
+            out = handler(value)
+        except ValidationError:
+            raise PydanticCustomError(
+                "folder_classes",
+                "expected a class count 2..{limit} or a list of 2..{limit} distinct names "
+                "(1-64 characters, no '/')",
+                {"limit": MAX_CLASSES},
+            ) from None
+        if isinstance(out, list) and len(set(out)) != len(out):
+            raise PydanticCustomError("folder_classes", "class names must be distinct")
+        return out
+
+    @property
+    def num_classes(self) -> int:
+        return self.classes if isinstance(self.classes, int) else len(self.classes)
+
+
 class DataSpec(_Strict):
     """Which dataset to load and from where."""
 
@@ -91,6 +204,26 @@ class DataSpec(_Strict):
     synthetic_classes: int = Field(
         10, ge=2, le=100, description="Classes of the 'synthetic' dataset."
     )
+    folder: FolderSpec | None = Field(
+        None, description="The 'folder' dataset's files, classes and image shape (required)."
+    )
+
+    @model_validator(mode="after")
+    def _folder_for_folder(self) -> DataSpec:
+        if self.name == "folder" and self.folder is None:
+            raise CrossFieldError(("folder",), "required when data.name is 'folder'")
+        if self.name != "folder" and self.folder is not None:
+            raise CrossFieldError(("folder",), f"only for data.name 'folder', not {self.name!r}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_folder(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A spec without a folder dumps exactly as before the field existed, so the canonical
+        # JSON, and with it spec_hash and result_hash of every stored run, stay the same.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("folder", 0) is None:
+            del out["folder"]
+        return out
 
 
 @_with_knobs("partition")
@@ -184,7 +317,7 @@ class FedDFParams(_Strict):
     """FedDF (Lin et al. 2020): server-side ensemble distillation on an unlabeled proxy set."""
 
     name: Literal["feddf"] = "feddf"
-    proxy: Literal["heldout"] | DatasetName = Field(
+    proxy: ProxyName = Field(
         "heldout",
         description="'heldout': a slice of the training set no user holds; or a dataset name.",
     )
