@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from fedgen.resources import format_bytes
+
 PRIORITIES = ("low", "normal", "high")
 _RANK = {"high": 0, "normal": 1, "low": 2}
 _NEVER = datetime.min.isoformat()
@@ -48,6 +50,10 @@ class Waiting:
     dispatched_to: str | None = None  # the worker whose own queue its last send went to
     # Reads its data from its own `data.root` or downloads it: no worker's probe can say.
     any_worker: bool = False
+    # It ran out of CUDA memory (on `oom_worker`, where a run had this many bytes free): only a
+    # GPU with more free memory may take it; None (free unknown): any worker but that one.
+    needs_free_bytes: int | None = None
+    oom_worker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +79,23 @@ class LiveWorker:
     queues: frozenset[str]
     slots: int
     datasets: frozenset[str] | None  # None: a worker that does not say (taken to load all)
+    gpu_free_bytes: int | None = None  # the most free memory of its GPUs (None: no GPU, or unsaid)
 
     def can_run(self, w: Waiting) -> bool:
+        """It serves the run's queue, can load its dataset, and has the GPU memory it needs."""
+        return self.has_dataset(w) and self.has_memory(w)
+
+    def has_dataset(self, w: Waiting) -> bool:
         """It serves the run's queue and can load its dataset."""
         if w.queue not in self.queues:
             return False
         return self.datasets is None or w.any_worker or w.dataset in self.datasets
+
+    def has_memory(self, w: Waiting) -> bool:
+        """After a CUDA out-of-memory: a GPU with more free memory than the run had there."""
+        if w.needs_free_bytes is not None:
+            return self.gpu_free_bytes is not None and self.gpu_free_bytes > w.needs_free_bytes
+        return w.oom_worker is None or self.name != w.oom_worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +173,21 @@ def waiting_reason(snap: Snapshot, w: Waiting) -> str | None:
     if not serving and snap.slots.get(w.queue, 0) <= 0:
         return f"no live worker serves the {w.queue} queue"
     if serving and not any(k.can_run(w) for k in serving):
-        return f"no live worker has dataset {w.dataset}"
+        if not any(k.has_dataset(w) for k in serving):
+            return f"no live worker has dataset {w.dataset}"
+        return _memory_reason(w)
     return None
+
+
+def _memory_reason(w: Waiting) -> str:
+    """Why a run that ran out of CUDA memory waits (see Waiting.needs_free_bytes)."""
+    if w.needs_free_bytes is None:
+        return f"no live worker other than {w.oom_worker}, where it ran out of CUDA memory"
+    need = format_bytes(w.needs_free_bytes)
+    return (
+        f"no live worker has a GPU with more than {need} free "
+        f"(it ran out of CUDA memory on {w.oom_worker} with {need} free)"
+    )
 
 
 def median_round_s(snap: Snapshot, queue: str) -> float | None:

@@ -1,11 +1,12 @@
 """What this worker process can run, as it registers it in the `workers` table.
 
-Host, slots, torch threads, devices (CPU model and cores, or each GPU's name and memory), the
-code version (fedgen.versions.code_version, the value every run records) and the datasets whose
-files it finds (fedgen.data.locate). The datasets are looked for again at every renewal, so
-files copied onto a running host are offered from the next dispatch pass; a dataset that failed
-to load here is no longer offered by this process (until it restarts), whatever the files look
-like: the dispatcher then sends its runs to other workers.
+Host, slots, torch threads, devices (CPU model and cores, or each GPU's name, memory and free
+memory now), the code version (fedgen.versions.code_version, the value every run records) and
+the datasets whose files it finds (fedgen.data.locate). The datasets and the GPUs' free memory
+are looked for again at every renewal, so files copied onto a running host are offered from the
+next dispatch pass; a dataset that failed to load here is no longer offered by this process
+(until it restarts), whatever the files look like: the dispatcher then sends its runs to other
+workers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from fedgen.data.common import default_root
 from fedgen.data.locate import loadable
+from fedgen.resources import gpu_memory
 from fedgen.versions import code_version
 from worker.slots import THREADS_ENV, usable_cores, visible_devices
 
@@ -51,6 +53,18 @@ def devices() -> list[dict[str, Any]]:
     return out
 
 
+def with_free_memory(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`found` with each GPU's free memory now (free_bytes: what a new run in this process would
+    have, fedgen.resources.gpu_memory), read again at each renewal: after a CUDA out-of-memory
+    the dispatcher sends the run only to a GPU with more free memory than it had."""
+    out = []
+    for i, entry in enumerate(found):
+        if entry.get("kind") == "cuda" and entry.get("memory_bytes") is not None:
+            entry = {**entry, "free_bytes": gpu_memory(i)[0]}
+        out.append(entry)
+    return out
+
+
 class Advertised:
     """This process's capabilities; thread-safe (the task thread drops, the dispatcher reads)."""
 
@@ -77,7 +91,7 @@ class Advertised:
         return {
             "slots": self.slots,
             "threads": int(threads) if threads and threads.isdigit() else None,
-            "devices": devices(),
+            "devices": with_free_memory(devices()),
             "code_version": code_version(),
             "datasets": self.datasets(),
             "pid": os.getpid(),

@@ -36,7 +36,17 @@ from api.repository import workers as workers_repo
 from api.repository.metrics import LeaseLost, RoundGap
 from api.store import CheckpointStore
 from fedgen.data.common import DatasetError
+from fedgen.data.registry import get_dataset
 from fedgen.events import RunSummary, Sink
+from fedgen.resources import (
+    Cost,
+    MeteredSink,
+    ResourceMeter,
+    format_bytes,
+    gpu_memory,
+    is_cuda_oom,
+    release_cuda,
+)
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.status import TERMINAL
 from worker import capabilities
@@ -110,12 +120,19 @@ def _error_text(exc: BaseException) -> str:
 
 
 class _Lease:
-    """Renews the lease from a thread, so a long round never looks like a dead worker."""
+    """Renews the lease from a thread, so a long round never looks like a dead worker; each
+    renewal also stores what the run has cost so far (`cost`), so a live run shows it."""
 
     def __init__(
-        self, run_id: uuid.UUID, token: str, factory: sessionmaker[Session], s: Settings
+        self,
+        run_id: uuid.UUID,
+        token: str,
+        factory: sessionmaker[Session],
+        s: Settings,
+        cost: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.run_id, self.token, self.factory, self.settings = run_id, token, factory, s
+        self.cost = cost
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
@@ -124,7 +141,10 @@ class _Lease:
         while not self._stop.wait(self.settings.heartbeat_s):
             try:
                 with session_scope(self.factory) as s:
-                    ok = runs_repo.heartbeat(s, self.run_id, self.token, self.settings.lease_s)
+                    cost = self.cost() if self.cost is not None else None
+                    ok = runs_repo.heartbeat(
+                        s, self.run_id, self.token, self.settings.lease_s, cost=cost
+                    )
             except Exception as exc:  # keep trying: an outage must not end the heartbeats
                 if is_unavailable(exc):
                     log.warning("heartbeat of run %s failed (database unavailable)", self.run_id)
@@ -290,9 +310,20 @@ def _run_claimed(
       row for a hole at the same round; each new crash may make a new hole);
     - a checkpoint could not be written (a full disk): record why on the run, wait (back-off)
       and resume, failing the run only after `storage_retries` such tries;
-    - the dataset cannot be loaded here: hand the run back to the queue (`_hand_back`).
+    - the dataset cannot be loaded here: hand the run back to the queue (`_hand_back`);
+    - CUDA ran out of memory: hand it back for a GPU with more free memory, once (`_out_of_memory`).
+    Every end (and every heartbeat) stores what the run cost: this segment's meter reading
+    folded into what earlier segments stored (CPU seconds add up, peaks take the larger).
     """
-    sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
+    db_sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
+    with factory() as sess:
+        before = Cost.from_columns(runs_repo.cost_of(sess, rid))
+    meter = ResourceMeter(spec.device).start()
+    sink = MeteredSink(db_sink, meter)
+
+    def cost() -> dict[str, Any]:
+        return meter.reading().merged(before).as_columns()
+
     gaps = storage_failures = 0
     gap_at: int | None = None  # the round of the last hole found
     summary: RunSummary | None = None
@@ -303,7 +334,7 @@ def _run_claimed(
         gaps, gap_at = (gaps + 1 if gap_at == round_ else 1), round_
         return gaps
 
-    with _Lease(rid, token, factory, s) as lease:
+    with _Lease(rid, token, factory, s, cost) as lease:
 
         def should_stop() -> bool:
             if lease.lost.is_set():
@@ -319,7 +350,7 @@ def _run_claimed(
                 return _lease_gone(factory, store, rid)
             except RoundGap as exc:
                 if same_hole(exc.round - 1) > MAX_GAP_RESUMES:
-                    _finish(factory, rid, token, "failed", error=_error_text(exc))
+                    _finish(factory, rid, token, "failed", error=_error_text(exc), cost=cost())
                     return "failed"
                 log.warning("%s; resuming from the newest stored checkpoint", exc)
                 continue
@@ -327,32 +358,35 @@ def _run_claimed(
                 storage_failures += 1
                 if storage_failures > s.storage_retries:
                     why = f"{exc} ({storage_failures} tries, the last one failed)"
-                    _finish(factory, rid, token, "failed", error=why)
+                    _finish(factory, rid, token, "failed", error=why, cost=cost())
                     return "failed"
                 if _wait_for_storage(factory, rid, token, s, exc, storage_failures, should_stop):
                     continue
                 summary = None  # cancelled, deleted or lost while it waited
                 break
             except DatasetError as exc:
-                return _hand_back(factory, rid, token, spec, worker, exc)
+                return _hand_back(factory, rid, token, spec, worker, exc, cost())
             except Exception as exc:  # the simulation failed: record it, do not retry
                 if is_unavailable(exc):
                     raise  # infrastructure: execute_run hands the lease back, the task retries
                 if _why_stopped(factory, rid) == "deleted":
                     return _lease_gone(factory, store, rid)  # e.g. the round's row lost its run
+                if is_cuda_oom(exc):
+                    release_cuda(exc)
+                    return _out_of_memory(factory, rid, token, spec, worker, exc, meter, cost())
                 log.exception("run %s failed", rid)
-                _finish(factory, rid, token, "failed", error=_error_text(exc))
+                _finish(factory, rid, token, "failed", error=_error_text(exc), cost=cost())
                 return "failed"
             finally:
-                sink.close()
+                db_sink.close()
             if summary.status == "stopped" or lease.lost.is_set():
                 break
-            missing = _finish_succeeded(factory, rid, token, spec.rounds, summary)
+            missing = _finish_succeeded(factory, rid, token, spec.rounds, summary, cost())
             if not missing:
                 return "succeeded"
             if same_hole(missing[0]) > MAX_GAP_RESUMES:
                 error = f"rounds {missing[:10]} are missing from the database after {gaps} resumes"
-                _finish(factory, rid, token, "failed", error=error)
+                _finish(factory, rid, token, "failed", error=error, cost=cost())
                 return "failed"
             log.warning(
                 "run %s: rounds %s are missing from the database (lost in a crash?); resuming "
@@ -365,7 +399,14 @@ def _run_claimed(
     why = _why_stopped(factory, rid)
     if why == "deleted":
         return _lease_gone(factory, store, rid)
-    _finish(factory, rid, token, "cancelled", summary=summary.to_dict() if summary else None)
+    _finish(
+        factory,
+        rid,
+        token,
+        "cancelled",
+        summary=summary.to_dict() if summary else None,
+        cost=cost(),
+    )
     log.info("run %s cancelled; removing its checkpoint files", rid)
     _drop_files(factory, store, rid)
     return "cancelled"
@@ -378,12 +419,16 @@ def _hand_back(
     spec: ExperimentSpec,
     name: str,
     exc: DatasetError,
+    cost: dict[str, Any] | None = None,
 ) -> str:
     """This worker cannot load the run's dataset: stop offering it (when the run read it from
     this worker's own data folder, which is what the worker offers), and give the run back to
     the queue (not failed) for a worker that can; the run shows why."""
     dataset = spec.data.name
-    own_folder = not spec.data.root and not spec.data.download
+    # A dataset whose files each spec names (`folder`) stays offered: this spec's files were bad.
+    own_folder = (
+        not spec.data.root and not spec.data.download and not get_dataset(dataset).files_in_spec
+    )
     advertised = capabilities.current() if own_folder else None
     first = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
     notice = (
@@ -400,10 +445,53 @@ def _hand_back(
             # and no worker's offer says so beforehand): a failure, not another round trip.
             why = f"{first} (no worker could load dataset {dataset} in {run.attempt} attempts)"
             log.warning("run %s: %s", rid, why)
-            runs_repo.finish(sess, rid, token, status="failed", error=why)
+            runs_repo.finish(sess, rid, token, status="failed", error=why, cost=cost)
             return "failed"
         log.warning("run %s: %s", rid, notice)
-        runs_repo.hand_back(sess, rid, token, notice)
+        runs_repo.hand_back(sess, rid, token, notice, cost=cost)
+    return "handed-back"
+
+
+# Out of CUDA memory this many times, a run fails instead of going back to the queue.
+MAX_OOMS = 2
+
+
+def _out_of_memory(
+    factory: sessionmaker[Session],
+    rid: uuid.UUID,
+    token: str,
+    spec: ExperimentSpec,
+    name: str,
+    exc: BaseException,
+    meter: ResourceMeter,
+    cost: dict[str, Any],
+) -> str:
+    """CUDA ran out of memory: record it as such (the error names the device and its free and
+    total memory; oom_count + 1; info['oom'] says where), and hand the run back to the queue for
+    a GPU with more free memory than this one had when the segment began (the dispatcher filters
+    on it: api.fairshare.LiveWorker.has_memory); out of memory MAX_OOMS times: failed."""
+    free, total = meter.free_at_start, meter.total_bytes
+    if free is None:  # not measured at the start: what the device has now the run is gone
+        free, total = gpu_memory()
+    device = device_label(spec.device)
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+    error = f"CUDA out of memory on {device} ({format_bytes(free)}/{format_bytes(total)} free): "
+    error += first
+    oom = {"worker": name, "device": device, "free_bytes": free, "total_bytes": total}
+    with session_scope(factory) as sess:
+        count = runs_repo.record_oom(sess, rid, token, oom)
+        if count is None:
+            log.warning("run %s: %s (lease lost)", rid, error)
+            return "lost"
+        if count >= MAX_OOMS:
+            why = f"{error} (out of CUDA memory {count} times, the last on {name})"
+            log.warning("run %s: %s", rid, why)
+            runs_repo.finish(sess, rid, token, status="failed", error=why, cost=cost)
+            return "failed"
+        to = f"a GPU with more than {format_bytes(free)} free" if free is not None else None
+        notice = f"{error}; handed back to the queue for {to or 'a worker other than ' + name}"
+        log.warning("run %s: %s", rid, notice)
+        runs_repo.hand_back(sess, rid, token, notice, cost=cost)
     return "handed-back"
 
 
@@ -447,6 +535,7 @@ def _finish_succeeded(
     token: str,
     last_round: int,
     summary: RunSummary,
+    cost: dict[str, Any] | None = None,
 ) -> list[int]:
     """Mark the run succeeded if rounds 0..last_round are all stored; else the missing ones.
 
@@ -459,7 +548,10 @@ def _finish_succeeded(
         if missing:
             return missing
         status = "succeeded"
-        if not runs_repo.finish(sess, rid, token, status=status, summary=summary.to_dict()):
+        done = runs_repo.finish(
+            sess, rid, token, status=status, summary=summary.to_dict(), cost=cost
+        )
+        if not done:
             log.warning("run %s: could not record %s (lease lost)", rid, status)
     return []
 
@@ -486,7 +578,11 @@ def _finish(
     *,
     error: str | None = None,
     summary: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> None:
     with session_scope(factory) as sess:
-        if not runs_repo.finish(sess, rid, token, status=status, error=error, summary=summary):
+        done = runs_repo.finish(
+            sess, rid, token, status=status, error=error, summary=summary, cost=cost
+        )
+        if not done:
             log.warning("run %s: could not record %s (lease lost)", rid, status)

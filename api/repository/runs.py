@@ -260,13 +260,20 @@ def _update_unheld(
     )
 
 
-def heartbeat(session: Session, run_id: uuid.UUID, token: str, lease_s: float) -> bool:
-    """Renew the lease; False when the lease was lost to another worker."""
+def heartbeat(
+    session: Session,
+    run_id: uuid.UUID,
+    token: str,
+    lease_s: float,
+    cost: dict[str, Any] | None = None,
+) -> bool:
+    """Renew the lease (and store `cost`, the run's cost columns so far: fedgen.resources);
+    False when the lease was lost to another worker."""
     now = db_now(session)
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
-        .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s))
+        .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s), **(cost or {}))
         .execution_options(synchronize_session=False)
     )
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
@@ -287,12 +294,15 @@ def record_start(
     the curve is then no longer bit-for-bit the one an uninterrupted run would give.
     """
     row = session.execute(
-        select(Run.segments, Run.versions, Run.worker, Run.attempt).where(
+        select(Run.segments, Run.versions, Run.worker, Run.attempt, Run.info).where(
             Run.id == run_id, Run.lease_token == token
         )
     ).first()
     if row is None:
         return False
+    if (row.info or {}).get("oom"):
+        # A run that ran out of GPU memory keeps needing a bigger GPU (the dispatcher reads it).
+        info = {**info, "oom": row.info["oom"]}
     segments = list(row.segments or [])
     versions = dict(info.get("versions") or {})
     start = int(info.get("start_round") or 0)
@@ -341,10 +351,16 @@ def record_start(
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
 
 
-def hand_back(session: Session, run_id: uuid.UUID, token: str, notice: str) -> bool:
+def hand_back(
+    session: Session,
+    run_id: uuid.UUID,
+    token: str,
+    notice: str,
+    cost: dict[str, Any] | None = None,
+) -> bool:
     """Give a claimed run back to the queue (this worker cannot run it): queued again when it
     has no round yet, else a running run without a lease (the dispatcher sends it on at once,
-    to resume elsewhere); `notice` says why on the run."""
+    to resume elsewhere); `notice` says why on the run; `cost`: its cost columns so far."""
     now = db_now(session)
     fresh = Run.current_round < 0
     stmt = (
@@ -356,6 +372,7 @@ def hand_back(session: Session, run_id: uuid.UUID, token: str, notice: str) -> b
             lease_token=None,
             lease_expires_at=now,
             error=notice,
+            **(cost or {}),
         )
         .execution_options(synchronize_session=False)
     )
@@ -381,9 +398,12 @@ def finish(
     status: str,
     error: str | None = None,
     summary: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> bool:
-    """Mark the end state and drop the lease; only the lease holder may."""
+    """Mark the end state and drop the lease (storing `cost`, the run's cost columns); only the
+    lease holder may."""
     values: dict[str, Any] = {"status": status, "finished_at": db_now(session), "lease_token": None}
+    values.update(cost or {})
     if error is not None or status == "succeeded":
         values["error"] = error  # a success clears a notice left by a retried storage error
     if summary is not None:
@@ -394,7 +414,40 @@ def finish(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    webhooks_repo.enqueue_run_ended(session, run_id)  # in the transaction that ends the run
+    return True
+
+
+COST_COLUMNS = ("cpu_s", "peak_rss_bytes", "gpu_peak_bytes")
+
+
+def cost_of(session: Session, run_id: uuid.UUID) -> dict[str, Any]:
+    """The run's cost columns as stored (what its earlier segments recorded; None: not yet)."""
+    row = session.execute(select(*(getattr(Run, c) for c in COST_COLUMNS)).where(Run.id == run_id))
+    first = row.first()
+    return dict(zip(COST_COLUMNS, first, strict=True)) if first else {}
+
+
+def record_oom(session: Session, run_id: uuid.UUID, token: str, oom: dict[str, Any]) -> int | None:
+    """Count a CUDA out-of-memory of the held run and keep where it happened in info['oom']
+    (worker, device, free_bytes, total_bytes: the dispatcher then wants a GPU with more free
+    memory); the new count, or None when the lease is lost."""
+    row = session.execute(
+        select(Run.oom_count, Run.info).where(Run.id == run_id, Run.lease_token == token)
+    ).first()
+    if row is None:
+        return None
+    count = int(row.oom_count or 0) + 1
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.lease_token == token)
+        .values(oom_count=count, info={**(row.info or {}), "oom": oom})
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(stmt)
+    return count
 
 
 def status_of(session: Session, run_id: uuid.UUID) -> tuple[str, int] | None:
@@ -434,6 +487,8 @@ def queue_snapshot(
             dataset=r.dataset,
             dispatched_to=r.dispatched_to,
             any_worker=bool(r.download) or bool(r.root),
+            needs_free_bytes=r.oom_free if r.oom_count else None,
+            oom_worker=r.oom_worker if r.oom_count else None,
         )
         for r in session.execute(
             select(
@@ -452,6 +507,9 @@ def queue_snapshot(
                 Run.dispatched_to,
                 Run.spec[("data", "download")].as_boolean().label("download"),
                 Run.spec[("data", "root")].as_string().label("root"),
+                Run.oom_count,
+                Run.info[("oom", "free_bytes")].as_integer().label("oom_free"),
+                Run.info[("oom", "worker")].as_string().label("oom_worker"),
             ).where(_needs_worker(now, live))
         )
     ]
@@ -503,12 +561,18 @@ def live_workers(rows: list[Worker]) -> list[LiveWorker]:
     for name, mine in workers_repo.by_name(rows).items():
         caps = next((r.capabilities for r in mine if r.capabilities), None)
         datasets = caps.get("datasets") if caps else None
+        free = [
+            int(d["free_bytes"])
+            for d in (caps or {}).get("devices") or []
+            if d.get("kind") == "cuda" and d.get("free_bytes") is not None
+        ]
         out.append(
             LiveWorker(
                 name=name,
                 queues=frozenset(r.queue for r in mine),
                 slots=max(r.slots for r in mine),
                 datasets=frozenset(datasets) if datasets is not None else None,
+                gpu_free_bytes=max(free) if free else None,
             )
         )
     return out
