@@ -9,6 +9,10 @@ Files are read from torchvision's own on-disk layouts, so whatever
 * ``emnist-letters`` ``<root>/EMNIST/raw/emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte[.gz]``
 * ``celeba``         ``<root>/celeba/{img_align_celeba/*.jpg, list_attr_celeba.txt, identity_CelebA.txt}``
 * ``synthetic``      generated in memory (`fedgen.data.synthetic`)
+* ``folder``         the spec's ``data.folder`` (`fedgen.data.folder`)
+
+Which loader a name takes is its declaration's (`fedgen.data.registry`), so a plugin's
+dataset loads through `load_dataset` like the built-ins.
 
 ``<root>`` is ``data.root`` if given, else ``$FEDGEN_DATA``, else ``~/.fedgen/data``.
 IDX files are parsed directly with numpy. MNIST-like images are normalised as
@@ -30,11 +34,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedgen.data.celeba import load_celeba
 from fedgen.data.common import DatasetError, DatasetTensors, base_root, torchvision_download
 from fedgen.data.locate import DEBIAN_FASHION_MNIST, IdxInfo
 from fedgen.data.locate import IDX as _IDX
 from fedgen.data.locate import find_files as _find_files
+from fedgen.data.registry import get_dataset
 from fedgen.data.synthetic import make_synthetic
 from fedgen.spec import DataSpec, PartitionSpec
 
@@ -167,6 +171,16 @@ def _load_synthetic(num_classes: int, num_train: int, seed: int) -> DatasetTenso
     )
 
 
+def load_idx_dataset(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:  # noqa: ARG001
+    """The registry's loader of mnist, fashion-mnist and emnist-letters."""
+    return _load_idx(data)
+
+
+def load_synthetic_dataset(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:
+    """The registry's loader of synthetic (seeded by the split's `data_seed`)."""
+    return _load_synthetic(data.synthetic_classes, data.synthetic_samples, partition.data_seed)
+
+
 def load_dataset(data: DataSpec, partition: PartitionSpec | None = None) -> DatasetTensors:
     """Load a dataset into memory.
 
@@ -190,10 +204,7 @@ def load_dataset(data: DataSpec, partition: PartitionSpec | None = None) -> Data
         If the files are missing or corrupt; the message names the folders searched, the
         files expected and how to get them.
     """
-    if data.name == "synthetic":
-        seed = partition.data_seed if partition is not None else 0
-        return _load_synthetic(data.synthetic_classes, data.synthetic_samples, seed)
+    if data.name == "synthetic" and partition is None:  # seed 0 without a partition
+        return _load_synthetic(data.synthetic_classes, data.synthetic_samples, 0)
     p = partition if partition is not None else PartitionSpec()
-    if data.name == "celeba":
-        return load_celeba(data, p)
-    return _load_idx(data)
+    return get_dataset(data.name).load(data, p)

@@ -2,7 +2,8 @@
 
 `fedgen.data.datasets` loads from these places; a lab worker asks `loadable` at start which
 datasets it can run (worker.capabilities), so the dispatcher never sends it a run whose files
-it lacks. Layouts: see fedgen.data.datasets.
+it lacks. Layouts: see fedgen.data.datasets. Which datasets there are, and how each tells
+whether a host has it, is their declaration's (fedgen.data.registry: `available`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedgen.spec import DATASET_NAMES
+from fedgen.data.registry import datasets, get_dataset
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
@@ -92,14 +93,12 @@ def celeba_present(root: Path) -> bool:
 
 
 def present(name: str, root: Path) -> bool:
-    """True when `name`'s files are where the loader looks (`synthetic` needs none)."""
-    if name == "synthetic":
-        return True
-    if name == "celeba":
-        return celeba_present(root)
-    return any(find_files(f, IDX[name].files) is not None for f in idx_folders(name, root))
+    """True when `name`'s files are where the loader looks (`synthetic` needs none; `folder`
+    is always offered: each spec names its own files)."""
+    return get_dataset(name).missing(root) is None
 
 
 def loadable(root: Path) -> list[str]:
-    """The datasets whose files are present under data root `root` (or Debian's folder)."""
-    return [name for name in DATASET_NAMES if present(name, root)]
+    """The registered datasets whose files are present under data root `root` (or Debian's
+    folder), plugins' included."""
+    return [d.name for d in datasets() if d.missing(root) is None]

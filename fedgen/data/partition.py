@@ -32,6 +32,7 @@ from fedgen.data.official_draws import (
     official_label_order,
     official_train_split,
 )
+from fedgen.data.registry import BUILTINS
 
 if TYPE_CHECKING:
     from fedgen.data.datasets import DatasetTensors
@@ -373,11 +374,10 @@ def build_partition(
     return dirichlet_partition(train_y, test_y, **args)
 
 
-#: Training-set label counts of the datasets the API can check without loading them.
+#: Training-set label counts of the built-ins the API can check without loading them (their
+#: declarations'; a plugin's: `fedgen.data.registry.get_dataset(name).train_class_counts`).
 KNOWN_TRAIN_CLASS_COUNTS: dict[str, tuple[int, ...]] = {
-    "mnist": (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
-    "fashion-mnist": (6000,) * 10,
-    "emnist-letters": (4800,) * 26,
+    d.name: d.train_class_counts for d in BUILTINS if d.train_class_counts is not None
 }
 
 #: Largest training set whose Dirichlet draws `infeasible_partition` replays (synthetic sizes),
