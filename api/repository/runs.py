@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, contains_eager
 from api.db import db_now
 from api.fairshare import Active, LiveWorker, Snapshot, Waiting
 from api.models import DispatcherLease, RoundMetrics, Run, User, Worker
+from api.repository import webhooks as webhooks_repo
 from api.repository import workers as workers_repo
 from fedgen.status import TERMINAL
 
@@ -182,7 +183,7 @@ def list_runs(
 def request_cancel(session: Session, run_id: uuid.UUID) -> None:
     """Flag a run for cancel; a queued run is cancelled at once, a running one between rounds."""
     now = db_now(session)
-    session.execute(
+    flagged = session.execute(
         update(Run)
         .where(Run.id == run_id, Run.status.not_in(TERMINAL))
         .values(
@@ -191,11 +192,15 @@ def request_cancel(session: Session, run_id: uuid.UUID) -> None:
             finished_at=case((Run.status == "queued", now), else_=Run.finished_at),
         )
     )
+    if flagged.rowcount == 1:  # type: ignore[attr-defined]
+        webhooks_repo.enqueue_run_ended(session, run_id)  # a cancelled run may end its sweep
 
 
 def delete_run(session: Session, run_id: uuid.UUID) -> None:
     """Delete a run and (by cascade) its metrics and checkpoint rows."""
+    sweep_id = session.scalar(select(Run.sweep_id).where(Run.id == run_id))
     session.execute(delete(Run).where(Run.id == run_id))
+    webhooks_repo.enqueue_sweep_if_finished(session, sweep_id)  # it may have been the last one
 
 
 def is_cancel_requested(session: Session, run_id: uuid.UUID) -> bool:
@@ -242,7 +247,10 @@ def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     stmt = _update_unheld(run_id, now, cancel_requested=True).values(
         status="cancelled", finished_at=now, lease_token=None
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    webhooks_repo.enqueue_run_ended(session, run_id)
+    return True
 
 
 def _update_unheld(
@@ -665,9 +673,13 @@ def cancel_orphans(session: Session, now: datetime) -> int:
         update(Run)
         .where(Run.cancel_requested.is_(True), Run.status == "running", Run.lease_expires_at < now)
         .values(status="cancelled", finished_at=now, lease_token=None)
+        .returning(Run.id)
         .execution_options(synchronize_session=False)
     )
-    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+    ids = list(session.scalars(stmt))
+    for run_id in ids:
+        webhooks_repo.enqueue_run_ended(session, run_id)  # each may end its sweep
+    return len(ids)
 
 
 def release_dispatch_lease(session: Session, holder: str) -> None:

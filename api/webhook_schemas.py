@@ -1,0 +1,143 @@
+"""Webhooks' request and response bodies, their limits, and the target-host rule
+(FEDGEN_WEBHOOK_ALLOW) that both the API (at registration) and the sender (before each POST)
+apply."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from api.schemas import IdStr
+
+# The events a webhook may subscribe to; `test` is the "send test" delivery, always sent.
+WebhookEvent = Literal["run.failed", "run.succeeded", "sweep.finished", "study.finished"]
+EVENTS: tuple[str, ...] = ("run.failed", "run.succeeded", "sweep.finished", "study.finished")
+TEST_EVENT = "test"
+MAX_URL_CHARS = 2000  # the column's length
+MIN_SECRET_CHARS, MAX_SECRET_CHARS = 16, 128
+MAX_WEBHOOKS_PER_USER = 20  # each one multiplies the deliveries of every run's end
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a webhook target (scheme, host), or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "must be an http:// or https:// URL"
+    if not parts.hostname:
+        return "has no host"
+    if any(c.isspace() for c in url):
+        return "must not contain spaces"
+    return None
+
+
+def allow_patterns(allow: str) -> list[str]:
+    """FEDGEN_WEBHOOK_ALLOW as lowercase host patterns (empty entries dropped)."""
+    return [p.strip().lower() for p in allow.split(",") if p.strip()]
+
+
+def host_allowed(url: str, allow: str) -> bool:
+    """True when the URL's host matches a pattern of `allow` (`*` any, `*.x.org` subdomains)."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    return bool(host) and any(fnmatchcase(host, p) for p in allow_patterns(allow))
+
+
+def refusal(url: str, allow: str) -> str:
+    """The 422 message (and a refused delivery's error) for a host FEDGEN_WEBHOOK_ALLOW does not
+    allow."""
+    host = urlsplit(url).hostname or "?"
+    if not allow_patterns(allow):
+        return (
+            f"host {host} is not allowed: FEDGEN_WEBHOOK_ALLOW is empty, so no webhook target is "
+            "(an admin sets it to host patterns, e.g. hooks.slack.com,*.lab.example)"
+        )
+    return f"host {host} is not allowed by FEDGEN_WEBHOOK_ALLOW ({allow})"
+
+
+class WebhookCreate(BaseModel):
+    """POST /webhooks: where to POST which events; `secret` signs them (generated if absent)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_CHARS,
+        description="http(s) URL whose host FEDGEN_WEBHOOK_ALLOW allows, e.g. a Slack incoming "
+        "webhook (the body has a Slack-compatible `text`)",
+    )
+    events: list[WebhookEvent] = Field(
+        min_length=1, max_length=len(EVENTS), description="At least one; repeats count once"
+    )
+    secret: str | None = Field(
+        None,
+        min_length=MIN_SECRET_CHARS,
+        max_length=MAX_SECRET_CHARS,
+        pattern=r"^[!-~]+$",
+        description="HMAC-SHA256 key of X-FedGen-Signature (printable ASCII, no spaces); "
+        "a random one is generated when absent",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        problem = url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("events")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
+
+
+class WebhookPublic(BaseModel):
+    """A webhook; its secret is shown to its owner (and admins) to check signatures with."""
+
+    model_config = ConfigDict(from_attributes=True)
+    id: IdStr
+    owner: str
+    url: str
+    events: list[str]
+    secret: str
+    active: bool
+    created_at: datetime
+
+
+class WebhooksPublic(BaseModel):
+    """A page of webhooks."""
+
+    data: list[WebhookPublic]
+    count: int
+
+
+class DeliveryPublic(BaseModel):
+    """One event for one webhook: pending (next_attempt_at), delivered or failed, with the last
+    attempt's HTTP status or error."""
+
+    model_config = ConfigDict(from_attributes=True)
+    id: IdStr
+    webhook_id: IdStr
+    event: str
+    subject: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    next_attempt_at: datetime | None
+    last_status_code: int | None
+    last_error: str | None
+    created_at: datetime
+    delivered_at: datetime | None
+    payload: dict[str, Any]
+
+
+class DeliveriesPublic(BaseModel):
+    """A page of deliveries, newest first."""
+
+    data: list[DeliveryPublic]
+    count: int
