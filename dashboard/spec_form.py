@@ -27,13 +27,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fedgen import paper
+from fedgen.data.registry import dataset_names
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
-from fedgen.spec import ALGORITHM_NAMES, DATASET_NAMES
+from fedgen.spec import ALGORITHM_NAMES
 from fedgen.specdict import get_dotted, set_dotted
 
-# The Runs page's filters (the form itself takes its choices from the schema).
-DATASETS = list(DATASET_NAMES)
+# The Runs page's filters (the form itself takes its choices from the schema); the datasets
+# registered in this process (fedgen.data.registry: built-ins, and plugins installed here).
+DATASETS = list(dataset_names())
 ALGORITHMS = list(ALGORITHM_NAMES)
 
 # Fields shown in the form's columns; every other spec field is under "Advanced".
@@ -459,7 +461,7 @@ def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -
                 "choice",
                 get_dotted(defaults, "algorithm.name"),
                 names,
-                help=_named("The method. The paper's names:", paper.ALGORITHMS, names),
+                help=_named("The method. The paper's names:", paper.PAPER_LABELS, names),
                 section="algorithm",
             )
         )

@@ -28,6 +28,7 @@ import yaml
 
 from fedgen.data.common import DatasetError  # torch-free: `validate` never loads torch
 from fedgen.data.partition import PartitionError, build_partition, official_min_samples
+from fedgen.data.registry import get_dataset
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, clear_run, latest_full_checkpoint, run_files
@@ -301,13 +302,24 @@ def cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_files(spec: ExperimentSpec, source: str) -> None:
+    """The files the spec's dataset points to, on this host (the `folder` dataset's: missing
+    folder, wrong shape, wrong class count), as spec errors; without loading torch."""
+    problems = get_dataset(spec.data.name).problems(spec.data)
+    if problems:
+        raise SpecError(problems, source)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     data = load_spec_data(args.spec)
     if isinstance(data, dict) and ("grid" in data or "base" in data):
         specs = expand(SweepSpec.model_validate(data))
+        for spec in specs:
+            _check_files(spec, str(args.spec))
         print(f"valid sweep: {len(specs)} runs")
         return 0
     spec = parse_spec(data, str(args.spec))
+    _check_files(spec, str(args.spec))
     print(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False), end="")
     print(f"# spec_hash: {spec.spec_hash()}")
     return 0

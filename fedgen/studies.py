@@ -25,9 +25,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgen import paper
+from fedgen.data.registry import dataset_names
 from fedgen.fidelity import resolve
 from fedgen.generator_presets import PRESETS, dataset_family
-from fedgen.spec import DATASET_NAMES, MAX_ROUNDS, DatasetName, ExperimentSpec
+from fedgen.spec import MAX_ROUNDS, DatasetName, ExperimentSpec
 from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.sweep import SweepSpec, expand
 
@@ -58,7 +59,7 @@ PAPER_SETTING: dict[str, Any] = {
 # Per-dataset additions: the 20-user Dirichlet split at α <= 0.1 finds every user 10
 # samples only with about 10k synthetic samples (the default 2,000 exhausts the re-draws).
 DATASET_FIELDS: dict[str, dict[str, Any]] = {"synthetic": {"synthetic_samples": 10_000}}
-ALL_ALGORITHMS: tuple[str, ...] = tuple(paper.ALGORITHMS)
+ALL_ALGORITHMS: tuple[str, ...] = tuple(paper.PAPER_LABELS)
 # The figure-5 studies compare FedGen with the main baselines. Which curves the figure
 # draws is not in the reference; this choice (no FedDistill, no FedEnsemble) is ours.
 FIG5_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedprox", "feddistill-plus", "feddf", "fedgen")
@@ -186,7 +187,7 @@ class Layout:
 
 
 def _algorithm_axis(names: Sequence[str]) -> Axis:
-    return Axis(tuple((paper.ALGORITHMS[a], {"algorithm": a}) for a in names))
+    return Axis(tuple((paper.PAPER_LABELS[a], {"algorithm": a}) for a in names))
 
 
 def _setting_label(setting: str, steps: int) -> str:
@@ -214,7 +215,7 @@ def _table1_paper(dataset: str, settings: Sequence[tuple[str, str, int]], algori
         pub = paper.TABLE1.get(paper.Setting(label, setting, steps), {})
         for a in algorithms:
             if a in pub:
-                out[(row, paper.ALGORITHMS[a])] = pub[a]
+                out[(row, paper.PAPER_LABELS[a])] = pub[a]
     return out
 
 
@@ -292,7 +293,7 @@ def _layout_table4(dataset: str) -> Layout:
                 continue
             if share == "predictor":
                 for a, ms in paper.TABLE4[alpha].items():
-                    pub[(label, paper.ALGORITHMS[a])] = ms
+                    pub[(label, paper.PAPER_LABELS[a])] = ms
             else:  # sharing the whole model is Table 1's MNIST row (α = 10 is not there)
                 pub.update(
                     _table1_paper(
@@ -553,7 +554,7 @@ def study_dict(study: Study) -> dict[str, Any]:
         "title": study.title,
         "reproduces": study.reproduces,
         "paper_dataset": study.paper_dataset,
-        "datasets": list(DATASET_NAMES),
+        "datasets": list(dataset_names()),
         "statistic": study.statistic,
         "statistic_text": study.statistic_text,
         "higher_is_better": study.higher_is_better,

@@ -26,9 +26,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from fedgen.data.registry import dataset_names
 from fedgen.events import RunSummary
 from fedgen.spec import (
-    DATASET_NAMES,
     ExperimentSpec,
     SpecError,
     format_validation_error,
@@ -229,7 +229,7 @@ def add_parser(sub: Any) -> None:
     ):
         p = ss.add_parser(name, help=text)
         p.add_argument("name", help=f"one of: {', '.join(STUDIES)}")
-        p.add_argument("--dataset", choices=DATASET_NAMES, help="default: the paper's dataset")
+        p.add_argument("--dataset", choices=dataset_names(), help="default: the paper's dataset")
         p.add_argument("--seeds", type=int, help="number of seeds, 0..N-1 (default 3)")
         p.add_argument("--rounds", type=int, help="rounds per run (default 200)")
         if name == "run":

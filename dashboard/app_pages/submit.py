@@ -39,7 +39,7 @@ from dashboard.spec_form import (
     text_field,
     text_fields,
 )
-from fedgen.spec import DATASET_NAMES, SpecError, format_validation_error
+from fedgen.spec import SpecError, format_validation_error
 from fedgen.specdict import get_dotted
 from fedgen.sweep import SweepSpec, expand
 
@@ -58,6 +58,8 @@ st.title("Submit")
 url, token = ui.connection()
 defaults, schema = ui.call(_form_source, url, token)
 FIELDS: list[FormField] = fields_from_schema(schema, defaults)
+# The server's datasets (its registry, plugins included), as its schema lists them.
+DATASET_NAMES: tuple[Any, ...] = next((f.choices for f in FIELDS if f.path == "data.name"), ())
 TEXT = text_fields(schema)
 SWEEP_NAME = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
 
