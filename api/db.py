@@ -33,16 +33,6 @@ def loads_json(text: str | bytes) -> Any:
     return _loads(text)
 
 
-def dumps_str(obj: Any) -> str:
-    """Fast JSON encoding to str, the same encoder the Postgres engines use for JSON columns."""
-    return _dumps(obj)
-
-
-def dumps_bytes(obj: Any) -> bytes:
-    """Fast JSON encoding of a response body (orjson when installed)."""
-    return _dumps(obj).encode()
-
-
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # WAL lets the API read while a worker writes; busy_timeout waits instead of failing.
     cur = dbapi_conn.cursor()

@@ -75,11 +75,6 @@ def unregister(session: Session, name: str) -> None:
     session.execute(delete(Worker).where(Worker.name == name))
 
 
-def list_workers(session: Session) -> list[Worker]:
-    """All rows, live or not (callers compare heartbeat_at with the worker TTL)."""
-    return list(session.scalars(select(Worker).order_by(Worker.queue, Worker.name)))
-
-
 def served_queues(session: Session, ttl_s: float) -> set[str]:
     """Queue names a live worker (heartbeat within `ttl_s`) consumes now."""
     since = db_now(session) - timedelta(seconds=ttl_s)
