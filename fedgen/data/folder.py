@@ -239,9 +239,10 @@ def _load_images(
 
 
 @functools.lru_cache(maxsize=4)
-def _load_cached(name: str, f: FolderSpec, path: Path, mtime: float) -> DatasetTensors:  # noqa: ARG001 (a cache key)
+def _load_cached(name: str, key: str, path: Path, mtime: float) -> DatasetTensors:  # noqa: ARG001 (a cache key)
     import torch
 
+    f = FolderSpec.model_validate_json(key)  # hashable form: class names are a list
     kind = layout_of(path)
     tensors: list[torch.Tensor] = []
     for split in SPLITS:
@@ -264,7 +265,7 @@ def load_folder(f: FolderSpec, root: Path, name: str = "folder") -> DatasetTenso
     path = folder_path(f, root).resolve()
     # Files changed on disk are read again (the cache key includes the train data's mtime).
     train = path / "train.npz" if layout_of(path) == "npz" else path / "train"
-    return _load_cached(name, f, path, train.stat().st_mtime)
+    return _load_cached(name, f.model_dump_json(), path, train.stat().st_mtime)
 
 
 def load_folder_dataset(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:  # noqa: ARG001
