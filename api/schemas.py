@@ -278,6 +278,27 @@ class RunPublic(_FromRow):
         default_factory=list,
         description="Each start and resume of the run, oldest first (see Segment).",
     )
+    # What the run cost, over all its segments (stored at each heartbeat and at the end).
+    peak_rss_bytes: int | None = Field(
+        None,
+        description="Peak resident memory of the worker process while it ran the run (bytes; "
+        "sampled each round and heartbeat); null until measured.",
+    )
+    cpu_s: float | None = Field(
+        None,
+        description="CPU seconds (user + system, every thread) of the run, summed over its "
+        "segments; null until measured.",
+    )
+    gpu_peak_bytes: int | None = Field(
+        None,
+        description="On a GPU: peak memory its tensors took (torch.cuda.max_memory_allocated, "
+        "bytes); null on CPU.",
+    )
+    oom_count: int = Field(
+        0,
+        description="CUDA out-of-memory errors so far: the first hands the run back to the queue "
+        "for a GPU with more free memory, the second fails it.",
+    )
 
     @model_validator(mode="after")
     def _segment_ends(self) -> RunPublic:

@@ -495,7 +495,7 @@ def queue_snapshot(
             dataset=r.dataset,
             dispatched_to=r.dispatched_to,
             any_worker=bool(r.download) or bool(r.root),
-            needs_free_bytes=r.oom_free if r.oom_count else None,
+            needs_free_bytes=int(r.oom_free) if r.oom_count and r.oom_free is not None else None,
             oom_worker=r.oom_worker if r.oom_count else None,
         )
         for r in session.execute(
@@ -516,7 +516,8 @@ def queue_snapshot(
                 Run.spec[("data", "download")].as_boolean().label("download"),
                 Run.spec[("data", "root")].as_string().label("root"),
                 Run.oom_count,
-                Run.info[("oom", "free_bytes")].as_integer().label("oom_free"),
+                # A float: bytes overflow SQL's INTEGER, and a double holds them exactly.
+                Run.info[("oom", "free_bytes")].as_float().label("oom_free"),
                 Run.info[("oom", "worker")].as_string().label("oom_worker"),
             ).where(_needs_worker(now, live))
         )
