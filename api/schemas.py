@@ -424,6 +424,67 @@ class SweepsPublic(BaseModel):
     count: int
 
 
+class PlotPoint(BaseModel):
+    """One point of a sweep plot: the runs with one x value in one series, over seeds."""
+
+    x: Any = Field(description="the x field's value; null for runs that lack the field")
+    mean: float | None = Field(description="null while no run of the point has succeeded")
+    std: float | None = Field(description="as the sweep tables (top-5: pooled over 5 rounds)")
+    lo: float | None = Field(description="the bar's lower end (mean − std, or the 95 % CI's)")
+    hi: float | None = Field(description="the bar's upper end")
+    n: int = Field(description="succeeded runs counted")
+    n_total: int = Field(description="every run of the point, whatever its status")
+    reached: int | None = Field(description="time_to_target: runs that reached the target")
+    censored: bool = Field(description="time_to_target: mean is a lower bound, no interval")
+    run_ids: list[str]
+    values: list[float] = Field(description="each counted run's statistic, in run_ids order")
+
+
+class PlotSeries(BaseModel):
+    """One line: the points of one value of the `by` field."""
+
+    by_value: Any
+    points: list[PlotPoint]
+
+
+class PlotGroup(BaseModel):
+    """Runs sharing every field but the seed (the parallel-coordinates view's lines)."""
+
+    label: str
+    fields: dict[str, Any]
+    mean: float | None
+    std: float | None
+    censored: bool
+    n: int
+    n_total: int
+
+
+class PlotExcluded(BaseModel):
+    """Runs not counted, by status (`no_summary`: succeeded without a figure)."""
+
+    counts: dict[str, int]
+    run_ids: dict[str, list[str]]
+
+
+class PlotData(BaseModel):
+    """GET /sweeps/{id}/plot-data: a statistic against a swept field, one series per `by` value."""
+
+    sweep_id: str
+    x: str = Field(description="the dotted spec field on the x axis")
+    by: str = Field(description="the dotted spec field with one series per value")
+    statistic: Literal["final", "best", "top5", "time_to_target"]
+    target: float | None
+    unit: Literal["fraction", "round"]
+    interval: Literal["std", "ci95"]
+    level: float | None = Field(description="the interval's confidence level (ci95: 0.95)")
+    log_x: bool = Field(description="α, or positive values spanning >= 2 decades")
+    series: list[PlotSeries]
+    groups: list[PlotGroup]
+    excluded: PlotExcluded
+    warnings: list[str]
+    varying: list[str] = Field(description="the spec fields whose values differ in the sweep")
+
+
 class UserPublic(_FromRow):
     """GET /me."""
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
-from api import analysis, service
+from api import analysis, plot_data, service
 from api.deps import SessionDep, SettingsDep, SubmitterDep, UserDep, check_page_size, parse_uuid
 from api.errors import FieldErrors
 from api.models import Sweep
@@ -17,6 +17,7 @@ from api.repository import sweeps as sweeps_repo
 from api.schemas import (
     AUTHED,
     BODY,
+    PlotData,
     SweepCreate,
     SweepPublic,
     SweepsPublic,
@@ -137,3 +138,67 @@ def sweep_summary(
             headers={"Content-Disposition": f'attachment; filename="sweep-{sweep.id}.csv"'},
         )
     return {"sweep_id": str(sweep.id), "name": sweep.name, **summary}
+
+
+_DOTTED = Query(
+    min_length=1,
+    max_length=200,
+    pattern=rf"^ *{_FIELD} *$",
+    description="a dotted spec field (`algorithm`, `alpha` and `dataset` name their fields)",
+)
+
+
+@router.get(
+    "/{sweep_id}/plot-data",
+    response_model=None,
+    responses={
+        200: {
+            "description": "JSON (format=json) or CSV (format=csv, one row per point)",
+            "model": PlotData,
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+        },
+        **error_responses(*AUTHED, 404, 422),
+    },
+)
+def sweep_plot_data(
+    sweep_id: str,
+    session: SessionDep,
+    _user: UserDep,
+    x: Annotated[str, _DOTTED],
+    by: Annotated[str, _DOTTED] = "algorithm",
+    statistic: Annotated[
+        Literal["final", "best", "top5", "time_to_target"],
+        Query(
+            description="per run: final, best or top5 accuracy (its summary: docs/metrics.md),"
+            " or time_to_target (first evaluated round with accuracy >= target)"
+        ),
+    ] = "top5",
+    interval: Annotated[
+        Literal["std", "ci95"],
+        Query(description="the bar: ± std (as the sweep tables) or the 95 % t interval"),
+    ] = "std",
+    target: Annotated[
+        float | None,
+        Query(gt=0.0, le=1.0, description="accuracy to reach (a fraction, 0 < target <= 1)"),
+    ] = None,
+    format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
+) -> dict[str, Any] | PlainTextResponse:
+    """A statistic against the swept field `x`, one series per value of `by`, over seeds.
+
+    Each point: mean, std, the bar's ends lo/hi, n succeeded runs of n_total, their ids and
+    values. `log_x` for α (or values spanning two decades). Runs that did not succeed are
+    listed in `excluded`; fields other than x and by that differ inside a point, in
+    `warnings`. 422 names `x` or `by` (listing the fields that vary) or a missing `target`.
+    """
+    sweep, _ = _load(session, sweep_id)
+    try:
+        data = plot_data.plot_data(session, sweep.id, x, by, statistic, interval, target)
+    except plot_data.PlotDataError as exc:
+        raise FieldErrors(exc.errors) from None
+    if format == "csv":
+        return PlainTextResponse(
+            plot_data.plot_csv(data),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="sweep-{sweep.id}-plot.csv"'},
+        )
+    return PlotData.model_validate(data).model_dump(mode="json")
