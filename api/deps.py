@@ -14,8 +14,9 @@ from api.config import Settings
 from api.db import session_scope
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.models import Run, User
+from api.models import Run, Sweep, User
 from api.repository import runs as runs_repo
+from api.repository import sweeps as sweeps_repo
 from api.repository import users as users_repo
 from api.service import Submitter
 
@@ -151,3 +152,19 @@ def load_own_run(run: RunDep, user: UserDep) -> Run:
 
 
 OwnRunDep = Annotated[Run, Depends(load_own_run)]
+
+
+def load_own_sweep(sweep_id: str, session: SessionDep, user: UserDep) -> tuple[Sweep, str]:
+    """The sweep of the path and its owner's name when the user owns it or is an admin; 404
+    when there is none, 403 for anyone else."""
+    found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} not found")
+    if found[0].owner_id != user.id and not user.is_admin:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "only the sweep's owner or an admin may do this"
+        )
+    return found
+
+
+OwnSweepDep = Annotated[tuple[Sweep, str], Depends(load_own_sweep)]

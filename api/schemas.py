@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
     AliasPath,
     BaseModel,
     BeforeValidator,
@@ -172,6 +173,34 @@ class SweepCreate(_In):
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
+# A tag and a note as the spec takes them (fedgen.spec.ExperimentSpec.tags / .note).
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]
+MAX_TAGS = 32
+MAX_NOTE = 10_000
+
+
+class AnnotationsUpdate(_In):
+    """PATCH /runs/{id}, PATCH /sweeps/{id}: new tags and/or note (what is left out is kept).
+
+    `tags` replaces the whole list (each tag once; a comma becomes a space). Owner or admin.
+    """
+
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="At most 32 tags.")
+    note: str | None = Field(None, max_length=MAX_NOTE, pattern=r"^[^\x00]*$")
+
+
+def _tag_list(value: Any) -> Any:
+    # Read from the stored ',a,b,' (tags_csv) or given as a list.
+    if isinstance(value, str):
+        return [t for t in value.split(",") if t]
+    return [] if value is None else value
+
+
+TagList = Annotated[list[str], BeforeValidator(_tag_list)]
+ANNOTATED_BY = "The user who last changed the tags or note (null: never changed)."
+ANNOTATED_AT = "When (the database's clock) they were last changed."
+
+
 class Segment(BaseModel):
     """One start of a run's simulation: the first claim, then each resume (after a worker died,
     a database crash or a full disk)."""
@@ -270,6 +299,13 @@ class RunPublic(_FromRow):
         description="A run waiting for a worker that no live worker can serve: why (e.g. 'no "
         "live worker has dataset emnist-letters'); null while some live worker could take it.",
     )
+    tags: TagList = Field(
+        validation_alias=AliasChoices("tags_csv", "tags"),
+        description="The run's tags: the spec's at submission, then as edited (PATCH).",
+    )
+    note: str = Field(description="The run's note: the spec's at submission, then as edited.")
+    annotated_by: str | None = Field(None, description=ANNOTATED_BY)
+    annotated_at: datetime | None = Field(None, description=ANNOTATED_AT)
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -414,6 +450,10 @@ class SweepPublic(BaseModel):
     run_ids: list[str]
     count: int
     status_counts: dict[str, int]
+    tags: list[str] = Field(default_factory=list, description="Editable (PATCH /sweeps/{id}).")
+    note: str = Field("", description="Editable (PATCH /sweeps/{id}).")
+    annotated_by: str | None = Field(None, description=ANNOTATED_BY)
+    annotated_at: datetime | None = Field(None, description=ANNOTATED_AT)
     created_at: datetime
 
 

@@ -25,10 +25,12 @@ from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
 from api.models import Run, Sweep, User, utcnow
 from api.queue import Enqueue, queue_for_device
+from api.repository import annotations as annotations_repo
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
+from api.repository.annotations import tags_of
 from api.repository.workers import served_queues
-from api.schemas import RunPublic
+from api.schemas import AnnotationsUpdate, RunPublic
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
@@ -187,8 +189,13 @@ def submit_run(
 def clone_run(
     sub: Submitter, run: Run, changes: dict[str, Any], *, priority: str = "normal"
 ) -> Run:
-    """A new run from an existing run's spec with `changes` merged in."""
-    spec = validate_spec(merge(run.spec, changes), prefix="changes.")
+    """A new run from an existing run's spec with `changes` merged in.
+
+    The clone keeps the run's tags as they are now (edited or not) but not its note, which
+    was about the original run; `changes` may give either.
+    """
+    base = {**run.spec, "note": "", "tags": tags_of(run.tags_csv)}
+    spec = validate_spec(merge(base, changes), prefix="changes.")
     return submit_run(sub, spec, priority=priority, prefix="changes.")
 
 
@@ -221,6 +228,26 @@ def submit_sweep(
     sub.session.commit()
     _dispatch_now(sub, {r.queue for r in runs})
     return sweep, runs
+
+
+def _check_annotations(body: AnnotationsUpdate) -> None:
+    if body.tags is None and body.note is None:
+        raise FieldErrors([("(root)", "nothing to change: give tags, note or both")])
+
+
+def annotate_run(session: Session, run: Run, body: AnnotationsUpdate, user: User) -> None:
+    """Set the run's tags and/or note as `user`, then read the run afresh (the request's
+    session commits)."""
+    _check_annotations(body)
+    annotations_repo.annotate_run(session, run.id, tags=body.tags, note=body.note, by=user.name)
+    session.refresh(run)
+
+
+def annotate_sweep(session: Session, sweep: Sweep, body: AnnotationsUpdate, user: User) -> None:
+    """Set the sweep's tags and/or note as `user`, then read the sweep afresh."""
+    _check_annotations(body)
+    annotations_repo.annotate_sweep(session, sweep.id, tags=body.tags, note=body.note, by=user.name)
+    session.refresh(sweep)
 
 
 def run_public(run: Run) -> RunPublic:

@@ -35,6 +35,8 @@ from api.fairshare import Active, LiveWorker, Snapshot, Waiting
 from api.models import DispatcherLease, RoundMetrics, Run, User, Worker
 from api.repository import webhooks as webhooks_repo
 from api.repository import workers as workers_repo
+from api.repository.annotations import matches_text, tags_csv
+from api.repository.spec_filter import SpecWhere, spec_equals
 from fedgen.status import TERMINAL
 
 
@@ -85,11 +87,9 @@ class RunFilters:
     sweep_id: uuid.UUID | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
-
-
-def tags_csv(tags: list[str]) -> str:
-    """The stored form of a tag list: ',a,b,' (a LIKE on ',a,' matches one tag exactly)."""
-    return "," + ",".join(t.replace(",", " ") for t in tags) + ","
+    # Spec field = JSON value, each one must hold (api.repository.spec_filter).
+    where: tuple[SpecWhere, ...] = ()
+    q: str | None = None  # in the note or the tags, ignoring case
 
 
 def create_run(
@@ -110,6 +110,7 @@ def create_run(
         algorithm=spec["algorithm"]["name"],
         dataset=spec["data"]["name"],
         tags_csv=tags_csv(spec.get("tags", [])),
+        note=spec.get("note") or "",  # the annotation starts as the submitted note
         rounds=spec["rounds"],
         queue=queue,
         owner_id=owner_id,
@@ -165,6 +166,10 @@ def list_runs(
         conds.append(Run.created_at >= f.created_after)
     if f.created_before:
         conds.append(Run.created_at < f.created_before)
+    dialect = session.get_bind().dialect.name
+    conds.extend(spec_equals(w, dialect) for w in f.where)
+    if f.q:
+        conds.append(matches_text(Run.note, Run.tags_csv, f.q))
     where = and_(True, *conds)
     count_stmt = (
         select(func.count()).select_from(Run).join(User, User.id == Run.owner_id).where(where)

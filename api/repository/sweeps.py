@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select, true
 from sqlalchemy.orm import Session
 
 from api.models import Run, Sweep, User
+from api.repository.annotations import matches_text
 
 
 def create_sweep(
@@ -29,12 +30,24 @@ def get_sweep(session: Session, sweep_id: uuid.UUID) -> tuple[Sweep, str] | None
     return (row[0], row[1]) if row else None
 
 
-def list_sweeps(session: Session, limit: int, offset: int) -> tuple[list[tuple[Sweep, str]], int]:
-    """A page of sweeps, newest first, and the total count."""
-    count = session.scalar(select(func.count()).select_from(Sweep)) or 0
+def list_sweeps(
+    session: Session, limit: int, offset: int, *, q: str | None = None
+) -> tuple[list[tuple[Sweep, str]], int]:
+    """A page of sweeps, newest first, and the total count; `q`: text in the name, the note
+    or the tags (any case)."""
+    cond = (
+        or_(
+            matches_text(Sweep.note, Sweep.tags_csv, q),
+            func.lower(Sweep.name).contains(q.lower(), autoescape=True),
+        )
+        if q
+        else true()
+    )
+    count = session.scalar(select(func.count()).select_from(Sweep).where(cond)) or 0
     stmt = (
         select(Sweep, User.name)
         .join(User, User.id == Sweep.owner_id)
+        .where(cond)
         .order_by(Sweep.created_at.desc())
         .limit(limit)
         .offset(offset)

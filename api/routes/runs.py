@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from api import service
@@ -19,12 +20,15 @@ from api.deps import (
     check_page_size,
     parse_uuid,
 )
+from api.errors import FieldErrors
 from api.models import Run
 from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
+from api.repository.spec_filter import MAX_WHERE, MAX_WHERE_CHARS, parse_where
 from api.schemas import (
     AUTHED,
     BODY,
+    AnnotationsUpdate,
     IsoDatetime,
     RunClone,
     RunCreate,
@@ -37,6 +41,12 @@ from fedgen.status import RunStatus
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
+WhereClause = Annotated[str, Field(max_length=MAX_WHERE_CHARS, pattern=NO_NUL)]
+WHERE_DOC = (
+    f"Repeatable, at most {MAX_WHERE}: `field=value`, a dotted spec field equal to a JSON value, "
+    "e.g. `algorithm.gen_batch_size=32` (matches 32 and 32.0), `partition.alpha=0.1`, "
+    '`algorithm.name=fedgen` (strings exact; `"32"` is the string). Every clause must hold.'
+)
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
@@ -59,11 +69,23 @@ def list_runs(
     sweep_id: Annotated[str | None, Query(description="a sweep id (404 if none)")] = None,
     created_after: IsoDatetime | None = None,
     created_before: IsoDatetime | None = None,
+    where: Annotated[
+        list[WhereClause] | None, Query(max_length=MAX_WHERE, description=WHERE_DOC)
+    ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200, pattern=NO_NUL, description="Text in the note or the tags (any case)"
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
     """Runs, newest first, filtered and paginated."""
     check_page_size(limit, settings)
+    clauses, problems = parse_where(where or [])
+    if problems:
+        raise FieldErrors([("where", p) for p in problems])
     filters = runs_repo.RunFilters(
         status=status_,
         algorithm=algorithm,
@@ -73,6 +95,8 @@ def list_runs(
         sweep_id=parse_uuid(sweep_id, "sweep") if sweep_id else None,
         created_after=created_after,
         created_before=created_before,
+        where=tuple(clauses),
+        q=q or None,
     )
     rows, count = runs_repo.list_runs(session, filters, limit, offset)
     return RunsPublic(data=service.runs_public(session, rows, settings), count=count)
@@ -85,6 +109,19 @@ def get_run(run: RunDep, session: SessionDep, settings: SettingsDep) -> RunPubli
 
 
 OWNER_ONLY = error_responses(*AUTHED, 403, 404)
+
+
+@router.patch("/{run_id}", responses=error_responses(*AUTHED, *BODY, 403, 404))
+def annotate_run(
+    run: OwnRunDep,
+    body: AnnotationsUpdate,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: UserDep,
+) -> RunPublic:
+    """Change a run's tags and/or note (owner or admin); who and when are recorded."""
+    service.annotate_run(session, run, body, user)
+    return service.runs_public(session, [run], settings)[0]
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)

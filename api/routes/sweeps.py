@@ -10,13 +10,23 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
 from api import analysis, plot_data, service
-from api.deps import SessionDep, SettingsDep, SubmitterDep, UserDep, check_page_size, parse_uuid
+from api.deps import (
+    OwnSweepDep,
+    SessionDep,
+    SettingsDep,
+    SubmitterDep,
+    UserDep,
+    check_page_size,
+    parse_uuid,
+)
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
+from api.repository.annotations import tags_of
 from api.schemas import (
     AUTHED,
     BODY,
+    AnnotationsUpdate,
     PlotData,
     SweepCreate,
     SweepPublic,
@@ -42,6 +52,10 @@ def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
         run_ids=[str(r.id) for r in runs],
         count=len(runs),
         status_counts=dict(Counter(r.status for r in runs)),
+        tags=tags_of(sweep.tags_csv),
+        note=sweep.note,
+        annotated_by=sweep.annotated_by,
+        annotated_at=sweep.annotated_at,
         created_at=sweep.created_at,
     )
 
@@ -58,12 +72,20 @@ def list_sweeps(
     session: SessionDep,
     settings: SettingsDep,
     _user: UserDep,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            pattern=r"^[^\x00]*$",
+            description="Text in the name, the note or the tags (any case)",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> SweepsPublic:
     """Sweeps, newest first."""
     check_page_size(limit, settings)
-    rows, count = sweeps_repo.list_sweeps(session, limit, offset)
+    rows, count = sweeps_repo.list_sweeps(session, limit, offset, q=q or None)
     return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
 
 
@@ -78,6 +100,16 @@ def _load(session: Session, sweep_id: str) -> tuple[Sweep, str]:
 def get_sweep(sweep_id: str, session: SessionDep, _user: UserDep) -> SweepPublic:
     """One sweep with its run ids and status counts."""
     return _public(session, *_load(session, sweep_id))
+
+
+@router.patch("/{sweep_id}", responses=error_responses(*AUTHED, *BODY, 403, 404))
+def annotate_sweep(
+    found: OwnSweepDep, body: AnnotationsUpdate, session: SessionDep, user: UserDep
+) -> SweepPublic:
+    """Change a sweep's tags and/or note (owner or admin); who and when are recorded."""
+    sweep, owner = found
+    service.annotate_sweep(session, sweep, body, user)
+    return _public(session, sweep, owner)
 
 
 @router.get(

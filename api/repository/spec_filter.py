@@ -1,0 +1,117 @@
+"""`?where=field=value` on GET /runs: a dotted spec field equal to a JSON value, in SQL.
+
+A clause is parsed once (`parse_where`) and turned into a condition on `runs.spec` for the
+session's dialect (`spec_equals`), so the filter runs in the database and pagination and the
+total count stay right. Values compare as the spec's JSON values: a number matches a number of
+the same value whatever its spelling (32, 32.0), a string only the same string, true/false
+only booleans, null only a null. The JSON type is checked before any cast, so a number never
+matches a string field (SQLite would read 'fedgen' as 0) and Postgres never casts text to a
+float (which would fail the query).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, and_, case, func, literal
+
+from api.models import Run
+
+#: At most this many `where` clauses per request, each at most this long.
+MAX_WHERE = 8
+MAX_WHERE_CHARS = 300
+#: A dotted field: identifiers, at most this many levels deep.
+MAX_FIELD_DEPTH = 6
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class SpecWhere:
+    """One clause: the spec at `path` equals `value` (a JSON scalar)."""
+
+    path: tuple[str, ...]
+    value: Scalar
+
+
+def _value(text: str) -> Scalar:
+    """A JSON scalar (`32`, `0.1`, `true`, `null`, `"32"`); anything else is the string as given."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, list | dict):
+        raise ValueError("the value must be a number, a string, true, false or null")
+    if isinstance(value, float) and value != value:  # NaN: json.loads takes it, nothing equals it
+        return text
+    return value  # type: ignore[no-any-return]
+
+
+def parse_where(clauses: list[str]) -> tuple[list[SpecWhere], list[str]]:
+    """(parsed clauses, problems): each problem names the clause and what is wrong with it."""
+    problems: list[str] = []
+    if len(clauses) > MAX_WHERE:
+        return [], [f"{len(clauses)} clauses; at most {MAX_WHERE}"]
+    out: list[SpecWhere] = []
+    for clause in clauses:
+        shown = clause if len(clause) <= 60 else clause[:57] + "..."
+        if len(clause) > MAX_WHERE_CHARS:
+            problems.append(f"{shown!r} is {len(clause)} characters; at most {MAX_WHERE_CHARS}")
+            continue
+        field, sep, raw = clause.partition("=")
+        field = field.strip()
+        if not sep or not field:
+            problems.append(f"{shown!r}: expected field=value, e.g. algorithm.gen_batch_size=32")
+            continue
+        if not _FIELD.match(field) or field.count(".") >= MAX_FIELD_DEPTH:
+            problems.append(
+                f"{shown!r}: the field must be a dotted spec field (e.g. partition.alpha), at "
+                f"most {MAX_FIELD_DEPTH} levels"
+            )
+            continue
+        try:
+            value = _value(raw.strip())
+        except ValueError as exc:
+            problems.append(f"{shown!r}: {exc}")
+            continue
+        out.append(SpecWhere(tuple(field.split(".")), value))
+    return out, problems
+
+
+def spec_equals(where: SpecWhere, dialect: str) -> ColumnElement[bool]:
+    """SQL: the run's spec has `where.value` at `where.path` (Postgres or SQLite JSON)."""
+    if dialect == "postgresql":
+        return _pg_equals(where)
+    return _sqlite_equals(where)
+
+
+def _pg_equals(w: SpecWhere) -> ColumnElement[bool]:
+    node = Run.spec[w.path]  # json #> '{a,b}'
+    kind = func.json_typeof(node)
+    v = w.value
+    if v is None:
+        return kind == "null"
+    if isinstance(v, bool):
+        return and_(kind == "boolean", node.as_string() == ("true" if v else "false"))
+    if isinstance(v, int | float):
+        # The cast is reached only for numbers (CASE), so a text value never fails the query.
+        number = case((kind == "number", node.as_float()))
+        return number == literal(float(v))
+    return and_(kind == "string", node.as_string() == v)
+
+
+def _sqlite_equals(w: SpecWhere) -> ColumnElement[bool]:
+    path = "$." + ".".join(f'"{p}"' for p in w.path)  # parts are identifiers (_FIELD)
+    kind = func.json_type(Run.spec, path)
+    raw = func.json_extract(Run.spec, path)
+    v = w.value
+    if v is None:
+        return kind == "null"
+    if isinstance(v, bool):
+        return kind == ("true" if v else "false")
+    if isinstance(v, int | float):
+        return and_(kind.in_(("integer", "real")), raw == literal(float(v)))
+    return and_(kind == "text", raw == v)
