@@ -27,6 +27,7 @@ from api.routes import (
     runs,
     studies,
     sweeps,
+    webhooks,
     workers,
 )
 
@@ -146,6 +147,7 @@ def create_app(
         sweeps.router,
         studies.router,
         workers.router,
+        webhooks.router,
     ):
         v1.include_router(r)
     app.include_router(v1)

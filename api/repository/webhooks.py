@@ -120,9 +120,14 @@ def queue_delivery(
     }
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(WebhookDelivery).values(**values).on_conflict_do_nothing()
-    inserted = session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
-    return delivery_id if inserted else None
+    # RETURNING says whether the row went in (rowcount is not reliable here on every driver).
+    stmt = (
+        insert(WebhookDelivery)
+        .values(**values)
+        .on_conflict_do_nothing()
+        .returning(WebhookDelivery.id)
+    )
+    return session.execute(stmt).scalar_one_or_none()
 
 
 def queue_test(session: Session, hook: Webhook, owner: str) -> WebhookDelivery:

@@ -1,0 +1,130 @@
+"""Webhooks: register, list, get, delete, send a test, read the deliveries log.
+
+A webhook belongs to its owner; the owner or an admin may read, test or delete it, and an
+admin lists everyone's. Events are queued when runs and sweeps end and sent by the workers
+(worker/webhook_sender.py); FEDGEN_WEBHOOK_ALLOW says which hosts may be targets.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+
+from api.deps import SessionDep, SettingsDep, UserDep, check_page_size, parse_uuid
+from api.errors import FieldErrors
+from api.models import User, Webhook
+from api.repository import webhooks as hooks_repo
+from api.schemas import AUTHED, BODY, error_responses
+from api.webhook_schemas import (
+    MAX_WEBHOOKS_PER_USER,
+    DeliveriesPublic,
+    DeliveryPublic,
+    WebhookCreate,
+    WebhookPublic,
+    WebhooksPublic,
+    host_allowed,
+    refusal,
+)
+
+router = APIRouter(prefix="/webhooks", tags=["webhooks"])
+OWNER_ONLY = error_responses(*AUTHED, 403, 404)
+Limit = Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")]
+Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]
+
+
+def _public(hook: Webhook, owner: str) -> WebhookPublic:
+    return WebhookPublic(
+        id=str(hook.id),
+        owner=owner,
+        url=hook.url,
+        events=list(hook.events or []),
+        secret=hook.secret,
+        active=hook.active,
+        created_at=hook.created_at,
+    )
+
+
+def load_own_webhook(webhook_id: str, session: SessionDep, user: UserDep) -> tuple[Webhook, str]:
+    """The webhook of the path and its owner's name; 404, or 403 unless owner or admin."""
+    found = hooks_repo.get_webhook(session, parse_uuid(webhook_id, "webhook"))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"webhook {webhook_id} not found")
+    if found[0].owner_id != user.id and not user.is_admin:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "only the webhook's owner or an admin may do this"
+        )
+    return found
+
+
+OwnWebhookDep = Annotated[tuple[Webhook, str], Depends(load_own_webhook)]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(*AUTHED, *BODY))
+def create_webhook(
+    body: WebhookCreate, session: SessionDep, settings: SettingsDep, user: UserDep
+) -> WebhookPublic:
+    """Register a webhook for some events; the answer holds its signing secret."""
+    if not host_allowed(body.url, settings.webhook_allow):
+        raise FieldErrors([("url", refusal(body.url, settings.webhook_allow))])
+    if hooks_repo.count_of_owner(session, user.id) >= MAX_WEBHOOKS_PER_USER:
+        raise FieldErrors(
+            [("url", f"you have {MAX_WEBHOOKS_PER_USER} webhooks, the limit; delete one first")]
+        )
+    hook = hooks_repo.create_webhook(
+        session,
+        owner_id=user.id,
+        url=body.url,
+        events=list(body.events),
+        secret=body.secret or hooks_repo.new_secret(),
+    )
+    return _public(hook, user.name)
+
+
+def _owner_filter(user: User) -> uuid.UUID | None:
+    return None if user.is_admin else user.id
+
+
+@router.get("", responses=error_responses(*AUTHED, 422))
+def list_webhooks(
+    session: SessionDep, settings: SettingsDep, user: UserDep, limit: Limit = 50, offset: Offset = 0
+) -> WebhooksPublic:
+    """Your webhooks, newest first (an admin's list has everyone's)."""
+    check_page_size(limit, settings)
+    rows, count = hooks_repo.list_webhooks(session, _owner_filter(user), limit, offset)
+    return WebhooksPublic(data=[_public(h, o) for h, o in rows], count=count)
+
+
+@router.get("/{webhook_id}", responses=OWNER_ONLY)
+def get_webhook(found: OwnWebhookDep) -> WebhookPublic:
+    """One webhook, with its secret."""
+    return _public(*found)
+
+
+@router.delete("/{webhook_id}", status_code=status.HTTP_204_NO_CONTENT, responses=OWNER_ONLY)
+def delete_webhook(found: OwnWebhookDep, session: SessionDep) -> Response:
+    """Delete a webhook and its deliveries (pending ones are not sent)."""
+    hooks_repo.delete_webhook(session, found[0].id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{webhook_id}/test", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)
+def test_webhook(found: OwnWebhookDep, session: SessionDep) -> DeliveryPublic:
+    """Queue a `test` delivery; a worker sends it within seconds (see its deliveries)."""
+    return DeliveryPublic.model_validate(hooks_repo.queue_test(session, *found))
+
+
+@router.get("/{webhook_id}/deliveries", responses=error_responses(*AUTHED, 403, 404, 422))
+def list_deliveries(
+    found: OwnWebhookDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> DeliveriesPublic:
+    """The webhook's deliveries, newest first: status, attempts, next attempt, last HTTP status
+    or error."""
+    check_page_size(limit, settings)
+    rows, count = hooks_repo.list_deliveries(session, found[0].id, limit, offset)
+    return DeliveriesPublic(data=[DeliveryPublic.model_validate(r) for r in rows], count=count)
