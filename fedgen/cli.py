@@ -9,6 +9,9 @@ fedgen partition SPEC [--json]  print the per-user label histogram (--json: ever
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
 fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
+fedgen export RUN_ID [-o FILE|-] [--api URL] [--token T]
+                                a lab run's spec as YAML, with the command that reproduces it
+                                here (fedgen.export)
 
 "final" and "best" mean one thing everywhere (docs/metrics.md, `fedgen.stats`): the
 accuracy of the last model the run's protocol evaluates, and the highest over the same
@@ -380,9 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="validate a spec and print it with every default")
     v.add_argument("spec")
     v.set_defaults(func=cmd_validate)
-    from fedgen import study_cli
+    from fedgen import export, study_cli
 
     study_cli.add_parser(sub)
+    export.add_parser(sub)
     return p
 
 

@@ -1,0 +1,204 @@
+"""`fedgen export RUN_ID`: a lab run's spec as a YAML file, and the command that reproduces it.
+
+fedgen export RUN_ID [-o/--out FILE|-] [--api URL] [--token TOKEN]
+
+Fetches the run from the lab server (GET /api/v1/runs/{id}; FEDGEN_API_URL, default
+http://127.0.0.1:8000, and FEDGEN_TOKEN, as the dashboard reads them) and writes its spec to
+`run-<short id>.yaml` (`-` writes to stdout) under a comment header: the run's id, status, final
+accuracy, what it cost, the versions it ran with, and the command that runs it here
+(`fedgen run run-<short id>.yaml --out runs/<short id>`), which it also prints. The file is the
+spec the server stored (every default filled in), so `fedgen validate` accepts it and its
+result hash is the run's. A bad id, an unknown run, a refused token or an unreachable server:
+one line on stderr, exit code 2.
+
+Plain urllib: fedgen stays free of the server's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fedgen.resources import format_bytes
+from fedgen.spec import SpecError, parse_spec
+from fedgen.stats import format_acc
+
+DEFAULT_API = "http://127.0.0.1:8000"
+API_PREFIX = "/api/v1"
+EXIT_ERROR = 2
+TIMEOUT_S = 30.0
+
+
+class ExportError(Exception):
+    """Why the run could not be exported, as one line for the user."""
+
+
+def base_url(api: str) -> str:
+    """`host:8000`, `http://host:8000` or `.../api/v1/` -> `http://host:8000/api/v1`."""
+    url = api.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    return url if url.endswith(API_PREFIX) else url + API_PREFIX
+
+
+def fetch_run(run_id: str, api: str, token: str | None) -> dict[str, Any]:
+    """GET /runs/{id} from the lab server; ExportError says what went wrong."""
+    try:
+        rid = str(uuid.UUID(run_id.strip()))
+    except ValueError:
+        raise ExportError(
+            f"not a run id: {run_id!r} (the full id, as GET /runs lists it)"
+        ) from None
+    url = f"{base_url(api)}/runs/{rid}"
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:
+            body: dict[str, Any] = json.loads(resp.read())
+            return body
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise ExportError(f"no run {rid} on {base_url(api)}") from None
+        if exc.code in (401, 403):
+            raise ExportError(
+                f"{base_url(api)} refused the token ({exc.code}); set FEDGEN_TOKEN or --token"
+            ) from None
+        raise ExportError(f"{url} answered {exc.code}: {_detail(exc)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        why = getattr(exc, "reason", exc)
+        raise ExportError(
+            f"cannot reach the lab server at {base_url(api)} ({why}); set FEDGEN_API_URL or --api"
+        ) from None
+    except ValueError:
+        raise ExportError(f"{url} did not answer JSON (is it a FedGen Lab server?)") from None
+
+
+def _detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        text = exc.read().decode("utf-8", "replace")
+        detail = json.loads(text).get("detail", text)
+    except (ValueError, AttributeError, OSError):
+        detail = exc.reason
+    return str(detail).splitlines()[0][:200] if detail else ""
+
+
+def short_id(run_id: str) -> str:
+    """The first 8 hex digits of the id (file and folder names)."""
+    return run_id.replace("-", "")[:8]
+
+
+def reproduce_command(spec_file: str, run_id: str) -> str:
+    """The command that runs the exported spec here."""
+    return f"fedgen run {shlex.quote(spec_file)} --out runs/{short_id(run_id)}"
+
+
+def render(run: dict[str, Any], spec_file: str) -> str:
+    """The exported file: a comment header, then the spec as YAML."""
+    spec = run.get("spec")
+    if not isinstance(spec, dict):
+        raise ExportError(f"run {run.get('id')}: the server sent no spec")
+    try:
+        parsed = parse_spec(spec, f"run {run.get('id')}")
+    except SpecError as exc:  # a spec this fedgen cannot read (another version's fields)
+        first = exc.errors[0] if exc.errors else ("spec", "invalid")
+        raise ExportError(
+            f"run {run.get('id')}: this fedgen cannot read its spec ({first[0]}: {first[1]}); "
+            "install the code version the run used"
+        ) from None
+    summary = run.get("summary") or {}
+    versions = run.get("versions") or {}
+    last = run.get("rounds")
+    lines = [
+        f"# FedGen Lab run {run.get('id')} ({run.get('status')}), exported by `fedgen export`",
+        f"# owner {run.get('owner')}, created {run.get('created_at')}, worker {run.get('worker')}"
+        f" on {run.get('device')}",
+        f"# final {format_acc(summary.get('final_acc'), summary.get('final_round'), last)}"
+        f" · best {format_acc(summary.get('best_acc'), summary.get('best_round'), last)}"
+        if summary
+        else f"# no final accuracy yet (round {run.get('current_round')} of {run.get('rounds')})",
+        f"# cost: {_cost(run)}",
+        f"# spec_hash {parsed.spec_hash()} · result_hash {parsed.result_hash()}",
+        "# versions: "
+        + ", ".join(f"{k} {v}" for k, v in versions.items() if k != "numerics_changed")
+        if versions
+        else "# versions: not recorded yet",
+    ]
+    if versions.get("torch_threads"):
+        threads = versions["torch_threads"]
+        lines.append(f"# the worker ran torch on {threads} thread(s); add --threads {threads} to")
+        lines.append("# compute with the same kernels (bit-for-bit on the same CPU and torch)")
+    lines += [
+        "# reproduce it here:",
+        f"#   {reproduce_command(spec_file, str(run.get('id')))}",
+        "",
+    ]
+    body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+    return "\n".join(lines) + body
+
+
+def _cost(run: dict[str, Any]) -> str:
+    cpu = run.get("cpu_s")
+    parts = [
+        f"{cpu:.1f} CPU s" if isinstance(cpu, int | float) else "CPU s not measured",
+        f"peak memory {format_bytes(run.get('peak_rss_bytes'))}",
+    ]
+    if run.get("gpu_peak_bytes") is not None:
+        parts.append(f"GPU peak {format_bytes(run['gpu_peak_bytes'])}")
+    if run.get("oom_count"):
+        parts.append(f"{run['oom_count']} CUDA out-of-memory")
+    return ", ".join(parts)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    api = args.api or os.environ.get("FEDGEN_API_URL") or DEFAULT_API
+    token = args.token or os.environ.get("FEDGEN_TOKEN")
+    try:
+        run = fetch_run(args.run_id, api, token)
+        rid = str(run.get("id") or args.run_id)
+        out: str = args.out or f"run-{short_id(rid)}.yaml"
+        spec_file = "run.yaml" if out == "-" else out  # what the command names
+        text, command = render(run, spec_file), reproduce_command(spec_file, rid)
+    except ExportError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERROR
+    if out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        sys.stderr.write(f"save it as run.yaml, then: {command}\n")
+        return 0
+    try:
+        Path(out).write_text(text)
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write {out}: {exc.strerror or exc}\n")
+        return EXIT_ERROR
+    sys.stdout.write(f"wrote {out} (run {rid}, {run.get('status')}); reproduce it with:\n")
+    sys.stdout.write(command + "\n")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """`fedgen export` on the `fedgen` command's subparsers."""
+    e = sub.add_parser(
+        "export",
+        help="write a lab run's spec as YAML with the command that reproduces it here",
+        description="Fetch a run from the lab server and write its spec as YAML (a header "
+        "comment gives its id, status, final accuracy, versions and the command to run it).",
+    )
+    e.add_argument("run_id", metavar="RUN_ID", help="the run's id (as GET /runs lists it)")
+    e.add_argument(
+        "-o", "--out", help="the file to write (default run-<short id>.yaml; - for stdout)"
+    )
+    e.add_argument("--api", help=f"the lab server (default $FEDGEN_API_URL, else {DEFAULT_API})")
+    e.add_argument("--token", help="your API token (default $FEDGEN_TOKEN)")
+    e.set_defaults(func=cmd_export)

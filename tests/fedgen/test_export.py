@@ -1,0 +1,147 @@
+"""`fedgen export RUN_ID` against a real lab server (the API under uvicorn, on a real database):
+the YAML validates, carries the run's result hash, and its command reproduces the run's results;
+a bad id, an unknown run, a refused token or no server: one line, exit code 2."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+import yaml
+from sqlalchemy.orm import Session, sessionmaker
+
+import fedgen.runner as runner_mod
+from api.config import Settings
+from api.main import create_app
+from api.models import Run
+from fedgen.cli import main
+from fedgen.spec import load_spec, parse_spec
+from fedgen.stats import format_acc
+from tests.factories import create_run, create_user
+from worker.execution import execute_run
+
+# The server side is backend-agnostic here (one GET); SQLite keeps the real run quick.
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def server(settings: Settings, factory: sessionmaker[Session]) -> Iterator[str]:
+    """The API served by uvicorn on a free local port; its base URL."""
+    app = create_app(
+        settings, session_factory=factory, enqueue=lambda *_: None, broker_check=lambda: None
+    )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert srv.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+def test_export_writes_a_spec_that_reproduces_the_run(
+    server: str,
+    session: Session,
+    factory: sessionmaker[Session],
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A real 2-round run on the lab; `fedgen export` (FEDGEN_API_URL, FEDGEN_TOKEN) writes
+    run-<short>.yaml: `fedgen validate` accepts it, its hashes are the run's, its header says
+    status and final accuracy; the command it prints runs it here to the same final accuracy."""
+    user, token = create_user(session, "carol")
+    run = create_run(session, user, tags=["exported"])
+    assert execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == (
+        "succeeded"
+    )
+    session.expire_all()
+    row = session.get(Run, run.id)
+    assert row is not None
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FEDGEN_API_URL", server)
+    monkeypatch.setenv("FEDGEN_TOKEN", token)
+    short = str(run.id).replace("-", "")[:8]
+
+    assert main(["export", str(run.id)]) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    command = f"fedgen run run-{short}.yaml --out runs/{short}"
+    assert out[-1] == command
+    text = (tmp_path / f"run-{short}.yaml").read_text()
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert header[0].startswith(f"# FedGen Lab run {run.id} (succeeded)")
+    final = format_acc(row.summary["final_acc"], row.summary["final_round"], row.rounds)
+    assert any(line.startswith(f"# final {final}") for line in header)
+    assert any(line.startswith("# versions: ") and "torch " in line for line in header)
+    assert f"#   {command}" in header
+    exported = load_spec(tmp_path / f"run-{short}.yaml")
+    assert exported.spec_hash() == row.spec_hash
+    assert exported.result_hash() == parse_spec(row.spec).result_hash()
+    assert yaml.safe_load(text)["tags"] == ["exported"]
+    assert main(["validate", f"run-{short}.yaml"]) == 0
+    assert f"# spec_hash: {row.spec_hash}" in capsys.readouterr().out
+
+    assert main(command.split()[1:]) == 0  # what the user runs next
+
+    summary = yaml.safe_load((tmp_path / "runs" / short / "summary.json").read_text())
+    assert summary["final_acc"] == row.summary["final_acc"]
+    assert summary["best_acc"] == row.summary["best_acc"]
+
+
+def test_export_to_stdout(
+    server: str, session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o - writes the YAML to stdout (the command goes to stderr); a queued run has no final
+    accuracy yet, and says so."""
+    user, token = create_user(session, "carol")
+    run = create_run(session, user)
+
+    assert main(["export", str(run.id), "-o", "-", "--api", server, "--token", token]) == 0
+
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"# FedGen Lab run {run.id} (queued)")
+    assert "# no final accuracy yet (round -1 of 2)" in captured.out
+    assert parse_spec(yaml.safe_load(captured.out)).spec_hash() == run.spec_hash
+    short = str(run.id).replace("-", "")[:8]
+    assert captured.err.strip().endswith(f"fedgen run run.yaml --out runs/{short}")
+
+
+def test_export_errors_are_one_line_and_exit_2(
+    server: str, session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not an id, a run the server does not have, a wrong token, no server: one line each."""
+    _, token = create_user(session, "carol")
+    missing = "00000000-0000-0000-0000-000000000042"
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # bound, never listening: connection refused
+    cases = [
+        (["x1"], "error: not a run id: 'x1'"),
+        ([missing], f"error: no run {missing} on {server}/api/v1"),
+        ([missing, "--token", "wrong"], f"error: {server}/api/v1 refused the token (401)"),
+        (
+            [missing, "--api", f"127.0.0.1:{dead.getsockname()[1]}"],
+            f"error: cannot reach the lab server at http://127.0.0.1:{dead.getsockname()[1]}",
+        ),
+    ]
+    try:
+        for extra, message in cases:
+            argv = ["export", extra[0], "--api", server, "--token", token, *extra[1:]]
+            assert main(argv) == 2, extra
+            err = capsys.readouterr().err
+            assert err.startswith(message), err
+            assert err.count("\n") == 1, err  # one line, no traceback
+    finally:
+        dead.close()
