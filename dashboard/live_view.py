@@ -20,6 +20,7 @@ from dashboard import charts
 from dashboard.lab_view import short_version
 from dashboard.runs_view import DASH, state, stopped_at, when
 from fedgen import metric_names
+from fedgen.resources import format_bytes
 from fedgen.stats import format_acc, summarize_curve
 from fedgen.status import ACTIVE
 
@@ -207,6 +208,22 @@ def numerics_note(versions: dict[str, Any] | None) -> str | None:
         f"Numerics changed on resume ({'; '.join(parts)}): the curve is not bit-for-bit the one "
         "an uninterrupted run would give."
     )
+
+
+def cost_caption(run: dict[str, Any]) -> str | None:
+    """What the run cost (so far, while it runs): CPU seconds, peak memory, GPU peak, CUDA
+    out-of-memory errors; None before anything was measured."""
+    cpu, oom = run.get("cpu_s"), int(run.get("oom_count") or 0)
+    parts = [f"{cpu:,.1f} CPU s"] if isinstance(cpu, int | float) else []
+    if run.get("peak_rss_bytes") is not None:
+        parts.append(f"peak memory {format_bytes(run['peak_rss_bytes'])}")
+    if run.get("gpu_peak_bytes") is not None:
+        parts.append(f"GPU peak {format_bytes(run['gpu_peak_bytes'])}")
+    if oom:
+        parts.append(f"CUDA out of memory {oom} time{'s' if oom > 1 else ''}")
+    if not parts:
+        return None
+    return ("Cost so far: " if run.get("status") in ACTIVE else "Cost: ") + " · ".join(parts)
 
 
 def segments_label(segments: list[dict[str, Any]]) -> str:

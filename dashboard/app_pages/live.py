@@ -105,6 +105,9 @@ def where_it_ran(run: dict[str, Any]) -> None:
     numerics = live_view.numerics_note(run.get("versions"))
     if numerics:
         st.caption(f":orange[{numerics}]")
+    cost = live_view.cost_caption(run)
+    if cost:
+        st.caption(cost)
     with st.expander(live_view.segments_label(segments), expanded=len(segments) > 1):
         now = datetime.now(UTC)
         tz = runs_view.zone(st.context.timezone)
