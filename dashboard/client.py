@@ -373,6 +373,22 @@ class LabClient:
         resp = self._request("GET", f"/sweeps/{sweep_id}/summary", params={"format": fmt})
         return resp.text if fmt == "csv" else resp.json()
 
+    def plot_data(
+        self,
+        sweep_id: str,
+        x: str,
+        by: str = "algorithm",
+        statistic: str = "top5",
+        interval: str = "std",
+        target: float | None = None,
+        fmt: str = "json",
+    ) -> Any:
+        """GET /sweeps/{id}/plot-data: a statistic against x, one series per `by` value (or CSV)."""
+        params = {"x": x, "by": by, "statistic": statistic, "interval": interval,
+                  "target": target, "format": fmt}  # fmt: skip
+        resp = self._request("GET", f"/sweeps/{sweep_id}/plot-data", params=params)
+        return resp.text if fmt == "csv" else resp.json()
+
     def timing(self, sweep_id: str | None = None, algorithm: str | None = None) -> dict[str, Any]:
         """GET /timing: ms per user local update per algorithm (and generator batch size)."""
         return self._json("GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm})

@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import loaders, paper, runs_view, study_view, ui
+from dashboard import loaders, paper, runs_view, study_view, sweep_plot, ui
+from dashboard.client import LabClient
 from dashboard.tables import (
     frame_latex,
     summary_groups,
@@ -59,7 +60,30 @@ statistic = st.radio(
     "last aggregation: then named '@R-1'). best: the highest accuracy over the same rounds.",
 )  # fmt: skip
 
-ui.to_url({"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None})
+# The sweep plot's pickers, seeded from the URL (x and by are checked against the sweep there).
+ui.from_url("tables_plot_x", "x", None)
+ui.from_url("tables_plot_by", "by", None)
+ui.from_url("tables_plot_stat", "plot_stat", "top5", choices=list(sweep_plot.STATISTICS))
+ui.from_url("tables_plot_interval", "interval", "std", choices=list(sweep_plot.INTERVALS))
+ui.from_url("tables_plot_target", "target_pct", 70.0, cast=float)
+
+
+def plot_url() -> dict[str, Any]:
+    """The sweep plot's state for the URL (defaults left out)."""
+    ss = st.session_state
+    stat, interval = ss.get("tables_plot_stat"), ss.get("tables_plot_interval")
+    return {
+        "x": ss.get("tables_plot_x"),
+        "by": ss.get("tables_plot_by"),
+        "plot_stat": stat if stat != "top5" else None,
+        "interval": interval if interval != "std" else None,
+        "target_pct": ss.get("tables_plot_target") if stat == "time_to_target" else None,
+    }
+
+
+ui.to_url(
+    {"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None, **plot_url()}
+)
 
 
 def sweep_runs() -> list[dict[str, Any]]:
@@ -165,5 +189,79 @@ def panel() -> None:
         )
 
 
+@st.cache_data(ttl=2, show_spinner=False)
+def plot_data(url: str, token: str, sweep_id: str, fmt: str = "json", **query: Any) -> Any:
+    """GET /sweeps/{id}/plot-data (JSON, or its CSV)."""
+    with LabClient(url, token) as c:
+        return c.plot_data(sweep_id, fmt=fmt, **query)
+
+
+def plot_panel() -> None:
+    """The sweep plot: a statistic against a swept field, a line per value of another (a
+    fragment: refreshes with the tables while runs are active; points show n of their runs)."""
+    if not sweep_id:
+        return
+    st.header("Plot")
+    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+    varying = list(dict.fromkeys(f for g in summary.get("groups", []) for f in g.get("fields", {})))
+    if not varying:
+        st.info("Only the seed varies in this sweep: there is no field to plot against.")
+        return
+    ss = st.session_state
+    fields = sweep_plot.pick_fields(varying, ss.get("tables_plot_x"))
+    if ss.get("tables_plot_x") not in fields.x_options:
+        ss["tables_plot_x"] = fields.x_default
+    c1, c2, c3, c4 = st.columns(4)
+    label = sweep_plot.field_label
+    x = c1.selectbox("x", fields.x_options, key="tables_plot_x", format_func=label)
+    fields = sweep_plot.pick_fields(varying, x)
+    if ss.get("tables_plot_by") not in fields.by_options:
+        ss["tables_plot_by"] = fields.by_default
+    by = c2.selectbox("One line per", fields.by_options, key="tables_plot_by", format_func=label)
+    stat = c3.selectbox(
+        "Statistic", list(sweep_plot.STATISTICS), key="tables_plot_stat",
+        format_func=lambda k: sweep_plot.STATISTICS[k],
+        help="Each run's own figure (docs/metrics.md); time to target: the first round whose "
+        "accuracy reaches the target.",
+    )  # fmt: skip
+    interval = c4.radio(
+        "Bar", list(sweep_plot.INTERVALS), key="tables_plot_interval", horizontal=True,
+        format_func=lambda k: sweep_plot.INTERVALS[k],
+        help="± std over seeds, as the tables (top-5: pooled over each seed's 5 best rounds), "
+        "or the 95 % t interval of the mean over seeds.",
+    )  # fmt: skip
+    target = None
+    if stat == "time_to_target":
+        ss["tables_plot_target"] = min(max(float(ss["tables_plot_target"]), 1.0), 100.0)
+        pct = st.number_input("Target accuracy (%)", 1.0, 100.0, step=1.0, key="tables_plot_target")
+        target = round(pct / 100, 6)
+    ui.to_url(
+        {"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None, **plot_url()}
+    )
+    query = {"x": x, "by": by, "statistic": stat, "interval": interval, "target": target}
+    data = ui.try_call(plot_data, url, token, sweep_id, **query)
+    if data is None:
+        return
+    st.plotly_chart(sweep_plot.plot_figure(data, f"plot-{sweep_id}"), key="tables_plot")
+    counted = sum(p["n"] for s in data["series"] for p in s["points"])
+    left = ", ".join(f"{n} {s}" for s, n in sorted(data["excluded"]["counts"].items()))
+    st.caption(
+        f"Each point: the mean over its finished runs (n of the point's runs beside it while some "
+        f"are not), bar {sweep_plot.INTERVALS[interval]}. {counted} runs counted"
+        + (f"; not counted: {left}." if left else ".")
+    )
+    for w in data["warnings"]:
+        st.warning(w)
+    st.download_button(
+        "CSV", ui.call(plot_data, url, token, sweep_id, fmt="csv", **query),
+        f"sweep-{sweep_id}-plot.csv", "text/csv", key="tables_plot_csv",
+    )  # fmt: skip
+    parcoords = sweep_plot.parcoords_figure(data, f"parcoords-{sweep_id}")
+    if parcoords is not None:
+        st.subheader("Every group (parallel coordinates)")
+        st.plotly_chart(parcoords, key="tables_parcoords")
+
+
 in_flight = any(r.get("status") in ACTIVE for r in sweep_runs())
 st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()
+st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(plot_panel)()

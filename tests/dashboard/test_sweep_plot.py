@@ -1,0 +1,168 @@
+"""Sweep plot figures are pure: plot data in, plotly figure out (log x for α, bars, parcoords)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import sweep_plot
+
+
+def _point(x: Any, mean: float | None, lo: float | None, hi: float | None, n: int = 3,
+           total: int = 3, censored: bool = False) -> dict[str, Any]:  # fmt: skip
+    return {"x": x, "mean": mean, "std": None, "lo": lo, "hi": hi, "n": n, "n_total": total,
+            "reached": None, "censored": censored, "run_ids": [], "values": []}  # fmt: skip
+
+
+def _data(**changes: Any) -> dict[str, Any]:
+    """Plot data as the server sends it: α × algorithm, accuracies as fractions."""
+    data: dict[str, Any] = {
+        "x": "partition.alpha", "by": "algorithm.name", "statistic": "top5", "target": None,
+        "unit": "fraction", "interval": "std", "level": None, "log_x": True,
+        "series": [
+            {"by_value": "fedavg", "points": [_point(0.05, 0.60, 0.58, 0.63),
+                                              _point(1.0, 0.80, 0.79, 0.81)]},
+            {"by_value": "fedgen", "points": [_point(0.05, 0.70, 0.69, 0.72, n=2),
+                                              _point(1.0, None, None, None, n=0)]},
+        ],
+        "groups": [], "excluded": {"counts": {}, "run_ids": {}}, "warnings": [],
+        "varying": ["algorithm.name", "partition.alpha"],
+    }  # fmt: skip
+    return data | changes
+
+
+def test_alpha_is_log_x_with_asymmetric_error_bars_in_percent() -> None:
+    """One line per algorithm, % on y, bars from lo/hi; a point with no finished run is left out."""
+    # Execute
+    fig = sweep_plot.plot_figure(_data())
+    # Assert
+    assert fig.layout.xaxis.type == "log"
+    assert list(fig.layout.xaxis.ticktext) == ["0.05", "1"]
+    avg, gen = fig.data
+    assert avg.name == "algorithm=fedavg (n=3)"
+    assert list(avg.y) == pytest.approx([60.0, 80.0])
+    assert list(avg.error_y.array) == pytest.approx([3.0, 1.0])
+    assert list(avg.error_y.arrayminus) == pytest.approx([2.0, 1.0])
+    assert list(gen.x) == [0.05]  # α = 1 has no finished FedGen run yet
+    assert list(gen.text) == ["2/3"]  # partial: n of the point's runs
+    assert gen.name == "algorithm=fedgen (n=0–2)"
+    assert fig.layout.yaxis.title.text == "top-5 mean accuracy (%)"
+
+
+def test_linear_x_for_a_narrow_field_and_a_level_line_for_runs_without_it() -> None:
+    """B_G 8..128 is linear; FedAvg (no B_G) is a dashed level line with its ± band."""
+    # Prepare
+    data = _data(
+        x="algorithm.gen_batch_size", log_x=False,
+        series=[
+            {"by_value": "fedavg", "points": [_point(None, 0.5, 0.48, 0.52)]},
+            {"by_value": "fedgen", "points": [_point(8, 0.6, 0.59, 0.61),
+                                              _point(128, 0.65, 0.63, 0.67)]},
+        ],
+    )  # fmt: skip
+    # Execute
+    fig = sweep_plot.plot_figure(data)
+    # Assert
+    assert fig.layout.xaxis.type is None
+    kinds = [t.meta["kind"] for t in fig.data]
+    assert kinds == ["level-band", "level", "series"]
+    level = fig.data[1]
+    assert list(level.x) == [8, 128]
+    assert list(level.y) == pytest.approx([50.0, 50.0])
+    assert level.line.dash == "dash"
+    assert "no B_G" in level.name
+
+
+def test_time_to_target_in_rounds_marks_censored_points_open() -> None:
+    """Rounds are not scaled; a censored point (a lower bound) is an open marker without a bar."""
+    # Prepare
+    data = _data(
+        statistic="time_to_target", target=0.7, unit="round",
+        series=[{"by_value": "fedgen", "points": [_point(0.1, 12.0, 10.0, 14.0),
+                                                  _point(1.0, 30.0, None, None, censored=True)]}],
+    )  # fmt: skip
+    # Execute
+    fig = sweep_plot.plot_figure(data)
+    # Assert
+    (line,) = fig.data
+    assert list(line.y) == [12.0, 30.0]
+    assert list(line.marker.symbol) == ["circle", "circle-open"]
+    assert list(line.error_y.array) == [2.0, 0.0]
+    assert line.hovertext[1].startswith("≥ 30.0")
+    assert fig.layout.yaxis.title.text == "rounds to 70% accuracy"
+
+
+def test_parcoords_only_when_three_fields_vary() -> None:
+    """Three varying fields: one axis each (α on log10, names as ticks) plus the statistic."""
+    # Prepare
+    groups = [
+        {"label": "", "fields": {"algorithm.name": a, "partition.alpha": al, "local_steps": t},
+         "mean": m, "std": 0.0, "censored": False, "n": 3, "n_total": 3}
+        for a, al, t, m in [("fedavg", 0.1, 20, 0.6), ("fedgen", 1.0, 40, 0.7),
+                            ("fedgen", 0.1, 20, None)]
+    ]  # fmt: skip
+    three = _data(varying=["algorithm.name", "local_steps", "partition.alpha"], groups=groups)
+    # Execute
+    fig = sweep_plot.parcoords_figure(three)
+    two = sweep_plot.parcoords_figure(_data(groups=groups))
+    # Assert
+    assert two is None
+    assert fig is not None
+    (pc,) = fig.data
+    assert pc.type == "parcoords"
+    labels = [d.label for d in pc.dimensions]
+    assert labels == ["algorithm", "T (local_steps)", "α", "top-5 mean accuracy (%)"]
+    alg, steps, alpha, stat = pc.dimensions
+    assert list(alg.ticktext) == ["fedavg", "fedgen"]
+    assert list(alg.values) == [0, 1]  # the group without a finished run is left out
+    assert list(steps.values) == [20, 40]
+    assert list(alpha.values) == pytest.approx([-1.0, 0.0])
+    assert list(stat.values) == pytest.approx([60.0, 70.0])
+
+
+@pytest.mark.parametrize(
+    ("varying", "x", "expected"),
+    [
+        (["algorithm.name", "partition.alpha"], None, ("partition.alpha", ["algorithm.name"])),
+        (["algorithm.name", "algorithm.gen_batch_size"], None,
+         ("algorithm.gen_batch_size", ["algorithm.name"])),
+        (["algorithm.name", "local_steps", "partition.alpha"], "local_steps",
+         ("partition.alpha", ["algorithm.name", "partition.alpha"])),
+        (["algorithm.name"], None, ("algorithm.name", ["data.name"])),
+    ],
+)  # fmt: skip
+def test_pick_fields_prefers_alpha_then_bg_and_splits_by_algorithm(
+    varying: list[str], x: str | None, expected: tuple[str, list[str]]
+) -> None:
+    """x defaults to α (else B_G); by offers the algorithm first, never x itself."""
+    # Execute
+    fields = sweep_plot.pick_fields(varying, x)
+    # Assert
+    assert fields.x_default == expected[0]
+    assert fields.by_options == expected[1]
+    assert fields.by_default == expected[1][0]
+
+
+def test_paper_tables_page_plots_the_sweep_from_a_shared_link(
+    app_path: str, lab_env: dict[str, Any]
+) -> None:
+    """The page's Plot section: pickers from the link, the chart, its CSV; state in the URL."""
+    # Prepare: the seeded sweep varies only the algorithm (FedAvg, FedGen x 2 seeds).
+    at = AppTest.from_file(app_path, default_timeout=30)
+    at.run()
+    at.switch_page("app_pages/paper_tables.py")
+    at.query_params.update({"sweep": lab_env["sweep_id"], "plot_stat": "final", "interval": "ci95"})
+    # Execute
+    at.run()
+    # Assert
+    assert not at.exception
+    assert at.selectbox(key="tables_plot_x").value == "algorithm.name"
+    assert at.selectbox(key="tables_plot_by").value == "data.name"
+    assert at.selectbox(key="tables_plot_stat").value == "final"
+    assert at.radio(key="tables_plot_interval").value == "ci95"
+    assert at.query_params["x"] == "algorithm.name"
+    assert at.query_params["interval"] == "ci95"
+    assert len(at.get("plotly_chart")) == 1  # the line chart; one varying field: no parcoords
+    assert "4 runs counted" in "\n".join(str(c.value) for c in at.caption)
