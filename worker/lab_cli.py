@@ -170,6 +170,7 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
     from worker.capabilities import Advertised, install
     from worker.celery_app import celery_app, worker_sessionmaker
     from worker.reaper import start_dispatcher
+    from worker.webhook_sender import start_webhook_sender
 
     s = get_settings()
     s.ensure_dirs()
@@ -189,6 +190,8 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
         slots=slots,
         advertised=advertised,
     )
+    # Alerts go out from their own thread: a slow receiver never holds a run or a dispatch.
+    start_webhook_sender(worker_sessionmaker(), s)
     # solo/threads: no fork after CUDA init; one run at a time per GPU.
     argv = [
         "worker",
