@@ -40,7 +40,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
-from fedgen.data.registry import dataset_names, get_dataset
+from fedgen.data.registry import BUILTINS, dataset_names, get_dataset
 from fedgen.knobs import Home, knob_fields, knobs_in
 
 
@@ -89,8 +89,9 @@ AlgorithmName = Literal[
     "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen"
 ]
 ALGORITHM_NAMES: tuple[str, ...] = get_args(AlgorithmName)
-#: The built-in datasets as of import; every registered one (plugins too): `dataset_names()`.
-DATASET_NAMES: tuple[str, ...] = dataset_names()
+#: The built-in datasets; every registered one (plugins too): `dataset_names()`. Not read from
+#: the registry's look-ups here: they load the plugins, which may import this module.
+DATASET_NAMES: tuple[str, ...] = tuple(d.name for d in BUILTINS)
 
 # Hard limits, in one place so the docs and error messages agree.
 MAX_USERS = 1000

@@ -2,8 +2,8 @@
 
 Every dataset a spec may name (`data.name`) is a `DatasetDecl` registered here: the
 built-ins (`mnist`, `emnist-letters`, `fashion-mnist`, `celeba`, `synthetic`, `folder`) at
-import, plugins through `register_dataset` (fedgen.plugins calls it for each entry point of
-group `fedgen.datasets`). The spec's dataset field, its JSON schema, the checkpoint-size
+import (`BUILTINS`), plugins through `register_dataset` (fedgen.plugins calls it for each entry
+point of group `fedgen.datasets`; the look-ups below load the plugins on first use). The spec's dataset field, its JSON schema, the checkpoint-size
 estimate, the partition checks, the worker's offer and the dashboard's form all read this
 registry, so a registered dataset is known everywhere at once.
 
@@ -145,6 +145,20 @@ class DatasetDecl:
 
 _lock = threading.Lock()
 _registry: dict[str, DatasetDecl] = {}
+_plugins_asked = False
+
+
+def _with_plugins() -> None:
+    """Load the installed plugins (fedgen.plugins) on first use, so that every process sees the
+    same datasets; once per process (fedgen.plugins guards against a plugin that reads the
+    registry while it loads)."""
+    global _plugins_asked
+    if _plugins_asked:
+        return
+    _plugins_asked = True
+    from fedgen.plugins import load
+
+    load()
 
 
 def register_dataset(decl: DatasetDecl) -> DatasetDecl:
@@ -173,6 +187,7 @@ def unregister_dataset(name: str) -> None:
 
 def get_dataset(name: str) -> DatasetDecl:
     """The declaration of `name`; KeyError naming the registered ones if unknown."""
+    _with_plugins()
     try:
         return _registry[name]
     except KeyError:
@@ -182,12 +197,14 @@ def get_dataset(name: str) -> DatasetDecl:
 
 
 def dataset_names() -> tuple[str, ...]:
-    """Every registered dataset, built-ins first, then in registration order."""
+    """Every registered dataset, built-ins first, then the installed plugins'."""
+    _with_plugins()
     return tuple(_registry)
 
 
 def datasets() -> tuple[DatasetDecl, ...]:
     """Every registered declaration, in `dataset_names` order."""
+    _with_plugins()
     return tuple(_registry.values())
 
 
