@@ -71,20 +71,23 @@ def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec
 def partition_problem(spec: ExperimentSpec) -> str | None:
     """Why the spec's split cannot be drawn (checked without loading data), or None."""
     from fedgen.data.partition import (
-        KNOWN_TRAIN_CLASS_COUNTS,
         infeasible_partition,
         official_min_samples,
         synthetic_class_counts,
     )
+    from fedgen.data.registry import get_dataset
     from fedgen.fidelity import resolve
 
     d, p = spec.data, spec.partition
+    known = get_dataset(d.name).train_class_counts  # declared sizes, plugins' included
     if d.name == "synthetic":
         counts = synthetic_class_counts(d.synthetic_samples, d.synthetic_classes)
-    elif d.name in KNOWN_TRAIN_CLASS_COUNTS:
-        counts = KNOWN_TRAIN_CLASS_COUNTS[d.name]
+    elif known is not None:
+        counts = known
     else:
-        return None  # CelebA: natural groups, checked when loaded
+        # CelebA (natural groups), folder (its files are on the worker's host): checked when
+        # loaded, and the run fails saying why.
+        return None
     return infeasible_partition(
         counts,
         num_users=p.num_users,
