@@ -30,6 +30,7 @@ from api.routes import (
     webhooks,
     workers,
 )
+from fedgen import plugins
 
 API_PREFIX = "/api/v1"
 
@@ -99,6 +100,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Installed plugins (fedgen.plugins): which loaded, and each that failed, on stderr.
+        plugins.announce(loaded_too=True)
         engine = None
         if session_factory is None:
             s.ensure_dirs()

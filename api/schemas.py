@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from fedgen.algorithms.registry import sharing_predictor
 from fedgen.status import RunStatus
 
 
@@ -133,7 +134,8 @@ PRIORITY_DOC = (
 )
 CROSS_FIELD = (
     "Cross-field rules (422 with both fields named): users_per_round <= partition.num_users; "
-    "share='predictor' only with fedavg, feddistill-plus, feddf or fedgen; a partition the "
+    f"share='predictor' only with {' or '.join(sharing_predictor())} (the algorithms that "
+    "declare it); a partition the "
     "dataset can satisfy (enough samples for num_users x min_samples)."
 )
 

@@ -50,7 +50,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-ALGORITHMS = ["fedavg", "fedprox", "fedensemble", "feddistill", "fedgen"]
+BENCH_ALGORITHMS = ["fedavg", "fedprox", "fedensemble", "feddistill", "fedgen"]
 ALPHAS = [0.1, 1.0]
 BASE: dict[str, Any] = {
     "data": {"name": "fashion-mnist"},
@@ -122,8 +122,8 @@ def fill(
     from api.repository import metrics as metrics_repo
     from api.repository import runs as runs_repo
 
-    seeds = max(1, math.ceil(n_runs / (len(ALGORITHMS) * len(ALPHAS))))
-    grid = {"algorithm": ALGORITHMS, "partition.alpha": ALPHAS, "seed": list(range(seeds))}
+    seeds = max(1, math.ceil(n_runs / (len(BENCH_ALGORITHMS) * len(ALPHAS))))
+    grid = {"algorithm": BENCH_ALGORITHMS, "partition.alpha": ALPHAS, "seed": list(range(seeds))}
     base = {**BASE, "rounds": n_rounds}
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=api_url + "/api/v1", headers=headers, timeout=60) as c:
@@ -137,7 +137,7 @@ def fill(
     rng = np.random.default_rng(0)
     for rid in ids:
         spec = spec_of[rid]
-        alg = ALGORITHMS.index(spec["algorithm"]["name"])
+        alg = BENCH_ALGORITHMS.index(spec["algorithm"]["name"])
         acc = curve(rng, n_rounds, alg, float(spec["partition"]["alpha"]))
         lease = f"bench-{rid}"
         run_uuid = uuid.UUID(rid)
@@ -173,7 +173,7 @@ class RoundWriter(threading.Thread):
                     a = min(0.9, 0.5 + self.next_round / 1000 + i / 1000)
                     metrics_repo.write_round(
                         s, uuid.UUID(rid), f"bench-{rid}", round_=self.next_round,
-                        metrics=_metrics(a, i % len(ALGORITHMS)), users=[], checkpoints=[],
+                        metrics=_metrics(a, i % len(BENCH_ALGORITHMS)), users=[], checkpoints=[],
                         lease_s=3600,
                     )  # fmt: skip
             self.next_round += 1

@@ -29,10 +29,11 @@ from typing import Any
 
 import torch
 
+from fedgen.algorithms.registry import builtin_algorithms, get_algorithm, label
 from fedgen.events import MemorySink
 from fedgen.fidelity import resolve
 from fedgen.runner import run
-from fedgen.spec import ALGORITHM_NAMES, parse_spec
+from fedgen.spec import parse_spec
 from fedgen.stats import (
     common_final_round,
     format_acc,
@@ -41,16 +42,6 @@ from fedgen.stats import (
     reported_curve,
     summarize_curve,
 )
-
-LABELS = {
-    "fedavg": "FedAvg",
-    "fedprox": "FedProx",
-    "fedensemble": "FedEnsemble",
-    "feddistill": "FedDistill",
-    "feddistill-plus": "FedDistill+",
-    "feddf": "FedDF",
-    "fedgen": "FedGen",
-}
 
 
 def one_run(job: tuple[str, float, int, int, str]) -> tuple[str, float, int, list[float], float]:
@@ -148,7 +139,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--alphas", default="0.05,0.1,1")
-    p.add_argument("--algorithms", default=",".join(ALGORITHM_NAMES))
+    p.add_argument(
+        "--algorithms",
+        default=",".join(d.name for d in builtin_algorithms()),
+        help="spec names, plugins' included (default: the built-ins)",
+    )
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--profile", default="official", choices=["official", "paper"])
     p.add_argument("--save", default="", help="also write every accuracy curve to this JSON file")
@@ -156,11 +151,10 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     alphas = [float(a) for a in args.alphas.split(",")]
     algos = args.algorithms.split(",")
-    # Slowest algorithms first, so the processes finish together.
-    cost = {"fedensemble": 0, "feddf": 1, "fedgen": 2}
+    # Slowest algorithms first (their declared cost), so the processes finish together.
     jobs = [
         (a, al, s, args.rounds, args.profile)
-        for a in sorted(algos, key=lambda a: cost.get(a, 3))
+        for a in sorted(algos, key=lambda a: -get_algorithm(a).ms_per_round)
         for al in alphas
         for s in seeds
     ]
@@ -210,7 +204,7 @@ def main() -> None:
                 "Final = the last round the algorithm's protocol evaluates; '@N' marks a "
                 "final from round N (before_training never evaluates the last aggregation).\n"
             )
-        print("| alpha | " + " | ".join(LABELS.get(a, a) for a in algos) + " |")
+        print("| alpha | " + " | ".join(label(a) for a in algos) + " |")
         print("|---|" + "---|" * len(algos))
         for alpha in alphas:
             cells: list[Any] = [
@@ -220,7 +214,7 @@ def main() -> None:
             print(f"| {alpha:g} | " + " | ".join(cells) + " |")
     print(
         "\nseconds per run: "
-        + ", ".join(f"{LABELS.get(a, a)} {sum(w) / len(w):.0f}" for a, w in walls.items())
+        + ", ".join(f"{label(a)} {sum(w) / len(w):.0f}" for a, w in walls.items())
     )
 
 

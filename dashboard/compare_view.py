@@ -18,13 +18,11 @@ import pandas as pd
 from plotly.colors import qualitative
 
 from dashboard.tables import ENDED, STOPPED
+from fedgen.algorithms.registry import find_algorithm
 from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, run_label
 
-# One colour per algorithm, in the order fedgen.spec lists them; never reassigned by position
-# in a selection, so FedGen is the same colour at every α and on every page.
-ALGORITHM_ORDER = (
-    "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen",
-)  # fmt: skip
+# One colour per algorithm, its declaration's (fedgen.algorithms.registry, plugins too); never
+# reassigned by position in a selection, so FedGen is the same colour at every α and on every page.
 _PALETTE = qualitative.D3
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
@@ -33,8 +31,9 @@ ALGORITHM_FIELD = "algorithm.name"
 
 def algorithm_color(name: str | None) -> str:
     """The fixed colour of an algorithm (an unknown name gets a stable colour from its hash)."""
-    if name in ALGORITHM_ORDER:
-        return _PALETTE[ALGORITHM_ORDER.index(name) % len(_PALETTE)]
+    declared = find_algorithm(name)
+    if declared is not None:
+        return declared.colour
     return _PALETTE[zlib.crc32(str(name).encode()) % len(_PALETTE)]
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from fedgen.paper import ALGORITHMS
+from fedgen.paper import PAPER_LABELS
 
 POINTS = 100.0  # accuracies are stored as fractions; the page speaks in percentage points
 
@@ -23,7 +23,7 @@ def short_name(label: str) -> str:
     """A group label as a name: "algorithm=fedgen" -> "FedGen"; other labels stay as they are."""
     if label.startswith("algorithm=") and "," not in label:
         name = label.split("=", 1)[1]
-        return ALGORITHMS.get(name, name)
+        return PAPER_LABELS.get(name, name)
     return label
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fedgen.paper import (
-    ALGORITHMS,
+    PAPER_LABELS,
     DATASETS,
     TABLE1,
     TABLE2_FEDAVG,
@@ -16,7 +16,7 @@ from fedgen.paper import (
 )
 
 __all__ = [
-    "ALGORITHMS",
+    "PAPER_LABELS",
     "DATASETS",
     "TABLE1",
     "TABLE2_FEDAVG",

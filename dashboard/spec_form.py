@@ -27,16 +27,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fedgen import paper
+from fedgen.algorithms.registry import algorithm_names
 from fedgen.data.registry import dataset_names
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
-from fedgen.spec import ALGORITHM_NAMES
 from fedgen.specdict import get_dotted, set_dotted
 
 # The Runs page's filters (the form itself takes its choices from the schema); the datasets
 # registered in this process (fedgen.data.registry: built-ins, and plugins installed here).
 DATASETS = list(dataset_names())
-ALGORITHMS = list(ALGORITHM_NAMES)
+# The algorithms likewise (fedgen.algorithms.registry: built-ins and installed plugins).
+ALGORITHM_NAMES = list(algorithm_names())
 
 # Fields shown in the form's columns; every other spec field is under "Advanced".
 MAIN: dict[str, str] = {

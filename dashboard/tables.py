@@ -311,13 +311,13 @@ def table1_matrix(long: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     if long.empty:
         return pd.DataFrame(), pd.DataFrame()
-    algs = [a for a in paper.ALGORITHMS if a in set(long["algorithm"])]
+    algs = [a for a in paper.PAPER_LABELS if a in set(long["algorithm"])]
     algs += sorted(set(long["algorithm"]) - set(algs))
     index = list(dict.fromkeys(zip(long["dataset"], long["setting"], long["T"], strict=True)))
     text = pd.DataFrame(
         "",
         index=pd.MultiIndex.from_tuples(index, names=["dataset", "setting", "T"]),
-        columns=[paper.ALGORITHMS.get(a, a) for a in algs],
+        columns=[paper.PAPER_LABELS.get(a, a) for a in algs],
     )
     mask = pd.DataFrame(False, index=text.index, columns=text.columns)
     for key in index:
@@ -326,7 +326,7 @@ def table1_matrix(long: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ]
         best = sub.loc[sub["mean"].idxmax(), "algorithm"] if sub["mean"].notna().any() else None
         for rec in sub.to_dict("records"):
-            col = paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"])
+            col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
             cell = _cell(rec["mean"], rec["std"])
             if not math.isnan(rec["paper_mean"]):
                 cell += f" (paper {rec['paper_mean']:.2f}, Δ {rec['diff']:+.2f})"
@@ -352,7 +352,7 @@ def table1_latex(long: pd.DataFrame) -> str:
             (long["dataset"] == key[0]) & (long["setting"] == key[1]) & (long["T"] == key[2])
         ]
         by_col = {
-            paper.ALGORITHMS.get(a, a): r
+            paper.PAPER_LABELS.get(a, a): r
             for a, r in zip(sub["algorithm"], sub.to_dict("records"), strict=True)
         }
         ours, pub = [], []
@@ -396,7 +396,7 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
             label = f"FedGen B_G={int(bg)}"
             pm, ps = paper.TABLE3_FEDGEN.get(int(bg), (math.nan, math.nan))
         else:
-            label = paper.ALGORITHMS.get(alg, alg)
+            label = paper.PAPER_LABELS.get(alg, alg)
             pm, ps = paper.TABLE3_FEDAVG if alg == "fedavg" else (math.nan, math.nan)
         ref = base.get(key, math.nan)
         rows.append(

@@ -42,7 +42,7 @@ def versus_paper(long: pd.DataFrame) -> pd.DataFrame:
                 "dataset": rec["dataset"],
                 "setting": rec["setting"],
                 "T": int(rec["T"]),
-                "algorithm": paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"]),
+                "algorithm": paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"]),
                 "ours (%)": f"{mean:.2f} ± {number(rec['std']):.2f}",
                 "n": int(rec["n"]) if not math.isnan(number(rec["n"])) else 0,
                 "paper (%)": f"{pm:.2f} ± {ps:.2f}" if has_paper else NO_PAPER,

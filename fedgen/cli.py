@@ -8,6 +8,7 @@ fedgen resume DIR [--threads N] [--json]
 fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
+fedgen plugins [--json]         the installed plugins (algorithms, datasets): versions, errors
 fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
 fedgen export RUN_ID [-o FILE|-] [--api URL] [--token T]
                                 a lab run's spec as YAML, with the command that reproduces it
@@ -21,6 +22,7 @@ rounds, each with its round named when it is not the run's last round.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -328,6 +330,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from fedgen import plugins
+
+    records = plugins.load()
+    if args.json:
+        print(json.dumps([{**dataclasses.asdict(r), "ok": r.ok} for r in records]))
+    else:
+        print(plugins.table(records))
+    return 1 if any(not r.ok for r in records) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     threads = argparse.ArgumentParser(add_help=False)  # shared by run and resume
     threads.add_argument(
@@ -383,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="validate a spec and print it with every default")
     v.add_argument("spec")
     v.set_defaults(func=cmd_validate)
+    pl = sub.add_parser(
+        "plugins",
+        help="list the installed plugins (entry points fedgen.algorithms, fedgen.datasets) with "
+        "their distributions, versions and errors; exit code 1 when one failed to load",
+    )
+    pl.add_argument("--json", action="store_true", help="one JSON list instead of the table")
+    pl.set_defaults(func=cmd_plugins)
     from fedgen import export, study_cli
 
     study_cli.add_parser(sub)
@@ -394,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     from pydantic import ValidationError
 
     args = build_parser().parse_args(argv)
+    if args.command != "plugins":  # that one lists them itself
+        from fedgen import plugins
+
+        plugins.announce()  # a plugin that fails to load: one stderr line, built-ins unaffected
     try:
         code: int = args.func(args)
         return code

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from fedgen.data.registry import BUILTINS, get_dataset
 from fedgen.generator_presets import PRESETS, dataset_family
-from fedgen.spec import ExperimentSpec
+from fedgen.spec import ExperimentSpec, FedGenParams
 
 FLOAT = 4  # float32
 INT64 = 8
@@ -263,7 +263,7 @@ def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
         extra.add(classes * classes)  # global label logits
     elif algo.name == "feddf":
         extra.add(torch_rng, 1)
-    elif algo.name == "fedgen":
+    elif isinstance(algo, FedGenParams):
         hidden, noise = PRESETS[dataset_family(spec.data.name)][algo.preset]
         hidden = algo.hidden_dim if algo.hidden_dim is not None else hidden
         noise = algo.noise_dim if algo.noise_dim is not None else noise

@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -40,6 +40,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
+from fedgen.algorithms.registry import AlgorithmField, sharing_predictor
 from fedgen.data.registry import BUILTINS, dataset_names, get_dataset
 from fedgen.knobs import Home, knob_fields, knobs_in
 
@@ -85,10 +86,6 @@ class _DatasetEnum:
 DatasetName = Annotated[str, AfterValidator(_registered_dataset), _DatasetEnum()]
 #: FedDF's proxy: 'heldout' or a dataset that needs no data.folder.
 ProxyName = Annotated[str, AfterValidator(_proxy_name), _DatasetEnum("heldout", proxy=True)]
-AlgorithmName = Literal[
-    "fedavg", "fedprox", "fedensemble", "feddistill", "feddistill-plus", "feddf", "fedgen"
-]
-ALGORITHM_NAMES: tuple[str, ...] = get_args(AlgorithmName)
 #: The built-in datasets; every registered one (plugins too): `dataset_names()`. Not read from
 #: the registry's look-ups here: they load the plugins, which may import this module.
 DATASET_NAMES: tuple[str, ...] = tuple(d.name for d in BUILTINS)
@@ -272,13 +269,23 @@ class ModelSpec(_Strict):
     name: Literal["official-cnn", "mcmahan-cnn"] = "official-cnn"
 
 
-class FedAvgParams(_Strict):
+class AlgorithmParams(_Strict):
+    """The base of every algorithm's parameters (the spec's `algorithm` section).
+
+    A subclass sets `name: Literal["<its name>"] = "<its name>"` (the discriminator) and
+    bounded fields; its `AlgorithmDecl` (`fedgen.algorithms.registry`) registers it.
+    """
+
+    name: str
+
+
+class FedAvgParams(AlgorithmParams):
     """FedAvg (McMahan et al. 2017). Weighting is `fidelity.aggregation`."""
 
     name: Literal["fedavg"] = "fedavg"
 
 
-class FedProxParams(_Strict):
+class FedProxParams(AlgorithmParams):
     """FedProx (Li et al. 2020). `paper`: mu/2*||w-w_t||^2; `official`: lamda*(w-w_t) + l2*w."""
 
     name: Literal["fedprox"] = "fedprox"
@@ -290,13 +297,13 @@ class FedProxParams(_Strict):
     l2: float = Field(0.001, ge=0.0, le=100.0, description="Official variant: extra weight decay.")
 
 
-class FedEnsembleParams(_Strict):
+class FedEnsembleParams(AlgorithmParams):
     """FedEnsemble: FedAvg training, evaluated as the ensemble of all users' models."""
 
     name: Literal["fedensemble"] = "fedensemble"
 
 
-class FedDistillParams(_Strict):
+class FedDistillParams(AlgorithmParams):
     """FedDistill (Jeong et al. 2018): users share per-label mean logits, not weights."""
 
     name: Literal["feddistill"] = "feddistill"
@@ -305,7 +312,7 @@ class FedDistillParams(_Strict):
     )
 
 
-class FedDistillPlusParams(_Strict):
+class FedDistillPlusParams(AlgorithmParams):
     """FedDistill+ (official name FedDistill-FL): FedDistill plus parameter averaging."""
 
     name: Literal["feddistill-plus"] = "feddistill-plus"
@@ -314,7 +321,7 @@ class FedDistillPlusParams(_Strict):
     )
 
 
-class FedDFParams(_Strict):
+class FedDFParams(AlgorithmParams):
     """FedDF (Lin et al. 2020): server-side ensemble distillation on an unlabeled proxy set."""
 
     name: Literal["feddf"] = "feddf"
@@ -364,7 +371,7 @@ GeneratorPreset = Literal["default", "cnn0", "cnn1", "cnn2", "cnn3"]
 
 
 @_with_knobs("fedgen")
-class FedGenParams(_Strict):
+class FedGenParams(AlgorithmParams):
     """FedGen (Zhu et al. 2021): a server-side conditional generator of latent features.
 
     Dimensions left None come from `preset` (Table 2 configurations, reference §4); the
@@ -384,16 +391,9 @@ class FedGenParams(_Strict):
     )
 
 
-AlgorithmParams = (
-    FedAvgParams
-    | FedProxParams
-    | FedEnsembleParams
-    | FedDistillParams
-    | FedDistillPlusParams
-    | FedDFParams
-    | FedGenParams
-)
-AlgorithmSpec = Annotated[AlgorithmParams, Field(discriminator="name")]
+# Discriminated on `name` over every registered params class, plugins' included
+# (`fedgen.algorithms.registry`: validation and JSON schema follow the registry).
+AlgorithmSpec = Annotated[AlgorithmParams, AlgorithmField]
 
 
 @_with_knobs("fidelity")
@@ -473,15 +473,10 @@ class ExperimentSpec(_Strict):
                 f"users_per_round={self.users_per_round} exceeds partition.num_users="
                 f"{self.partition.num_users}",
             )
-        if self.share == "predictor" and self.algorithm.name not in (
-            "fedavg",
-            "feddistill-plus",
-            "feddf",
-            "fedgen",
-        ):
+        if self.share == "predictor" and self.algorithm.name not in sharing_predictor():
             raise CrossFieldError(
                 ("share", "algorithm.name"),
-                f"share='predictor' is supported by fedavg, feddistill-plus, feddf and fedgen, "
+                f"share='predictor' is supported by {_and(sharing_predictor())}, "
                 f"not {self.algorithm.name}",
             )
         return self
@@ -501,6 +496,11 @@ class ExperimentSpec(_Strict):
         return hashlib.sha256(
             json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16]
+
+def _and(names: tuple[str, ...]) -> str:
+    """('a', 'b', 'c') -> 'a, b and c'."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
 
 
 class CrossFieldError(ValueError):
@@ -577,7 +577,8 @@ def parse_spec(data: Any, source: str = "spec", *, strict: bool = False) -> Expe
     if strict:  # JSON Schema counts 3.0 as an integer; pydantic's strict mode does not
         data = _integral_floats_as_ints(data)
     try:
-        return ExperimentSpec.model_validate(data, strict=strict)
+        # The context carries `strict` into the algorithm section (validated by the registry).
+        return ExperimentSpec.model_validate(data, strict=strict, context={"strict": strict})
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc), source) from None
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgen import paper
+from fedgen.algorithms.registry import get_algorithm
 from fedgen.data.registry import dataset_names
 from fedgen.fidelity import resolve
 from fedgen.generator_presets import PRESETS, dataset_family
@@ -65,22 +66,10 @@ ALL_ALGORITHMS: tuple[str, ...] = tuple(paper.PAPER_LABELS)
 FIG5_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedprox", "feddistill-plus", "feddf", "fedgen")
 
 # -- CPU time estimate -------------------------------------------------------------
-# ms per round on one core at the paper setting (10 users x T=20, official CNN,
-# Fashion-MNIST), the median over the runs of the Fashion-MNIST studies of 2026-12-01
-# (table2, table3, fig5-delay, Table 1's FedDistill column: 2 processes x 1 thread, the
-# runs' own `wall_s` / rounds; docs/results/studies-fashion-mnist.md). FedEnsemble had no
-# run that day: FedAvg's figure times its ratio to FedAvg in the 2026-11-30 Table 1 (3.9).
-# The VM's speed varies about 2x from day to day, and the dataset and model factors are
-# guesses: this is an estimate, not a measurement.
-EST_MS_PER_ROUND: dict[str, float] = {
-    "fedavg": 330.0,
-    "fedprox": 365.0,
-    "fedensemble": 1280.0,
-    "feddistill": 365.0,
-    "feddistill-plus": 590.0,
-    "feddf": 1610.0,
-    "fedgen": 405.0,
-}
+# Each algorithm's ms per round on one core at the paper setting is its declaration's
+# `ms_per_round` (fedgen.algorithms.builtin says where the built-ins' come from; a plugin
+# cannot register without one). The VM's speed varies about 2x from day to day, and the
+# dataset and model factors are guesses: this is an estimate, not a measurement.
 EST_DATASET_FACTOR: dict[str, float] = {
     "mnist": 1.0,
     "fashion-mnist": 1.0,
@@ -92,10 +81,10 @@ EST_MODEL_FACTOR: dict[str, float] = {"official-cnn": 1.0, "mcmahan-cnn": 8.0}
 
 
 def estimate_cpu_s(spec: ExperimentSpec) -> float:
-    """Estimated CPU seconds of one run on one core (see EST_MS_PER_ROUND: an estimate)."""
+    """Estimated CPU seconds of one run on one core (the algorithm's `ms_per_round`, scaled)."""
     work = spec.users_per_round * spec.local_steps / 200.0  # 1.0 at the paper setting
     ms = (
-        EST_MS_PER_ROUND.get(spec.algorithm.name, 300.0)
+        get_algorithm(spec.algorithm.name).ms_per_round
         * EST_DATASET_FACTOR.get(spec.data.name, 1.0)
         * EST_MODEL_FACTOR.get(spec.model.name, 1.0)
         * (0.3 + 0.7 * work)
@@ -523,7 +512,7 @@ class Plan:
 
     @property
     def est_cpu_s(self) -> float:
-        """Estimated CPU seconds on one core, all runs (an estimate, see EST_MS_PER_ROUND)."""
+        """Estimated CPU seconds on one core, all runs (an estimate: `estimate_cpu_s`)."""
         return sum(estimate_cpu_s(s) for s in self.specs)
 
     def to_dict(self) -> dict[str, Any]:

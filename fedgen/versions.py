@@ -1,4 +1,4 @@
-"""The software versions recorded with every run (fedgen, torch, numpy, python, code).
+"""The software versions recorded with every run (fedgen, torch, numpy, python, code, plugins).
 
 Imports neither torch nor numpy: a package that this process has already imported
 reports its own `__version__` (with the build's local label, e.g. `2.14.1+cu130`);
@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 import fedgen
+from fedgen.plugins import version_entries
 from fedgen.threads import current_threads
 
 
@@ -77,7 +78,9 @@ def code_version() -> str:
 
 def versions() -> dict[str, str]:
     """{"fedgen", "torch", "numpy", "python"} -> version; a package not installed is left out;
-    "code" -> `code_version()` (the commit or source hash this process runs).
+    "code" -> `code_version()` (the commit or source hash this process runs); "plugin:<name>"
+    -> "<distribution> <version>" of each plugin loaded (`fedgen.plugins`), whose algorithms
+    and datasets a run may use.
 
     A process that has loaded torch (a run) also records "torch_threads", the intra-op
     threads it runs with (`fedgen run --threads`, a lab worker slot's share of the cores), and
@@ -93,6 +96,7 @@ def versions() -> dict[str, str]:
             out[package] = found
     out["python"] = platform.python_version()
     out["code"] = code_version()
+    out.update(version_entries())  # "plugin:<name>": "<distribution> <version>"
     threads = current_threads()
     if threads is not None:
         out["torch_threads"] = str(threads)

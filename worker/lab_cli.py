@@ -15,6 +15,7 @@ import sys
 from urllib.parse import urlsplit, urlunsplit
 
 from api.config import Settings, get_settings
+from fedgen import plugins
 
 EMBEDDED_FLAG_HELP = (
     "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
@@ -172,6 +173,8 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
     from worker.reaper import start_dispatcher
     from worker.webhook_sender import start_webhook_sender
 
+    # Installed plugins (fedgen.plugins): which loaded, and each that failed, on stderr.
+    plugins.announce(loaded_too=True)
     s = get_settings()
     s.ensure_dirs()
     queues = prefixed(base_queues, s.queue_prefix)

@@ -122,7 +122,7 @@ def panel() -> None:
             for rec in long.to_dict("records"):
                 if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
                     key = (rec["dataset"], rec["setting"], rec["T"])
-                    col = paper.ALGORITHMS.get(rec["algorithm"], rec["algorithm"])
+                    col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
                     text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
             styled = text.style.apply(
                 lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
@@ -152,7 +152,7 @@ def panel() -> None:
         pub = pd.DataFrame(
             [
                 {"dataset": k.dataset, "setting": k.setting, "T": k.local_steps,
-                 **{paper.ALGORITHMS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
+                 **{paper.PAPER_LABELS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
                 for k, v in paper.TABLE1.items()
             ]
         )  # fmt: skip

@@ -18,7 +18,7 @@ import yaml
 from dashboard import loaders, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
-from dashboard.spec_form import ALGORITHMS, DATASETS
+from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
 from fedgen import specdict
 from fedgen.status import ACTIVE, RUN_STATUSES
 
@@ -26,7 +26,7 @@ STATUSES = ["", *RUN_STATUSES]
 # widget key -> (query parameter, choices or None for free text)
 FILTERS: dict[str, tuple[str, list[str] | None]] = {
     "runs_status": ("status", STATUSES),
-    "runs_alg": ("algorithm", ["", *ALGORITHMS]),
+    "runs_alg": ("algorithm", ["", *ALGORITHM_NAMES]),
     "runs_data": ("dataset", ["", *DATASETS]),
     "runs_owner": ("owner", None),
     "runs_tag": ("tag", None),

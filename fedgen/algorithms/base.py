@@ -30,7 +30,7 @@ __all__ = ["Algorithm", "ClientUpload", "RunContext"]
 
 
 class Algorithm(Generic[P]):
-    """One federated algorithm. Subclasses register in `fedgen.algorithms.ALGORITHMS`."""
+    """One federated algorithm. Each is declared once (`fedgen.algorithms.registry`)."""
 
     # Personalised models: nothing is shared (see `Federation`).
     personal: ClassVar[bool] = False

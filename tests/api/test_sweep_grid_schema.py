@@ -15,7 +15,8 @@ import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 
-from fedgen.spec import ALGORITHM_NAMES, ExperimentSpec, SpecError
+from fedgen.algorithms.registry import algorithm_names
+from fedgen.spec import ExperimentSpec, SpecError
 from fedgen.sweep import SweepSpec, expand
 
 API = "/api/v1"
@@ -42,7 +43,7 @@ def sweep_validator(client: TestClient) -> jsonschema.protocols.Validator:
 def _params() -> dict[str, dict[str, Any]]:
     """Every algorithm parameter -> {algorithm having it: its default value}."""
     out: dict[str, dict[str, Any]] = {}
-    for name in ALGORITHM_NAMES:
+    for name in algorithm_names():
         algo = ExperimentSpec.model_validate({"algorithm": {"name": name}}).algorithm
         for p, value in algo.model_dump(mode="json").items():
             if p != "name":
@@ -67,7 +68,7 @@ def test_schema_and_api_agree_on_every_algorithm_and_parameter(
     grids = []
     for param, owners in _params().items():
         value = next(iter(owners.values()))
-        for algo in ALGORITHM_NAMES:
+        for algo in algorithm_names():
             for entry in (algo, {"name": algo}):
                 grids.append({"algorithm": [entry], f"algorithm.{param}": [value]})
                 grids.append({f"algorithm.{param}": [value], "algorithm": [entry]})
@@ -88,7 +89,7 @@ def test_schema_and_api_agree_on_the_bases_algorithm(
     the body exactly when the API accepts it."""
     # Prepare
     bases: list[dict[str, Any]] = [{}, {"rounds": 2}]
-    bases += [{"algorithm": {"name": a}} for a in ALGORITHM_NAMES]
+    bases += [{"algorithm": {"name": a}} for a in algorithm_names()]
     bodies = []
     for param, owners in _params().items():
         for base in bases:
