@@ -497,10 +497,10 @@ class ExperimentSpec(_Strict):
             json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16]
 
+
 def _and(names: tuple[str, ...]) -> str:
     """('a', 'b', 'c') -> 'a, b and c'."""
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
-
 
 
 class CrossFieldError(ValueError):
