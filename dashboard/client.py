@@ -190,6 +190,32 @@ class LabClient:
         """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
         return self._json("GET", "/workers")
 
+    # -- webhooks --------------------------------------------------------------
+    def list_webhooks(self, limit: int = 100) -> dict[str, Any]:
+        """GET /webhooks: yours (an admin's list has everyone's)."""
+        return self._json("GET", "/webhooks", params={"limit": limit})
+
+    def create_webhook(
+        self, url: str, events: list[str], secret: str | None = None
+    ) -> dict[str, Any]:
+        """POST /webhooks: the new webhook, with its signing secret."""
+        body: dict[str, Any] = {"url": url, "events": events}
+        if secret:
+            body["secret"] = secret
+        return self._json("POST", "/webhooks", json=body)
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """DELETE /webhooks/{id} (its deliveries go with it)."""
+        self._request("DELETE", f"/webhooks/{webhook_id}")
+
+    def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """POST /webhooks/{id}/test: the queued `test` delivery."""
+        return self._json("POST", f"/webhooks/{webhook_id}/test")
+
+    def webhook_deliveries(self, webhook_id: str, limit: int = 20) -> dict[str, Any]:
+        """GET /webhooks/{id}/deliveries: the newest `limit`."""
+        return self._json("GET", f"/webhooks/{webhook_id}/deliveries", params={"limit": limit})
+
     # -- runs ------------------------------------------------------------------
     def list_runs(self, **filters: Any) -> dict[str, Any]:
         """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, limit, offset)."""

@@ -93,6 +93,9 @@ pages = [
         url_path="tables",
     ),
     st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
+    st.Page(
+        _PAGES / "settings.py", title="Alerts", icon=":material/notifications:", url_path="settings"
+    ),
 ]
 BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""
 HOME = pages[0]

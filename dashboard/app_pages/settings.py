@@ -1,0 +1,140 @@
+"""Alerts: your webhooks (add one, delete, send a test) and each one's recent deliveries.
+
+A webhook gets a signed JSON POST when a run fails or succeeds, or a sweep or study finishes;
+the workers send it, retrying a receiver that is down. The body's `text` field is what a
+Slack incoming webhook shows. Which hosts may be targets is the admin's FEDGEN_WEBHOOK_ALLOW.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+import streamlit as st
+
+from dashboard import alerts_view, runs_view, ui
+from dashboard.client import ApiError, error_fields
+
+REFRESH_S = 5
+DELIVERIES_SHOWN = 20
+HOW_TO_VERIFY = (
+    "Each POST carries `X-FedGen-Event`, `X-FedGen-Delivery` (its id, the same on every retry) "
+    "and `X-FedGen-Signature: sha256=<hex HMAC-SHA256 of the raw body with the secret>`."
+)
+
+st.title("Alerts")
+st.caption(
+    "Webhooks: a signed JSON POST to your URL when a run fails or succeeds, or a sweep or a "
+    "study finishes, with a Slack-compatible `text`. The lab's workers send them and retry "
+    "a receiver that is down (2, 4, 8 … s); a delivery never holds a run back."
+)
+client = ui.client()
+
+
+def _tz() -> tzinfo:
+    return runs_view.zone(st.context.timezone)
+
+
+def add_form() -> None:
+    """URL, events, optional secret; the 422's field messages are shown under the form."""
+    with st.form("alerts_add", clear_on_submit=False, border=True):
+        st.markdown("**Add a webhook**")
+        url = st.text_input(
+            "URL",
+            key="alerts_url",
+            placeholder="https://hooks.slack.com/services/…",
+            help="http(s); its host must be allowed by the lab's FEDGEN_WEBHOOK_ALLOW",
+        )
+        cols = st.columns(len(alerts_view.EVENTS))
+        chosen = [
+            event
+            for col, (event, label) in zip(cols, alerts_view.EVENTS.items(), strict=True)
+            if col.checkbox(label, value=event == "run.failed", key=f"alerts_ev_{event}")
+        ]
+        secret = st.text_input(
+            "Secret (optional)",
+            key="alerts_secret",
+            type="password",
+            help="16 to 128 printable characters; a random one is made when left empty",
+        )
+        if not st.form_submit_button("Add webhook", icon=":material/add_alert:"):
+            return
+    try:
+        hook = client.create_webhook(url.strip(), chosen, secret.strip() or None)
+    except ApiError as exc:
+        fields = error_fields(exc.detail) if exc.status == 422 else {}
+        if not fields:
+            ui.show_error(exc)
+        for name, msg in fields.items():
+            st.error(f"{name}: {msg}", icon=":material/error:")
+        return
+    st.success(f"Webhook to {hook['url']} added.", icon=":material/check:")
+
+
+def deliveries(hook_id: str, now: datetime) -> None:
+    """The hook's newest deliveries."""
+    page = ui.try_call(client.webhook_deliveries, hook_id, DELIVERIES_SHOWN)
+    if page is None:
+        return
+    rows = list(page.get("data") or [])
+    if not rows:
+        st.caption("No delivery yet.")
+        return
+    st.dataframe(
+        alerts_view.deliveries_table(rows, now, _tz()),
+        hide_index=True,
+        key=f"alerts_log_{hook_id}",
+        column_config={
+            "subject": st.column_config.TextColumn(
+                "subject", help="The run's or sweep's id (first 8 characters)"
+            ),
+            "status": st.column_config.TextColumn(
+                "status", help="queued: not tried yet; retrying: tried, tries again later"
+            ),
+            "HTTP": st.column_config.TextColumn("HTTP", help="The last attempt's status code"),
+        },
+    )
+    st.caption(f"{page.get('count', len(rows))} deliveries in all; the newest shown.")
+
+
+def hook_card(hook: dict[str, Any], now: datetime) -> None:
+    """One webhook: where, which events, its buttons and its deliveries."""
+    hid = str(hook["id"])
+    with st.container(border=True):
+        head, test_col, delete_col = st.columns([6, 1.2, 1])
+        head.markdown(f"**{hook['url']}**")
+        head.caption(
+            f"{alerts_view.events_text(hook.get('events') or [])} · owner {hook.get('owner')} · "
+            f"added {runs_view.when(hook.get('created_at'), now, _tz())}"
+        )
+        if test_col.button("Send test", key=f"alerts_test_{hid}", icon=":material/send:"):
+            if ui.try_call(client.test_webhook, hid) is not None:
+                st.toast("Test delivery queued; a worker sends it within seconds.")
+        if delete_col.button("Delete", key=f"alerts_del_{hid}", icon=":material/delete:"):
+            try:
+                client.delete_webhook(hid)
+            except ApiError as exc:
+                ui.show_error(exc)
+            else:
+                st.rerun()
+        with st.expander("Signing secret"):
+            st.code(hook.get("secret") or "", language=None)
+            st.caption(HOW_TO_VERIFY)
+        deliveries(hid, now)
+
+
+def hooks_panel() -> None:
+    """Every webhook of yours (an admin sees all), refreshed every few seconds."""
+    page = ui.call(client.list_webhooks)
+    hooks = list(page.get("data") or [])
+    now = datetime.now(UTC)
+    if not hooks:
+        st.info("No webhook yet: add one above.", icon=":material/notifications_off:")
+        return
+    st.caption(f"{len(hooks)} webhook(s) · refreshed every {REFRESH_S} s")
+    for hook in hooks:
+        hook_card(hook, now)
+
+
+add_form()
+st.fragment(run_every=f"{REFRESH_S}s")(hooks_panel)()
