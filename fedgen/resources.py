@@ -101,6 +101,8 @@ class ResourceMeter:
 
     def __init__(self, device: str = "cpu") -> None:
         self.cuda = cuda_in_use(device)
+        # The spec's "cuda:N" (None: "cuda", the current device), as the runner places tensors.
+        self.index = int(device.split(":", 1)[1]) if self.cuda and ":" in device else None
         self._lock = threading.Lock()
         self._cpu0 = time.process_time()
         self._peak_rss: int | None = None
@@ -114,8 +116,8 @@ class ResourceMeter:
         if self.cuda:
             import torch
 
-            torch.cuda.reset_peak_memory_stats()
-            self.free_at_start, self.total_bytes = gpu_memory()
+            torch.cuda.reset_peak_memory_stats(self.index)
+            self.free_at_start, self.total_bytes = gpu_memory(self.index)
         return self
 
     def sample(self) -> None:
@@ -131,7 +133,7 @@ class ResourceMeter:
         if self.cuda:
             import torch
 
-            gpu = int(torch.cuda.max_memory_allocated())
+            gpu = int(torch.cuda.max_memory_allocated(self.index))
         with self._lock:
             return Cost(time.process_time() - self._cpu0, self._peak_rss, gpu)
 

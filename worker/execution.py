@@ -472,7 +472,7 @@ def _out_of_memory(
     on it: api.fairshare.LiveWorker.has_memory); out of memory MAX_OOMS times: failed."""
     free, total = meter.free_at_start, meter.total_bytes
     if free is None:  # not measured at the start: what the device has now the run is gone
-        free, total = gpu_memory()
+        free, total = gpu_memory(meter.index)
     device = device_label(spec.device)
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
     error = f"CUDA out of memory on {device} ({format_bytes(free)}/{format_bytes(total)} free): "
