@@ -236,6 +236,30 @@ def test_a_failed_load_from_a_runs_own_root_keeps_the_dataset_offered(
     assert f"no worker could load dataset synthetic in {MAX_HAND_BACKS} attempts" in row.error
 
 
+def test_a_failed_folder_load_keeps_the_folder_dataset_offered(
+    session: Session,
+    factory: sessionmaker[Session],
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A `folder` run names its own files: its failed load hands it back, and the worker goes on
+    offering `folder` to the next run (whose folder may well be there)."""
+    user, _ = create_user(session, "carol")
+    folder = {"path": "missing", "classes": 3}
+    run = create_run(session, user, data={"name": "folder", "folder": folder})
+    advertised = Advertised(1, root=tmp_path)
+    monkeypatch.setattr(capabilities, "_current", advertised)
+    assert "folder" in advertised.datasets()
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise DatasetError("data.folder: folder missing does not exist (a test)")
+
+    out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
+    assert out == "handed-back"
+    assert "folder" in advertised.datasets()
+
+
 def test_workers_endpoint_lists_live_workers_and_their_runs(
     session: Session, settings: Settings, client: TestClient, auth: dict[str, str]
 ) -> None:
