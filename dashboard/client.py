@@ -218,7 +218,8 @@ class LabClient:
 
     # -- runs ------------------------------------------------------------------
     def list_runs(self, **filters: Any) -> dict[str, Any]:
-        """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, limit, offset)."""
+        """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, where: a
+        list of `field=value`, q, limit, offset)."""
         return self._json("GET", "/runs", params=filters)
 
     def get_run(self, run_id: str) -> dict[str, Any]:
@@ -236,6 +237,20 @@ class LabClient:
     def delete_run(self, run_id: str) -> None:
         """DELETE /runs/{id}."""
         self._request("DELETE", f"/runs/{run_id}")
+
+    def annotate_run(
+        self, run_id: str, *, tags: list[str] | None = None, note: str | None = None
+    ) -> dict[str, Any]:
+        """PATCH /runs/{id}: new tags and/or note (owner or admin)."""
+        body = {k: v for k, v in {"tags": tags, "note": note}.items() if v is not None}
+        return self._json("PATCH", f"/runs/{run_id}", json=body)
+
+    def annotate_sweep(
+        self, sweep_id: str, *, tags: list[str] | None = None, note: str | None = None
+    ) -> dict[str, Any]:
+        """PATCH /sweeps/{id}: new tags and/or note (owner or admin)."""
+        body = {k: v for k, v in {"tags": tags, "note": note}.items() if v is not None}
+        return self._json("PATCH", f"/sweeps/{sweep_id}", json=body)
 
     def clone_run(self, run_id: str, changes: dict[str, Any] | None = None) -> dict[str, Any]:
         """POST /runs/{id}/clone with dotted-field changes."""

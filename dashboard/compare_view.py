@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 from plotly.colors import qualitative
 
-from dashboard.tables import ENDED, STOPPED
+from dashboard.tables import ENDED, STOPPED, group_labels
 from fedgen.algorithms.registry import find_algorithm
-from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, run_label
+from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, group_label
 
 # One colour per algorithm, its declaration's (fedgen.algorithms.registry, plugins too); never
 # reassigned by position in a selection, so FedGen is the same colour at every α and on every page.
@@ -38,14 +38,26 @@ def algorithm_color(name: str | None) -> str:
 
 
 def run_names(runs: list[dict[str, Any]]) -> dict[str, str]:
-    """Run id -> "fedgen · fashion-mnist · α=0.1 · seed=0" (" #2" on a repeated spec)."""
-    out: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    for run in runs:
-        label = run_label(run.get("spec") or {})
-        seen[label] = seen.get(label, 0) + 1
-        out[str(run.get("id"))] = label if seen[label] == 1 else f"{label} #{seen[label]}"
-    return out
+    """Run id -> a name that tells the run apart from the others listed: the fields that differ
+    among `runs` (Compare's group labels, `group_labels`) and the seed, as the ungrouped legend
+    names runs (`seed_names`), e.g. "algorithm=fedgen, algorithm.gen_batch_size=32, seed=0".
+
+    Every name-a-run place (the Runs table, the run pickers, Compare's run list) uses this one.
+    When nothing but the seed differs (one run, or seeds of one spec) the algorithm and the
+    dataset lead, so a name never says only "seed=0"; " #2" marks a repeated spec.
+    """
+    groups = group_labels(runs)
+    if all(g == "all" for g in groups.values()):
+        groups = {
+            str(r.get("id")): group_label(
+                {
+                    f: get_dotted(r.get("spec") or {}, f, "?")
+                    for f in ("algorithm.name", "data.name")
+                }
+            )
+            for r in runs
+        }
+    return seed_names(runs, groups)
 
 
 def seed_names(runs: list[dict[str, Any]], groups: dict[str, str]) -> dict[str, str]:

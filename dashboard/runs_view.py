@@ -17,16 +17,31 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
+from dashboard.compare_view import run_names
 from fedgen import specdict
 from fedgen.status import RUN_STATUSES
 
 DASH = "—"
+# The first six are what one reads a run by: they fit without scrolling (the label is pinned).
 TABLE_COLUMNS = [
-    "run", "status", "progress", "queue", "expected start", "waiting for", "ETA", "duration",
-    "submitted", "started", "finished", "best acc (%)", "last acc (%)", "error", "owner", "id",
+    "run", "status", "progress", "final acc (%)", "duration", "age",
+    "best acc (%)", "last acc (%)", "ETA", "queue", "expected start", "waiting for", "error",
+    "tags", "note", "peak RSS (MiB)", "CPU (s)", "GPU peak (MiB)",
+    "started", "finished", "owner", "id",
 ]  # fmt: skip
 # Columns left out when no run shown has a value in them.
-OPTIONAL_COLUMNS = ("waiting for", "error")
+OPTIONAL_COLUMNS = (
+    "waiting for", "error", "tags", "note", "peak RSS (MiB)", "CPU (s)", "GPU peak (MiB)",
+)  # fmt: skip
+SHORT_ID = 8
+MIB = 1024 * 1024
+# The CSV: real values (numbers, ISO-8601 UTC times, full ids; empty where there is none).
+CSV_COLUMNS = [
+    "id", "run", "status", "algorithm", "dataset", "seed", "current_round", "rounds",
+    "final_acc_pct", "best_acc_pct", "last_acc_pct", "duration_s", "created_at", "started_at",
+    "finished_at", "owner", "sweep_id", "tags", "note", "error", "peak_rss_bytes", "cpu_s",
+    "gpu_peak_bytes",
+]  # fmt: skip
 
 
 def zone(name: str | None) -> tzinfo:
@@ -208,8 +223,12 @@ def failure(run: dict[str, Any]) -> str:
 def shown_columns(df: pd.DataFrame) -> list[str]:
     """The table's columns less "waiting for" when no run shown waits for a missing worker,
     and less "error" when none has failed."""
-    empty = {c for c in OPTIONAL_COLUMNS if c not in df or not bool((df[c] != DASH).any())}
+    empty = {c for c in OPTIONAL_COLUMNS if c not in df or not _has_values(df[c])}
     return [c for c in df.columns if c not in empty]
+
+
+def _has_values(col: pd.Series) -> bool:
+    return bool((col.notna() & (col != DASH) & (col != "")).any())
 
 
 def status_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -227,13 +246,45 @@ def _pct(value: Any) -> float | None:
     return None if value is None else 100.0 * float(value)
 
 
+def _pct4(value: Any) -> float | None:
+    # Percent to 4 decimals: the fraction's float error (87.64999999999999) left out of the CSV.
+    pct = _pct(value)
+    return None if pct is None else round(pct, 4)
+
+
+def _mib(value: Any) -> float | None:
+    return None if value is None else float(value) / MIB
+
+
+def final_acc(run: dict[str, Any]) -> float | None:
+    """The run's final accuracy (a fraction; `summary.final_acc`), None until it succeeded."""
+    value = (run.get("summary") or {}).get("final_acc")
+    return None if value is None else float(value)
+
+
+def short_id(run_id: Any) -> str:
+    """The first 8 characters of a run id (the full one is in the details and the CSV)."""
+    return str(run_id)[:SHORT_ID]
+
+
+def age(value: Any, now: datetime) -> str:
+    """How long ago: `5 min ago`; a dash when missing."""
+    dt = parse_ts(value)
+    return DASH if dt is None else relative(dt, now)
+
+
 def table(
     runs: list[dict[str, Any]],
     now: datetime,
     tz: tzinfo,
     round_ms: dict[str, list[float | None]] | None = None,
+    names: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """One row per run with the columns the Runs page shows (same order as `runs`)."""
+    """One row per run with the columns the Runs page shows (same order as `runs`).
+
+    `names`: run id -> its name among the runs listed (default `compare_view.run_names`).
+    """
+    names = names if names is not None else run_names(runs)
     rows = []
     for r in runs:
         rid, status = str(r.get("id")), r.get("status")
@@ -247,25 +298,155 @@ def table(
                 eta = f"{duration(secs)} ({local_time(done, tz, now)})"
         rows.append(
             {
-                "run": specdict.run_label(r.get("spec") or {}),
+                "run": names.get(rid, short_id(rid)),
                 "status": state(r),
                 "progress": f"{max(current, 0)}/{rounds}",
+                "final acc (%)": _pct(final_acc(r)),
+                "duration": run_duration(r, now),
+                "age": age(r.get("created_at"), now),
+                "best acc (%)": _pct(r.get("best_acc")),
+                "last acc (%)": _pct(r.get("last_acc")),
+                "ETA": eta,
                 "queue": position,
                 "expected start": start,
                 "waiting for": waiting_for(r),
-                "ETA": eta,
-                "duration": run_duration(r, now),
-                "submitted": when(r.get("created_at"), now, tz),
+                "error": failure(r),
+                "tags": ", ".join(r.get("tags") or []),
+                "note": first_line(r.get("note")),
+                "peak RSS (MiB)": _mib(r.get("peak_rss_bytes")),
+                "CPU (s)": r.get("cpu_s"),
+                "GPU peak (MiB)": _mib(r.get("gpu_peak_bytes")),
                 "started": when(r.get("started_at"), now, tz),
                 "finished": when(r.get("finished_at"), now, tz),
-                "best acc (%)": _pct(r.get("best_acc")),
-                "last acc (%)": _pct(r.get("last_acc")),
-                "error": failure(r),
                 "owner": r.get("owner"),
-                "id": rid,
+                "id": short_id(rid),
             }
         )
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def first_line(note: Any, width: int = 60) -> str:
+    """A note's first line, cut to `width` characters (the whole note is in the details)."""
+    text = str(note or "").strip().splitlines()
+    line = text[0] if text else ""
+    more = len(text) > 1 or len(line) > width
+    return (line[: width - 1] + "…") if len(line) > width else line + (" …" if more else "")
+
+
+def iso_utc(value: Any) -> str | None:
+    """An API timestamp as ISO-8601 UTC (`2026-12-01T12:00:00Z`), None when missing."""
+    dt = parse_ts(value)
+    return None if dt is None else dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def duration_s(run: dict[str, Any], now: datetime) -> float | None:
+    """Seconds from start to finish (to now while running); None before it started."""
+    started, finished = parse_ts(run.get("started_at")), parse_ts(run.get("finished_at"))
+    if started is None:
+        return None
+    return round(((finished or now) - started).total_seconds(), 3)
+
+
+def csv_frame(
+    runs: list[dict[str, Any]], now: datetime, names: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """The table for download: real values, not the words the page shows (numbers, ISO-8601
+    UTC timestamps, full ids, empty where there is no value)."""
+    names = names if names is not None else run_names(runs)
+    rows = []
+    for r in runs:
+        spec = r.get("spec") or {}
+        rows.append(
+            {
+                "id": str(r.get("id")),
+                "run": names.get(str(r.get("id"))),
+                "status": r.get("status"),
+                "algorithm": specdict.get_dotted(spec, "algorithm.name"),
+                "dataset": specdict.get_dotted(spec, "data.name"),
+                "seed": spec.get("seed"),
+                "current_round": r.get("current_round"),
+                "rounds": r.get("rounds"),
+                "final_acc_pct": _pct4(final_acc(r)),
+                "best_acc_pct": _pct4(r.get("best_acc")),
+                "last_acc_pct": _pct4(r.get("last_acc")),
+                "duration_s": duration_s(r, now),
+                "created_at": iso_utc(r.get("created_at")),
+                "started_at": iso_utc(r.get("started_at")),
+                "finished_at": iso_utc(r.get("finished_at")),
+                "owner": r.get("owner"),
+                "sweep_id": r.get("sweep_id"),
+                "tags": ";".join(r.get("tags") or []) or None,
+                "note": r.get("note") or None,
+                "error": r.get("error") or None,
+                "peak_rss_bytes": r.get("peak_rss_bytes"),
+                "cpu_s": r.get("cpu_s"),
+                "gpu_peak_bytes": r.get("gpu_peak_bytes"),
+            }
+        )
+    return pd.DataFrame(rows, columns=CSV_COLUMNS).astype(
+        {"seed": "Int64", "current_round": "Int64", "rounds": "Int64",
+         "peak_rss_bytes": "Int64", "gpu_peak_bytes": "Int64"}
+    )  # fmt: skip
+
+
+def details(run: dict[str, Any], now: datetime, tz: tzinfo) -> list[tuple[str, str]]:
+    """(what, value) rows of one run with the full values the table shortens: the full id,
+    each time as local time and ISO-8601 UTC, the whole note, who annotated it last."""
+
+    def stamp(value: Any) -> str:
+        dt = parse_ts(value)
+        if dt is None:
+            return DASH
+        local = dt.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
+        return f"{local} · {iso_utc(dt)} · {relative(dt, now)}"
+
+    out = [
+        ("id", str(run.get("id"))),
+        ("owner", str(run.get("owner") or DASH)),
+        ("submitted", stamp(run.get("created_at"))),
+        ("started", stamp(run.get("started_at"))),
+        ("finished", stamp(run.get("finished_at"))),
+        ("spec hash", str(run.get("spec_hash") or DASH)),
+    ]
+    if run.get("sweep_id"):
+        out.append(("sweep", str(run["sweep_id"])))
+    if run.get("annotated_by"):
+        out.append(
+            ("note/tags edited", f"by {run['annotated_by']}, {stamp(run.get('annotated_at'))}")
+        )
+    return out
+
+
+def parse_tags(text: str) -> list[str]:
+    """Tags typed as `a, b, c`: stripped, empty ones dropped, each once, in order."""
+    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+
+
+def where_clauses(text: str) -> list[str]:
+    """`algorithm.gen_batch_size=32; partition.alpha=0.1` -> the API's `where` clauses."""
+    return [c.strip() for c in text.replace("\n", ";").split(";") if c.strip()]
+
+
+def may_change(run: dict[str, Any], me: dict[str, Any] | None) -> bool:
+    """Whether the signed-in user may cancel, delete or annotate the run (owner or admin)."""
+    if not me:
+        return False
+    return bool(me.get("is_admin")) or (
+        me.get("name") is not None and run.get("owner") == me.get("name")
+    )
+
+
+def common_fields(runs: list[dict[str, Any]], limit: int = 6) -> str:
+    """What every listed run shares (the names leave it out): `algorithm=fedgen, dataset=mnist,
+    alpha=0.1`; the algorithm, dataset and α first, at most `limit` fields."""
+    flats = [specdict.flatten(r.get("spec") or {}) for r in runs]
+    if len(flats) < 2:
+        return ""
+    varying = set(specdict.differing_fields(flats))
+    first = ("algorithm.name", "data.name", "partition.alpha")
+    shared = {f: flats[0][f] for f in first if f in flats[0] and f not in varying
+              and all(f in x for x in flats)}  # fmt: skip
+    return specdict.group_label(dict(list(shared.items())[:limit])) if shared else ""
 
 
 def compare_params(run_ids: list[str]) -> dict[str, str]:

@@ -76,10 +76,14 @@ def try_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         return None
 
 
-def run_label(run: dict[str, Any]) -> str:
-    """A human label of a run for select boxes: spec label and status, the short id last."""
-    spec = specdict.run_label(run.get("spec") or {})
-    return f"{spec} · {run.get('status')} · {str(run.get('id'))[:8]}"
+def run_label(run: dict[str, Any], name: str | None = None) -> str:
+    """A run for select boxes: its name among the runs listed (`compare_view.run_names`; the
+    run alone when not given), its status, the short id last."""
+    if name is None:
+        from dashboard.compare_view import run_names
+
+        name = run_names([run]).get(str(run.get("id")), "?")
+    return f"{name} · {run.get('status')} · {str(run.get('id'))[:8]}"
 
 
 def from_url(
@@ -155,9 +159,12 @@ def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, A
         if extra:
             by_id = {wanted: extra, **by_id}
     ids = list(by_id)
+    from dashboard.compare_view import run_names
+
+    names = run_names(list(by_id.values()))  # the fields that differ among the runs listed
     run_id: str = st.selectbox(
         "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key=key,
-        format_func=lambda i: run_label(by_id[i]),
+        format_func=lambda i: run_label(by_id[i], names.get(i)),
     )  # fmt: skip
     st.session_state["live_run_id"] = run_id
     st.query_params["run"] = run_id  # the address bar links to this run's view

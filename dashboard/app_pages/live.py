@@ -1,4 +1,5 @@
-"""Live run: curves that extend as rounds land, read from the run's SSE event stream.
+"""Live run: curves that extend as rounds land, read from the run's SSE event stream; the run's
+note and tags above them (editable by its owner or an admin).
 
 Each tick of the fragment opens GET /runs/{id}/events?since_round=<last cached round>, takes
 what the server has (rounds after that one, then the status) and lets go after about a
@@ -15,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import live_view, loaders, runs_view, ui
+from dashboard import annotate, live_view, loaders, runs_view, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.frames import (
     last_round,
@@ -57,6 +58,23 @@ def linked_run_status() -> str | None:
 # frontend does not always redraw a kept select box's label when only the label changed.
 run_id, by_id = ui.pick_run(url, token, key=f"live_run_{linked_run_status() or 'any'}")
 HIST = f"live_hist_{run_id}"
+
+
+def note_and_tags(run: dict[str, Any]) -> None:
+    """The run's tags and note, and (in an expander) the editor: the owner or an admin saves."""
+    line = annotate.summary(run)
+    if line:
+        st.markdown(line)
+    try:
+        me = loaders.me(url, token)
+    except ApiError:  # without an identity the editor says who may edit
+        me = None
+    with st.expander("Note and tags" if line else "Add a note or tags"):
+        if annotate.editor(run, me, key="live") is not None:
+            st.rerun()
+
+
+note_and_tags(by_id[run_id])
 USERS = f"live_users_{run_id}"
 STATUS = f"live_status_{run_id}"
 

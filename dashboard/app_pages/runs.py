@@ -1,8 +1,10 @@
 """Runs: status counts, the filterable table (live while any run is active); compare, watch,
-cancel or clone the runs picked in the table.
+cancel, clone or delete the runs picked in the table; one picked run's details, note and tags.
 
-The filters live in the URL (`?status=running&algorithm=fedgen&owner=...`), so a link
-reproduces the view. Queued runs show their queue position and expected start as the API
+The filters live in the URL (`?status=running&algorithm=fedgen&owner=...&where=...&q=...`), so
+a link reproduces the view. Each run is named by the spec fields that differ among the runs
+shown (`compare_view.run_names`, as Compare names them). Cancel and delete ask first, and are
+offered for the signed-in user's own runs (any run for an admin). Queued runs show their queue position and expected start as the API
 reports them, and, when no live worker can take them, what they wait for (the API's
 waiting_reason); running runs an ETA from their own median round time.
 """
@@ -15,11 +17,10 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from dashboard import loaders, runs_view, ui
+from dashboard import annotate, compare_view, loaders, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
-from fedgen import specdict
 from fedgen.status import ACTIVE, RUN_STATUSES
 
 STATUSES = ["", *RUN_STATUSES]
@@ -40,6 +41,10 @@ for key, (param, choices) in FILTERS.items():
     if key not in st.session_state:
         raw = st.query_params.get(param, "")
         st.session_state[key] = raw if choices is None or raw in choices else ""
+if "runs_where" not in st.session_state:
+    st.session_state["runs_where"] = "; ".join(st.query_params.get_all("where"))
+if "runs_q" not in st.session_state:
+    st.session_state["runs_q"] = st.query_params.get("q", "")
 
 c1, c2, c3, c4, c5 = st.columns(5)
 status = c1.selectbox("Status", STATUSES, key="runs_status", format_func=lambda s: s or "any")
@@ -51,9 +56,27 @@ dataset = c3.selectbox(
 )
 owner = c4.text_input("Owner", key="runs_owner")
 tag = c5.text_input("Tag", key="runs_tag")
-filters = {"status": status, "algorithm": algorithm, "dataset": dataset, "owner": owner, "tag": tag}
+w1, w2 = st.columns([3, 2])
+where = runs_view.where_clauses(
+    w1.text_input(
+        "Spec fields",
+        key="runs_where",
+        placeholder="algorithm.gen_batch_size=32; partition.alpha=0.1",
+        help="Runs whose spec has these values: dotted spec fields, `;` between them (32 also "
+        "matches 32.0; text is matched exactly)",
+    )
+)
+q = w2.text_input(
+    "Search notes and tags", key="runs_q", help="Text in a run's note or tags, any case"
+)
+filters: dict[str, Any] = {
+    "status": status, "algorithm": algorithm, "dataset": dataset, "owner": owner, "tag": tag,
+    "where": where, "q": q,
+}  # fmt: skip
 wanted = {k: v for k, v in filters.items() if v}
-if dict(st.query_params) != wanted:
+if {k: st.query_params.get_all(k) for k in st.query_params} != {
+    k: v if isinstance(v, list) else [v] for k, v in wanted.items()
+}:
     st.query_params.from_dict(wanted)
 
 
@@ -69,10 +92,74 @@ def round_times(
         return list((c.metrics(run_id).get("metrics") or {}).get("time_total_ms") or [])
 
 
-def actions(picked: list[dict[str, Any]], me: str | None) -> None:
-    """Compare / watch / cancel / clone the runs picked in the table."""
+def _forget_selection() -> None:
+    """A fresh table widget (no rows ticked): after a delete the old row numbers would point
+    at other runs."""
+    st.session_state["runs_table_gen"] = st.session_state.get("runs_table_gen", 0) + 1
+
+
+def _why_not(picked: list[dict[str, Any]], allowed: list[dict[str, Any]], what: str) -> str:
+    if not picked:
+        return f"Tick runs in the table to {what} them"
+    if not allowed:
+        return f"Only a run's owner or an admin may {what} it: none of the runs picked is yours"
+    return f"{what.capitalize()} the runs picked that are yours ({len(allowed)} of {len(picked)})"
+
+
+def cancel(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
+    """Cancel the picked active runs the user may change, after a confirmation."""
+    mine = [r for r in picked if runs_view.may_change(r, me)]
+    active = [r for r in mine if r.get("status") in ACTIVE]
+    label = f"Cancel {len(active)}…" if active else "Cancel…"
+    with slot.popover(label, disabled=not active, help=_why_not(picked, active, "cancel")):
+        st.markdown(
+            f"Cancel {len(active)} {'run' if len(active) == 1 else 'runs'}? A queued run stops "
+            "at once, a running one after its current round."
+        )
+        if st.button("Yes, cancel", key="runs_cancel", type="primary"):
+            for run in active:
+                if ui.try_call(ui.client().cancel_run, str(run["id"])) is not None:
+                    st.toast(f"Cancel requested for {run['_name']}")
+            loaders.runs.clear()
+
+
+def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
+    """Delete the picked runs the user may change (one or many), after a confirmation."""
+    mine = [r for r in picked if runs_view.may_change(r, me)]
+    label = f"Delete {len(mine)}…" if mine else "Delete…"
+    with slot.popover(label, disabled=not mine, help=_why_not(picked, mine, "delete")):
+        others = len(picked) - len(mine)
+        st.markdown(
+            f"Delete {len(mine)} {'run' if len(mine) == 1 else 'runs'} for good, with their "
+            "metrics and checkpoints?"
+            + (f" The {others} picked that are not yours stay." if others else "")
+        )
+        for run in mine[:5]:
+            st.caption(f"{run['_name']} · {runs_view.short_id(run['id'])}")
+        if len(mine) > 5:
+            st.caption(f"… and {len(mine) - 5} more")
+        if st.button("Yes, delete", key="runs_delete", type="primary"):
+            gone = sum(_delete(str(r["id"])) for r in mine)
+            st.toast(f"Deleted {gone} {'run' if gone == 1 else 'runs'}")
+            loaders.runs.clear()
+            _forget_selection()
+            st.rerun(scope="fragment")
+
+
+def _delete(run_id: str) -> bool:
+    """DELETE one run; False after saying why it could not be deleted."""
+    try:
+        ui.client().delete_run(run_id)
+    except ApiError as exc:
+        ui.show_error(exc)
+        return False
+    return True
+
+
+def actions(picked: list[dict[str, Any]], me: dict[str, Any] | None) -> None:
+    """Compare / watch / cancel / clone / delete the runs picked in the table."""
     ids = [str(r["id"]) for r in picked]
-    b1, b2, b3, b4 = st.columns(4)
+    b1, b2, b3, b4, b5 = st.columns(5)
     b1.page_link(
         "app_pages/compare.py",
         label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",
@@ -87,18 +174,7 @@ def actions(picked: list[dict[str, Any]], me: str | None) -> None:
         query_params={"run": ids[0]} if len(ids) == 1 else None,
         disabled=len(ids) != 1,
     )
-    own = [r for r in picked if r.get("owner") == me]
-    cancellable = [r for r in own if r.get("status") in ACTIVE]
-    if b3.button(
-        f"Cancel {len(cancellable)}" if cancellable else "Cancel",
-        key="runs_cancel",
-        disabled=not cancellable,
-        help="Your own queued or running runs among those picked",
-    ):
-        for run in cancellable:
-            if ui.try_call(ui.client().cancel_run, str(run["id"])) is not None:
-                st.toast(f"Cancel requested for {ui.run_label(run)}")
-        loaders.runs.clear()
+    cancel(picked, me, b3)
     with b4.popover("Clone…", disabled=len(picked) != 1):
         changes_text = st.text_area(
             "Changes (YAML)",
@@ -114,8 +190,25 @@ def actions(picked: list[dict[str, Any]], me: str | None) -> None:
                 return
             new = ui.try_call(ui.client().clone_run, ids[0], changes)
             if new:
-                st.success(f"Queued clone {new['id']}")
+                st.success(f"Queued clone {runs_view.short_id(new['id'])}")
                 loaders.runs.clear()
+    delete(picked, me, b5)
+
+
+def details(run: dict[str, Any], me: dict[str, Any] | None, now: datetime) -> None:
+    """The one picked run: its full id and times, and its note and tags (editable)."""
+    tz = runs_view.zone(st.context.timezone)
+    st.subheader(run["_name"])
+    left, right = st.columns([3, 2])
+    with left:
+        if annotate.editor(run, me, key="runs") is not None:
+            st.rerun(scope="fragment")  # the table shows the new note and tags
+    right.dataframe(
+        {k: [v] for k, v in runs_view.details(run, now, tz)},
+        hide_index=True,
+        key="runs_details",
+        column_config={"id": st.column_config.TextColumn("id", width="large")},
+    )
 
 
 def failures(runs: list[dict[str, Any]], now: datetime) -> None:
@@ -131,18 +224,36 @@ def failures(runs: list[dict[str, Any]], now: datetime) -> None:
         for run in shown:
             st.page_link(
                 "app_pages/live.py",
-                label=f"{specdict.run_label(run.get('spec') or {})} · {str(run['id'])[:8]} "
+                label=f"{run['_name']} · {runs_view.short_id(run['id'])} "
                 f"failed {runs_view.failure(run)}",
                 icon=":material/error:",
                 query_params={"run": str(run["id"])},
             )
 
 
+def load(status: str | None = None) -> list[dict[str, Any]] | None:
+    """The runs under the filters (all statuses when `status` is empty); None after saying why
+    the API refused them (a malformed spec field filter is said under the filters)."""
+    try:
+        return loaders.runs(url, token, **{**filters, "status": status or ""})
+    except ApiError as exc:
+        if exc.status == 422:
+            st.error(f"Check the filters: {exc.message}", icon=":material/filter_alt_off:")
+        else:
+            ui.show_error(exc)
+        return None
+
+
 def table() -> None:
     """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
-    everything = ui.call(loaders.runs, url, token, **{**filters, "status": ""})
+    everything = load()
+    if everything is None:
+        return
     runs = [r for r in everything if not status or r.get("status") == status]
     if not everything:
+        if any(filters.values()):
+            st.info("No runs match these filters.")
+            return
         st.info(
             "No runs yet. Submit one on the **Submit** page, run `make demo` (a FedGen vs "
             "FedAvg sweep), or POST a spec to `/api/v1/runs` (the API docs are at `/docs`; "
@@ -158,12 +269,18 @@ def table() -> None:
         for r in runs
         if r.get("status") == "running"
     }
-    df = runs_view.table(runs, now, tz, times)
+    names = compare_view.run_names(runs)
+    runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
+    df = runs_view.table(runs, now, tz, times, names)
     active = any_active(runs)
+    shared = runs_view.common_fields(runs)
     st.caption(
-        f"{len(df)} runs shown · times in {getattr(tz, 'key', 'UTC')}"
+        f"{len(df)} runs shown"
+        + (f" · all {shared}" if shared else "")
+        + f" · times in {getattr(tz, 'key', 'UTC')}"
         + (" · refreshing every 3 s while runs are active" if active else "")
-        + " · tick rows to compare, watch, cancel or clone them"
+        + " · tick rows to compare, watch, cancel, clone or delete them; tick one for its "
+        "details, note and tags"
     )
     failures(runs, now)
     stuck = sum(1 for r in runs if r.get("waiting_reason"))
@@ -174,51 +291,93 @@ def table() -> None:
             "“waiting for”) · the live workers are on the Lab page",
             icon=":material/warning:",
         )
+    gen = st.session_state.get("runs_table_gen", 0)
     event = st.dataframe(
         df,
         hide_index=True,
-        key="runs_table",
+        key="runs_table" if not gen else f"runs_table_{gen}",
         on_select="rerun",
         selection_mode="multi-row",
         column_order=runs_view.shown_columns(df),
-        column_config={
-            # no widths: Streamlit sizes the columns to their content
-            "ETA": st.column_config.TextColumn(
-                "ETA", help="Running runs: median round time × rounds left (finish time)"
-            ),
-            "queue": st.column_config.TextColumn("queue", help="Position among queued runs"),
-            "waiting for": st.column_config.TextColumn(
-                "waiting for",
-                help="A run that no live worker can take: the worker it needs (a dataset, a "
-                "queue). It starts once such a worker is up.",
-            ),
-            "id": st.column_config.TextColumn("id", width="small"),
-            "error": st.column_config.TextColumn(
-                "error", help="A failed run: the round it stopped at and its error"
-            ),
-            "status": st.column_config.TextColumn(
-                "status",
-                help="claimed: a worker took it, no round stored yet; cancelling: a cancel was "
-                "asked, it stops after its current round",
-            ),
-            "best acc (%)": st.column_config.NumberColumn("best acc (%)", format="%.2f"),
-            "last acc (%)": st.column_config.NumberColumn("last acc (%)", format="%.2f"),
-        },
+        column_config=COLUMNS,
     )
     rows = [i for i in event.selection.rows if 0 <= i < len(runs)]
     picked = [runs[i] for i in rows]
     me = None
     try:
-        me = loaders.me(url, token).get("name")
+        me = loaders.me(url, token)
     except ApiError:  # identity is optional for read-only use
         me = None
     actions(picked, me)
+    if len(picked) == 1:
+        details(picked[0], me, now)
     with st.expander("Export"):
         st.download_button(
-            "Download table as CSV", df.to_csv(index=False), "runs.csv", "text/csv", key="runs_csv"
+            "Download table as CSV",
+            runs_view.csv_frame(runs, now, names).to_csv(index=False),
+            "runs.csv",
+            "text/csv",
+            key="runs_csv",
+            help="Numbers, ISO-8601 UTC times, full ids; empty where there is no value",
         )
 
 
-runs_now = ui.call(loaders.runs, url, token, **{**filters, "status": ""})
+_PCT = "%.2f"
+COLUMNS = {
+    # no widths: Streamlit sizes the columns to their content; the name stays while scrolling
+    "run": st.column_config.TextColumn(
+        "run",
+        pinned=True,
+        help="Named by the spec fields that differ among the runs shown, and the seed (the "
+        "caption says what they all share)",
+    ),
+    "status": st.column_config.TextColumn(
+        "status",
+        help="claimed: a worker took it, no round stored yet; cancelling: a cancel was "
+        "asked, it stops after its current round",
+    ),
+    "progress": st.column_config.TextColumn("progress", help="Rounds stored / rounds"),
+    "final acc (%)": st.column_config.NumberColumn(
+        "final acc (%)",
+        format=_PCT,
+        help="Test accuracy of the last round the protocol evaluates (succeeded runs)",
+    ),
+    "duration": st.column_config.TextColumn(
+        "duration", help="Start to finish (to now while running); queued: how long it waits"
+    ),
+    "age": st.column_config.TextColumn(
+        "age", help="Since submission; tick the run for the full times (local and UTC)"
+    ),
+    "best acc (%)": st.column_config.NumberColumn("best acc (%)", format=_PCT),
+    "last acc (%)": st.column_config.NumberColumn(
+        "last acc (%)", format=_PCT, help="The newest stored round's test accuracy"
+    ),
+    "ETA": st.column_config.TextColumn(
+        "ETA", help="Running runs: median round time × rounds left (finish time)"
+    ),
+    "queue": st.column_config.TextColumn("queue", help="Position among queued runs"),
+    "waiting for": st.column_config.TextColumn(
+        "waiting for",
+        help="A run that no live worker can take: the worker it needs (a dataset, a "
+        "queue). It starts once such a worker is up.",
+    ),
+    "error": st.column_config.TextColumn(
+        "error", help="A failed run: the round it stopped at and its error"
+    ),
+    "note": st.column_config.TextColumn("note", help="Its first line; tick the run for all"),
+    "peak RSS (MiB)": st.column_config.NumberColumn(
+        "peak RSS (MiB)", format="%.0f", help="Largest resident memory of a worker running it"
+    ),
+    "CPU (s)": st.column_config.NumberColumn("CPU (s)", format="%.1f"),
+    "GPU peak (MiB)": st.column_config.NumberColumn("GPU peak (MiB)", format="%.0f"),
+    "id": st.column_config.TextColumn(
+        "id", help="The first 8 characters; tick the run for the full id (the CSV has it too)"
+    ),
+}
+
+try:  # whether to refresh: any run active (the fragment says why a load failed)
+    runs_now = loaders.runs(url, token, **{**filters, "status": ""})
+except ApiError:
+    runs_now = []
 interval = "3s" if any_active(runs_now) else None
 st.fragment(run_every=interval)(table)()

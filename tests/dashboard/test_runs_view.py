@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv as csvlib
+import io
 from datetime import UTC, datetime, timedelta
 
 from dashboard import runs_view
@@ -76,7 +78,7 @@ def test_waiting_for_column_hidden_when_no_run_waits_for_a_worker() -> None:
     df = runs_view.table([_run(status="queued"), _run(status="succeeded")], NOW, UTC)
     shown = runs_view.shown_columns(df)
     assert "waiting for" not in shown
-    assert shown == [c for c in runs_view.TABLE_COLUMNS if c not in ("waiting for", "error")]
+    assert shown == [c for c in runs_view.TABLE_COLUMNS if c not in runs_view.OPTIONAL_COLUMNS]
 
 
 def test_states_beyond_the_status_and_a_failed_runs_round() -> None:
@@ -107,3 +109,91 @@ def test_states_beyond_the_status_and_a_failed_runs_round() -> None:
     assert "error" in runs_view.shown_columns(df)
     shown, total, recent = runs_view.recent_failures([early, claimed, late], NOW)
     assert (len(shown), total, recent) == (2, 2, True)
+
+
+def _t2(rid: str, gbs: int, lr: float, status: str = "succeeded", **kw: object) -> dict:
+    """A Table 2 style run: FedGen on MNIST, differing only in gen_batch_size and lr."""
+    spec = {"algorithm": {"name": "fedgen", "gen_batch_size": gbs}, "data": {"name": "mnist"},
+            "partition": {"alpha": 0.1}, "lr": lr, "seed": 0, "rounds": 10}  # fmt: skip
+    return {"id": rid, "spec": spec, "status": status, "rounds": 10, **kw}
+
+
+def test_runs_are_named_by_the_fields_that_differ() -> None:
+    """Runs that differ only in gen_batch_size and lr get names that say so (not one shared
+    "fedgen · mnist · α=0.1 · seed=0"); a run alone is named by algorithm and dataset."""
+    # Prepare
+    runs = [_t2("a" * 36, 32, 0.01), _t2("b" * 36, 64, 0.01), _t2("c" * 36, 32, 0.05)]
+    # Execute
+    df = runs_view.table(runs, NOW, UTC)
+    alone = runs_view.table(runs[:1], NOW, UTC)
+    # Assert
+    assert list(df["run"]) == [
+        "algorithm.gen_batch_size=32, lr=0.01, seed=0",
+        "algorithm.gen_batch_size=64, lr=0.01, seed=0",
+        "algorithm.gen_batch_size=32, lr=0.05, seed=0",
+    ]
+    assert list(alone["run"]) == ["algorithm=fedgen, dataset=mnist, seed=0"]
+    assert list(df["id"]) == ["aaaaaaaa", "bbbbbbbb", "cccccccc"]
+    assert runs_view.common_fields(runs) == "algorithm=fedgen, dataset=mnist, alpha=0.1"
+    assert runs_view.TABLE_COLUMNS[:6] == [
+        "run", "status", "progress", "final acc (%)", "duration", "age",
+    ]  # fmt: skip
+
+
+def test_table_shows_words_and_the_csv_real_values() -> None:
+    """The page says "12 min ago" and dashes; the CSV has numbers, UTC ISO times, full ids and
+    empty cells where there is nothing."""
+    # Prepare
+    done = _t2(
+        "d" * 36, 32, 0.01, summary={"final_acc": 0.8765}, best_acc=0.9, last_acc=0.8765,
+        created_at="2026-12-01T11:48:00+00:00", started_at="2026-12-01T11:50:00Z",
+        finished_at="2026-12-01T11:55:30Z", current_round=10, tags=["t2", "lr"], note="ok\nmore",
+        owner="alice", peak_rss_bytes=512 * 1024 * 1024, cpu_s=301.5,
+    )  # fmt: skip
+    queued = _t2("e" * 36, 64, 0.01, status="queued", created_at="2026-12-01T11:59:00Z")
+    # Execute
+    df = runs_view.table([done, queued], NOW, UTC)
+    text = runs_view.csv_frame([done, queued], NOW).to_csv(index=False)
+    csv = list(csvlib.reader(io.StringIO(text)))
+    # Assert
+    row = df.iloc[0]
+    assert round(row["final acc (%)"], 2) == 87.65
+    assert (row["duration"], row["age"], row["note"]) == ("5 min 30 s", "12 min ago", "ok …")
+    assert row["tags"] == "t2, lr"
+    assert row["peak RSS (MiB)"] == 512.0
+    assert df.iloc[1]["duration"] == "waiting 1 min 00 s"
+    header = csv[0]
+    assert header[:3] == ["id", "run", "status"]
+    first = dict(zip(header, csv[1], strict=True))
+    assert first["id"] == "d" * 36
+    assert float(first["final_acc_pct"]) == 87.65
+    assert float(first["duration_s"]) == 330.0
+    assert first["created_at"] == "2026-12-01T11:48:00Z"
+    assert first["finished_at"] == "2026-12-01T11:55:30Z"
+    assert (first["tags"], first["peak_rss_bytes"], first["cpu_s"]) == (
+        "t2;lr",
+        "536870912",
+        "301.5",
+    )
+    second = dict(zip(header, csv[-1], strict=True))
+    assert (second["status"], second["started_at"], second["final_acc_pct"]) == ("queued", "", "")
+    assert "—" not in text
+    assert "ago" not in text
+
+
+def test_who_may_change_a_run_and_the_typed_filters() -> None:
+    """Owner or admin may change a run; tags and `where` clauses typed in a box are split."""
+    run = {"owner": "alice"}
+    assert runs_view.may_change(run, {"name": "alice", "is_admin": False})
+    assert runs_view.may_change(run, {"name": "root", "is_admin": True})
+    assert not runs_view.may_change(run, {"name": "bob", "is_admin": False})
+    assert not runs_view.may_change(run, None)
+    assert runs_view.parse_tags(" t2, lr ,, t2,") == ["t2", "lr"]
+    assert runs_view.where_clauses("algorithm.gen_batch_size=32; lr=0.01;\n") == [
+        "algorithm.gen_batch_size=32", "lr=0.01",
+    ]  # fmt: skip
+    details = dict(
+        runs_view.details({"id": "f" * 36, "created_at": "2026-12-01T11:00:00Z"}, NOW, UTC)
+    )
+    assert details["id"] == "f" * 36
+    assert "2026-12-01T11:00:00Z" in details["submitted"]

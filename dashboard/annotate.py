@@ -1,0 +1,63 @@
+"""A run's note and tags on a page: shown, and editable by its owner or an admin (PATCH).
+
+The Runs and Live pages share this one editor; who may edit is `runs_view.may_change`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import loaders, runs_view, ui
+
+NOT_YOURS = "Only the run's owner or an admin may change its note and tags"
+
+
+def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The note and tags of `run` in a form (disabled, saying why, for others); the run as the
+    API returns it after a Save, else None. `key` prefixes the widget keys (one per page)."""
+    rid = str(run.get("id"))
+    allowed = runs_view.may_change(run, me)
+    why = None if allowed else NOT_YOURS
+    with st.form(f"{key}_annotate_{rid}", border=False):
+        note = st.text_area(
+            "Note",
+            str(run.get("note") or ""),
+            max_chars=10_000,
+            key=f"{key}_note_{rid}",
+            disabled=not allowed,
+            help=why,
+        )
+        tags = st.text_input(
+            "Tags",
+            ", ".join(run.get("tags") or []),
+            key=f"{key}_tags_{rid}",
+            disabled=not allowed,
+            help=why or "Comma-separated; each at most 64 characters, at most 32 tags",
+        )
+        saved = st.form_submit_button(
+            "Save note and tags", disabled=not allowed, help=why, key=f"{key}_save_{rid}"
+        )
+    if run.get("annotated_by"):
+        st.caption(
+            f"Last edited by {run['annotated_by']} · "
+            f"{runs_view.iso_utc(run.get('annotated_at')) or ''}"
+        )
+    if not saved:
+        return None
+    updated = ui.try_call(
+        ui.client().annotate_run, rid, tags=runs_view.parse_tags(tags or ""), note=note or ""
+    )
+    if updated is not None:
+        loaders.runs.clear()
+        loaders.run.clear()
+        st.toast("Note and tags saved", icon=":material/check:")
+    return updated
+
+
+def summary(run: dict[str, Any]) -> str:
+    """The tags and the note's first line as one Markdown line (empty when there are none)."""
+    tags = " ".join(f":blue-badge[{t}]" for t in run.get("tags") or [])
+    note = runs_view.first_line(run.get("note"), width=120)
+    return " ".join(p for p in (tags, note) if p)
