@@ -325,7 +325,8 @@ def plot_data(
     )
     if no_x and any(v is not None for v in xs):
         warnings.append(
-            f"runs of {by_field}={', '.join(no_x)} have no {x_field}: a level line (x null)"
+            f"{by_field}={', '.join(no_x)}: no {x_field} in these runs, so their points have "
+            "x null (the dashboard draws them as a level line)"
         )
     if statistic == "time_to_target" and any(p["censored"] for s in series for p in s["points"]):
         warnings.append(

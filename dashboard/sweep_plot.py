@@ -29,9 +29,9 @@ INTERVALS = {"std": "± std", "ci95": "95 % interval"}
 FIELD_LABELS = {
     "partition.alpha": "α",
     "algorithm.name": "algorithm",
-    "algorithm.gen_batch_size": "B_G (algorithm.gen_batch_size)",
+    "algorithm.gen_batch_size": "B_G",
     "data.name": "dataset",
-    "local_steps": "T (local_steps)",
+    "local_steps": "T",
 }
 # The fields the x picker offers first, in this order (α is Table 1's sweep, B_G Table 3's).
 PREFERRED_X = ("partition.alpha", "algorithm.gen_batch_size")
@@ -41,8 +41,14 @@ PARCOORDS_MIN_FIELDS = 3
 
 
 def field_label(field: str) -> str:
-    """ "partition.alpha" -> "α"; other fields as they are spelled."""
+    """ "partition.alpha" -> "α" (axes and legends); other fields as they are spelled."""
     return FIELD_LABELS.get(field, SHORT_NAMES.get(field, field))
+
+
+def picker_label(field: str) -> str:
+    """ "α · partition.alpha": the short name and the spec field (the pickers' options)."""
+    short = field_label(field)
+    return field if short == field else f"{short} · {field}"
 
 
 @dataclass(frozen=True)
@@ -101,8 +107,9 @@ def _hover(p: dict[str, Any], scale: float, unit: str) -> str:
     return text
 
 
-def _series_name(data: dict[str, Any], by_value: Any, points: list[dict[str, Any]]) -> str:
-    name = f"{field_label(data['by'])}={format_value(by_value)}"
+def _series_name(by_value: Any, points: list[dict[str, Any]]) -> str:
+    """ "fedgen (n=3)", or "(n=2–3)" while some points have fewer finished runs."""
+    name = format_value(by_value)
     n = [p.get("n", 0) for p in points if p.get("x") is not None] or [p.get("n", 0) for p in points]
     return (
         f"{name} (n={min(n)}–{max(n)})" if n and min(n) != max(n) else f"{name} (n={max(n or [0])})"
@@ -124,7 +131,7 @@ def plot_figure(data: dict[str, Any], revision: str = "sweep-plot") -> go.Figure
     for i, s in enumerate(data["series"]):
         color = PALETTE[i % len(PALETTE)]
         pts = [p for p in s["points"] if p.get("mean") is not None]
-        name = _series_name(data, s["by_value"], s["points"])
+        name = _series_name(s["by_value"], s["points"])
         placed = [p for p in pts if p["x"] is not None]
         if placed:
             fig.add_trace(
@@ -177,7 +184,7 @@ def plot_figure(data: dict[str, Any], revision: str = "sweep-plot") -> go.Figure
         yaxis_title=y_title(data),
         uirevision=revision,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        legend=LEGEND_RIGHT,
+        legend=LEGEND_RIGHT | {"title": {"text": field_label(data["by"])}},
         height=420,
     )
     if data.get("log_x") and numeric:
@@ -212,7 +219,8 @@ def _level_line(
                 x=[ends[0], ends[1], ends[1], ends[0]],
                 y=[p["hi"] * scale, p["hi"] * scale, p["lo"] * scale, p["lo"] * scale],
                 fill="toself",
-                fillcolor=_rgba(color, 0.12),
+                fillcolor=_rgba(color, 0.08),
+                mode="lines",
                 line={"width": 0},
                 hoverinfo="skip",
                 showlegend=False,
@@ -274,7 +282,7 @@ def parcoords_figure(data: dict[str, Any], revision: str = "sweep-parcoords") ->
     scale = _scale(data)
     stat = [g["mean"] * scale for g in groups]
     dims = [_dimension(f, [g["fields"].get(f) for g in groups]) for f in fields]
-    dims.append({"label": y_title(data), "values": stat})
+    dims.append({"label": y_title(data), "values": stat, "tickformat": ".1f"})
     fig = go.Figure(
         go.Parcoords(
             line={"color": stat, "colorscale": "Viridis", "showscale": True},
@@ -282,9 +290,9 @@ def parcoords_figure(data: dict[str, Any], revision: str = "sweep-parcoords") ->
         )
     )
     fig.update_layout(
-        title={"text": f"{len(groups)} groups, {len(fields)} fields vary", "x": 0},
+        title={"text": f"{len(groups)} groups, {len(fields)} fields vary", "x": 0, "y": 0.99},
         uirevision=revision,
-        margin={"l": 60, "r": 40, "t": 80, "b": 30},
-        height=420,
+        margin={"l": 110, "r": 40, "t": 110, "b": 30},
+        height=460,
     )
     return fig

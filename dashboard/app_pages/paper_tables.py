@@ -212,7 +212,7 @@ def plot_panel() -> None:
     if ss.get("tables_plot_x") not in fields.x_options:
         ss["tables_plot_x"] = fields.x_default
     c1, c2, c3, c4 = st.columns(4)
-    label = sweep_plot.field_label
+    label = sweep_plot.picker_label
     x = c1.selectbox("x", fields.x_options, key="tables_plot_x", format_func=label)
     fields = sweep_plot.pick_fields(varying, x)
     if ss.get("tables_plot_by") not in fields.by_options:

@@ -41,13 +41,14 @@ def test_alpha_is_log_x_with_asymmetric_error_bars_in_percent() -> None:
     assert fig.layout.xaxis.type == "log"
     assert list(fig.layout.xaxis.ticktext) == ["0.05", "1"]
     avg, gen = fig.data
-    assert avg.name == "algorithm=fedavg (n=3)"
+    assert avg.name == "fedavg (n=3)"
     assert list(avg.y) == pytest.approx([60.0, 80.0])
     assert list(avg.error_y.array) == pytest.approx([3.0, 1.0])
     assert list(avg.error_y.arrayminus) == pytest.approx([2.0, 1.0])
     assert list(gen.x) == [0.05]  # α = 1 has no finished FedGen run yet
     assert list(gen.text) == ["2/3"]  # partial: n of the point's runs
-    assert gen.name == "algorithm=fedgen (n=0–2)"
+    assert gen.name == "fedgen (n=0–2)"
+    assert fig.layout.legend.title.text == "algorithm"
     assert fig.layout.yaxis.title.text == "top-5 mean accuracy (%)"
 
 
@@ -113,7 +114,7 @@ def test_parcoords_only_when_three_fields_vary() -> None:
     (pc,) = fig.data
     assert pc.type == "parcoords"
     labels = [d.label for d in pc.dimensions]
-    assert labels == ["algorithm", "T (local_steps)", "α", "top-5 mean accuracy (%)"]
+    assert labels == ["algorithm", "T", "α", "top-5 mean accuracy (%)"]
     alg, steps, alpha, stat = pc.dimensions
     assert list(alg.ticktext) == ["fedavg", "fedgen"]
     assert list(alg.values) == [0, 1]  # the group without a finished run is left out
