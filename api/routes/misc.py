@@ -13,6 +13,7 @@ from api.deps import SessionDep, UserDep, parse_uuid
 from api.errors import RETRY_AFTER_S
 from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
+from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
 
 router = APIRouter()
@@ -88,9 +89,27 @@ def spec_defaults(_user: UserDep) -> dict[str, Any]:
     """The full spec an empty submission (`{"spec": {}}`) gets: every default written out.
 
     The same as `fedgen validate` of an empty file; the Submit form starts from it.
+    `algorithms`: every algorithm this server knows (built-ins, then installed plugins:
+    `fedgen.algorithms.registry`) with its label, colour, what it can share, where it comes
+    from and its own defaults (the `algorithm` section a spec naming only it gets).
     """
     spec = service.validate_spec({})
-    return {"spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
+    return {
+        "spec": spec.model_dump(mode="json"),
+        "spec_hash": spec.spec_hash(),
+        "algorithms": [
+            {
+                "name": d.name,
+                "label": d.label,
+                "paper_label": d.paper_label,
+                "colour": d.colour,
+                "shares": sorted(d.shares),
+                "source": d.source,
+                "defaults": d.params_cls().model_dump(mode="json"),
+            }
+            for d in algorithms()
+        ],
+    }
 
 
 @router.get("/spec/schema", tags=["spec"], responses=error_responses(*AUTHED))

@@ -114,10 +114,13 @@ def _check(decl: AlgorithmDecl) -> None:
 
 
 def register_algorithm(decl: AlgorithmDecl) -> AlgorithmDecl:
-    """Add `decl`; RegistryError when a field is invalid or the name is taken."""
+    """Add `decl`; RegistryError when a field is invalid or the name is taken (registering an
+    equal declaration again is a no-op)."""
     with _lock:
         if decl.source != BUILTIN:
             _ensure_builtins()  # a plugin may not take a built-in's name
+        if _decls.get(decl.name) == decl:
+            return decl
         _check(decl)
         _decls[decl.name] = decl
         global _adapter
