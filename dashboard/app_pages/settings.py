@@ -94,7 +94,8 @@ def deliveries(hook_id: str, now: datetime) -> None:
             "HTTP": st.column_config.TextColumn("HTTP", help="The last attempt's status code"),
         },
     )
-    st.caption(f"{page.get('count', len(rows))} deliveries in all; the newest shown.")
+    count = int(page.get("count") or len(rows))
+    st.caption(f"{count} {'delivery' if count == 1 else 'deliveries'} in all; the newest shown.")
 
 
 def hook_card(hook: dict[str, Any], now: datetime) -> None:
@@ -102,7 +103,7 @@ def hook_card(hook: dict[str, Any], now: datetime) -> None:
     hid = str(hook["id"])
     with st.container(border=True):
         head, test_col, delete_col = st.columns([6, 1.2, 1])
-        head.markdown(f"**{hook['url']}**")
+        head.markdown(f"**`{hook['url']}`**")  # as text: a webhook URL is not a page to open
         head.caption(
             f"{alerts_view.events_text(hook.get('events') or [])} · owner {hook.get('owner')} · "
             f"added {runs_view.when(hook.get('created_at'), now, _tz())}"

@@ -41,7 +41,7 @@ def test_add_refuse_and_send_test(
     assert not at.exception
     assert "url: host evil.example is not allowed by FEDGEN_WEBHOOK_ALLOW" in refused
     page = texts(at)
-    assert "**http://127.0.0.1:9/alerts**" in page
+    assert "**`http://127.0.0.1:9/alerts`**" in page
     assert "Run failed, Sweep finished" in page
     log = at.dataframe[0].value
     assert list(log["event"]) == ["test"]
