@@ -4,6 +4,7 @@ apply."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -20,21 +21,24 @@ TEST_EVENT = "test"
 MAX_URL_CHARS = 2000  # the column's length
 MIN_SECRET_CHARS, MAX_SECRET_CHARS = 16, 128
 MAX_WEBHOOKS_PER_USER = 20  # each one multiplies the deliveries of every run's end
+# http(s), a host name or IPv4 (ASCII: an IDN host in punycode) or a bracketed IPv6 address,
+# an optional port, then anything without spaces; url_problem checks the rest (port range).
+URL_PATTERN = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?#][^\s]*)?$"
 
 
 def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a webhook target (scheme, host), or None."""
+    """Why `url` cannot be a webhook target (scheme, host, port), or None."""
+    if not url.startswith(("http://", "https://")):
+        return "must be an http:// or https:// URL"
+    if not re.fullmatch(URL_PATTERN, url):
+        return (
+            "must be http(s)://host[:port][/path] with an ASCII host name or address (an "
+            "international name in punycode, IPv6 in brackets) and no spaces"
+        )
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
+        urlsplit(url).port  # noqa: B018 - raises on a port out of range
     except ValueError as exc:
         return f"not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https"):
-        return "must be an http:// or https:// URL"
-    if not parts.hostname:
-        return "has no host"
-    if any(c.isspace() for c in url):
-        return "must not contain spaces"
     return None
 
 
@@ -68,6 +72,7 @@ class WebhookCreate(BaseModel):
     url: str = Field(
         min_length=1,
         max_length=MAX_URL_CHARS,
+        json_schema_extra={"pattern": URL_PATTERN},  # checked by _http_url, with a clear message
         description="http(s) URL whose host FEDGEN_WEBHOOK_ALLOW allows, e.g. a Slack incoming "
         "webhook (the body has a Slack-compatible `text`)",
     )

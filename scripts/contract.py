@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             "FEDGEN_AUTH_FAIL_RATE": "100000/minute",
             # No worker: its runs stay queued, and their event streams would never end.
             "FEDGEN_SSE_MAX_S": SSE_MAX_S,
+            # Any host may be a webhook target (no worker runs here: nothing is ever sent).
+            "FEDGEN_WEBHOOK_ALLOW": "*",
         }
         py = sys.executable
         made = subprocess.run(

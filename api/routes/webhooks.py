@@ -61,7 +61,9 @@ def load_own_webhook(webhook_id: str, session: SessionDep, user: UserDep) -> tup
 OwnWebhookDep = Annotated[tuple[Webhook, str], Depends(load_own_webhook)]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(*AUTHED, *BODY))
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, responses=error_responses(*AUTHED, *BODY, 409)
+)
 def create_webhook(
     body: WebhookCreate, session: SessionDep, settings: SettingsDep, user: UserDep
 ) -> WebhookPublic:
@@ -69,8 +71,11 @@ def create_webhook(
     if not host_allowed(body.url, settings.webhook_allow):
         raise FieldErrors([("url", refusal(body.url, settings.webhook_allow))])
     if hooks_repo.count_of_owner(session, user.id) >= MAX_WEBHOOKS_PER_USER:
-        raise FieldErrors(
-            [("url", f"you have {MAX_WEBHOOKS_PER_USER} webhooks, the limit; delete one first")]
+        # The body is fine; the user's webhooks are at the limit (a state: 409, not 422).
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"you have {MAX_WEBHOOKS_PER_USER} webhooks, the most one user may have; "
+            "delete one first",
         )
     hook = hooks_repo.create_webhook(
         session,

@@ -29,6 +29,7 @@ import schemathesis
 from api.config import Settings
 from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
+from api.webhook_schemas import host_allowed, url_problem
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
@@ -140,11 +141,20 @@ def _group_by_ok(query: Any) -> bool:
     return all(n in EVERY_SPEC_FIELD for n in names) or not _GROUP_BY.fullmatch(query["group_by"])
 
 
+def _webhook_ok(url: Any) -> bool:
+    # The schema's pattern cannot bound the port (at most 65535) nor refuse a host of dots
+    # only; the contract's FEDGEN_WEBHOOK_ALLOW is `*` (scripts/contract.py).
+    if not isinstance(url, str):
+        return True
+    return url_problem(url) is None and host_allowed(url, "*")
+
+
 @schemathesis.hook
 def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> bool:
     """Drop cases that break only a documented rule the schema cannot express: a cross-field
     rule of the spec, an oversized sweep, a body over the size limit, a `group_by` field the
-    sweep does not have. A case hook, so it applies in every phase (coverage included)."""
+    sweep does not have, a webhook URL with a port out of range. A case hook, so it applies in
+    every phase (coverage included)."""
     path = case.operation.path
     if path.endswith("/summary"):
         return _group_by_ok(case.query)
@@ -159,4 +169,6 @@ def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> b
         return _spec_ok(body.get("spec"))
     if path.endswith("/clone"):
         return _clone_ok((case.path_parameters or {}).get("run_id"), body.get("changes"))
+    if path.endswith("/webhooks"):
+        return _webhook_ok(body.get("url"))
     return True

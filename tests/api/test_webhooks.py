@@ -14,7 +14,7 @@ from api import webhook_payloads
 from api.config import Settings
 from api.models import Run, User, WebhookDelivery
 from api.repository import runs as runs_repo
-from api.webhook_schemas import host_allowed
+from api.webhook_schemas import MAX_WEBHOOKS_PER_USER, host_allowed
 from tests.factories import create_run, create_sweep_runs, make_spec
 
 API = "/api/v1"
@@ -86,11 +86,26 @@ def test_crud_and_owner_or_admin(client: TestClient, tokens: dict[str, str]) -> 
     assert client.get(f"{API}/webhooks/not-an-id", headers=alice).status_code == 404
     given = _hook(client, alice, secret="s" * 16, url="https://hooks.lab.example/x")
     assert given["secret"] == "s" * 16
+    for _ in range(MAX_WEBHOOKS_PER_USER - 1):
+        _hook(client, alice)
+    full = client.post(
+        f"{API}/webhooks", json={"url": "http://127.0.0.1/", "events": ["test"]}, headers=alice
+    )
+    assert full.status_code == 422  # `test` is not an event to subscribe to
+    over = client.post(
+        f"{API}/webhooks",
+        json={"url": "http://127.0.0.1/", "events": ["run.failed"]},
+        headers=alice,
+    )
+    assert over.status_code == 409
+    assert f"you have {MAX_WEBHOOKS_PER_USER} webhooks" in over.json()["detail"]
+    assert _hook(client, bob)["owner"] == "bob"  # the limit is per user
 
 
 BAD_BODIES = [
     ({"url": "ftp://127.0.0.1/x"}, "url", "http:// or https://"),
-    ({"url": "http:///nohost"}, "url", "no host"),
+    ({"url": "http:///nohost"}, "url", "http(s)://host[:port][/path]"),
+    ({"url": "http://127.0.0.1:70000/x"}, "url", "Port out of range"),
     ({"url": "http://127.0.0.1/" + "a" * 2000}, "url", "2000"),
     ({"url": "http://evil.example/x"}, "url", "FEDGEN_WEBHOOK_ALLOW"),
     ({"url": "http://lab.example/x"}, "url", "FEDGEN_WEBHOOK_ALLOW"),  # *.x: subdomains only
