@@ -60,4 +60,5 @@ def summary(run: dict[str, Any]) -> str:
     """The tags and the note's first line as one Markdown line (empty when there are none)."""
     tags = " ".join(f":blue-badge[{t}]" for t in run.get("tags") or [])
     note = runs_view.first_line(run.get("note"), width=120)
+    note = f":material/sticky_note_2: {note}" if note else ""
     return " ".join(p for p in (tags, note) if p)

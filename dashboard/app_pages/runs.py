@@ -203,11 +203,11 @@ def details(run: dict[str, Any], me: dict[str, Any] | None, now: datetime) -> No
     with left:
         if annotate.editor(run, me, key="runs") is not None:
             st.rerun(scope="fragment")  # the table shows the new note and tags
+    rows = runs_view.details(run, now, tz)
     right.dataframe(
-        {k: [v] for k, v in runs_view.details(run, now, tz)},
+        {"": [k for k, _ in rows], "value": [v for _, v in rows]},
         hide_index=True,
         key="runs_details",
-        column_config={"id": st.column_config.TextColumn("id", width="large")},
     )
 
 
@@ -300,6 +300,7 @@ def table() -> None:
         selection_mode="multi-row",
         column_order=runs_view.shown_columns(df),
         column_config=COLUMNS,
+        placeholder=runs_view.DASH,
     )
     rows = [i for i in event.selection.rows if 0 <= i < len(runs)]
     picked = [runs[i] for i in rows]
