@@ -185,6 +185,7 @@ class AnnotationsUpdate(_In):
     """PATCH /runs/{id}, PATCH /sweeps/{id}: new tags and/or note (what is left out is kept).
 
     `tags` replaces the whole list (each tag once; a comma becomes a space). Owner or admin.
+    A body with neither changes nothing (and records no editor).
     """
 
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="At most 32 tags.")

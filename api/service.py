@@ -233,22 +233,19 @@ def submit_sweep(
     return sweep, runs
 
 
-def _check_annotations(body: AnnotationsUpdate) -> None:
-    if body.tags is None and body.note is None:
-        raise FieldErrors([("(root)", "nothing to change: give tags, note or both")])
-
-
 def annotate_run(session: Session, run: Run, body: AnnotationsUpdate, user: User) -> None:
     """Set the run's tags and/or note as `user`, then read the run afresh (the request's
     session commits)."""
-    _check_annotations(body)
+    if body.tags is None and body.note is None:
+        return  # nothing to change (an empty merge patch): who and when stay as they were
     annotations_repo.annotate_run(session, run.id, tags=body.tags, note=body.note, by=user.name)
     session.refresh(run)
 
 
 def annotate_sweep(session: Session, sweep: Sweep, body: AnnotationsUpdate, user: User) -> None:
     """Set the sweep's tags and/or note as `user`, then read the sweep afresh."""
-    _check_annotations(body)
+    if body.tags is None and body.note is None:
+        return
     annotations_repo.annotate_sweep(session, sweep.id, tags=body.tags, note=body.note, by=user.name)
     session.refresh(sweep)
 
