@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -89,9 +89,9 @@ def list_webhooks(
 
 
 def delete_webhook(session: Session, hook_id: uuid.UUID) -> None:
-    """Delete a webhook and (by cascade) its deliveries."""
-    session.execute(WebhookDelivery.__table__.delete().where(WebhookDelivery.webhook_id == hook_id))
-    session.execute(Webhook.__table__.delete().where(Webhook.id == hook_id))
+    """Delete a webhook and its deliveries."""
+    session.execute(delete(WebhookDelivery).where(WebhookDelivery.webhook_id == hook_id))
+    session.execute(delete(Webhook).where(Webhook.id == hook_id))
 
 
 # -- deliveries: queue and read ---------------------------------------------------------------
@@ -391,4 +391,4 @@ def record_attempt(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
