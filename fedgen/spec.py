@@ -182,8 +182,18 @@ class FolderSpec(_Strict):
         return self.classes if isinstance(self.classes, int) else len(self.classes)
 
 
+def _folder_rule(schema: dict[str, Any]) -> None:
+    # The JSON schema says what `_folder_for_folder` checks: `folder` is required with name
+    # 'folder' and absent (or null) with any other name (the default name included).
+    schema["if"] = {"required": ["name"], "properties": {"name": {"const": "folder"}}}
+    schema["then"] = {"required": ["folder"], "properties": {"folder": {"type": "object"}}}
+    schema["else"] = {"properties": {"folder": {"type": "null"}}}
+
+
 class DataSpec(_Strict):
     """Which dataset to load and from where."""
+
+    model_config = ConfigDict(json_schema_extra=_folder_rule)
 
     name: DatasetName = "fashion-mnist"
     root: str | None = Field(
