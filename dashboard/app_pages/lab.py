@@ -76,8 +76,8 @@ def waiting(now: datetime, tz: tzinfo) -> None:
     if not stuck:
         return
     st.subheader("Runs no live worker can take")
-    df = runs_view.table(stuck, now, tz)[["run", "status", "waiting for", "submitted", "owner"]]
-    st.dataframe(df.assign(id=[str(r["id"]) for r in stuck]), hide_index=True, key="lab_waiting")
+    df = runs_view.table(stuck, now, tz)[["run", "status", "waiting for", "age", "owner", "id"]]
+    st.dataframe(df.rename(columns={"age": "submitted"}), hide_index=True, key="lab_waiting")
 
 
 def panel() -> None:
