@@ -64,7 +64,9 @@ def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dic
     seen: list[str] = []
     for ids in keyed.values():
         f = flat[ids[0]]
-        label = group_label({k: f[k] for k in shown if k in f})
+        # An unset field (None) names nothing: one run with data.root set must not put
+        # "data.root=None" into every other run's label.
+        label = group_label({k: f[k] for k in shown if f.get(k) is not None})
         if label in seen:
             label += f" #{len(seen) + 1}"
         seen.append(label)

@@ -46,6 +46,21 @@ def test_group_labels_ignore_seed_and_own_params() -> None:
                       "d": "algorithm=fedgen"}  # fmt: skip
 
 
+def test_group_labels_leave_unset_fields_out() -> None:
+    """One run with data.root set names it; the others do not read "data.root=None"."""
+    # Prepare
+    runs = [_run("a", "fedavg", 0), _run("b", "fedgen", 0), _run("c", "fedgen", 0)]
+    runs[0]["spec"]["data"] = {"name": "mnist", "root": None}  # type: ignore[index]
+    runs[1]["spec"]["data"] = {"name": "mnist", "root": None}  # type: ignore[index]
+    runs[2]["spec"]["data"] = {"name": "mnist", "root": "/nowhere"}  # type: ignore[index]
+    # Execute
+    labels = group_labels(runs)
+    # Assert
+    assert labels["a"] == "algorithm=fedavg"
+    assert labels["b"] == "algorithm=fedgen"
+    assert labels["c"] == "algorithm=fedgen, data.root=/nowhere"
+
+
 def test_group_labels_chosen_fields() -> None:
     """Grouping by alpha only puts different algorithms together."""
     runs = [_run("a", "fedavg", 0, 0.1), _run("b", "fedgen", 0, 0.1), _run("c", "fedgen", 0, 1.0)]
