@@ -155,7 +155,7 @@ API = "/api/v1"
 def test_allow_lists_every_method_of_the_path(client, auth) -> None:
     r = client.options(f"{API}/runs/00000000-0000-0000-0000-000000000000")
     assert r.status_code == 204
-    assert set(r.headers["allow"].split(", ")) == {"GET", "DELETE", "OPTIONS"}
+    assert set(r.headers["allow"].split(", ")) == {"GET", "PATCH", "DELETE", "OPTIONS"}
     r = client.put(f"{API}/runs", headers=auth)
     assert r.status_code == 405
     assert set(r.headers["allow"].split(", ")) == {"GET", "POST", "OPTIONS"}
