@@ -27,6 +27,7 @@ from typing import Any
 import schemathesis
 
 from api.config import Settings
+from api.plot_data import resolve_field
 from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
 from api.webhook_schemas import host_allowed, url_problem
@@ -141,6 +142,20 @@ def _group_by_ok(query: Any) -> bool:
     return all(n in EVERY_SPEC_FIELD for n in names) or not _GROUP_BY.fullmatch(query["group_by"])
 
 
+def _plot_ok(query: Any) -> bool:
+    """`x` and `by` name fields the sweep's specs have and differ from each other;
+    time_to_target comes with its `target` (others: 422 naming the field)."""
+    if not isinstance(query, dict):
+        return True
+    x, by = query.get("x"), query.get("by", "algorithm")
+    if not isinstance(x, str) or not isinstance(by, str):
+        return True  # a missing or ill-typed parameter: the schema's own 422
+    x, by = resolve_field(x), resolve_field(by)
+    if x not in EVERY_SPEC_FIELD or by not in EVERY_SPEC_FIELD or x == by:
+        return False
+    return not (query.get("statistic") == "time_to_target" and query.get("target") is None)
+
+
 def _webhook_ok(url: Any) -> bool:
     # The schema's pattern cannot bound the port (at most 65535) nor refuse a host of dots
     # only; the contract's FEDGEN_WEBHOOK_ALLOW is `*` (scripts/contract.py).
@@ -153,11 +168,13 @@ def _webhook_ok(url: Any) -> bool:
 def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> bool:
     """Drop cases that break only a documented rule the schema cannot express: a cross-field
     rule of the spec, an oversized sweep, a body over the size limit, a `group_by` field the
-    sweep does not have, a webhook URL with a port out of range. A case hook, so it applies in
+    sweep does not have (a summary's `group_by`, a plot's `x` and `by`), a webhook URL with a port out of range. A case hook, so it applies in
     every phase (coverage included)."""
     path = case.operation.path
     if path.endswith("/summary"):
         return _group_by_ok(case.query)
+    if path.endswith("/plot-data"):
+        return _plot_ok(case.query)
     body = case.body
     if not isinstance(body, dict):
         return True
