@@ -142,12 +142,17 @@ def load_run_for_stream(
 StreamRunDep = Annotated[Run, Depends(load_run_for_stream)]
 
 
+def require_owner(owner_id: uuid.UUID, user: User, what: str) -> None:
+    """403 unless `user` owns the thing (`what`: "run", "sweep", ...) or is an admin."""
+    if owner_id != user.id and not user.is_admin:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, f"only the {what}'s owner or an admin may do this"
+        )
+
+
 def load_own_run(run: RunDep, user: UserDep) -> Run:
     """The run of the path when the user owns it or is an admin; 403 otherwise."""
-    if run.owner_id != user.id and not user.is_admin:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, "only the run's owner or an admin may do this"
-        )
+    require_owner(run.owner_id, user, "run")
     return run
 
 
@@ -160,10 +165,7 @@ def load_own_sweep(sweep_id: str, session: SessionDep, user: UserDep) -> tuple[S
     found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} not found")
-    if found[0].owner_id != user.id and not user.is_admin:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, "only the sweep's owner or an admin may do this"
-        )
+    require_owner(found[0].owner_id, user, "sweep")
     return found
 
 

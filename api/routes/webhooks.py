@@ -12,7 +12,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 
-from api.deps import SessionDep, SettingsDep, UserDep, check_page_size, parse_uuid
+from api.deps import (
+    SessionDep,
+    SettingsDep,
+    UserDep,
+    check_page_size,
+    parse_uuid,
+    require_owner,
+)
 from api.errors import FieldErrors
 from api.models import User, Webhook
 from api.repository import webhooks as hooks_repo
@@ -51,10 +58,7 @@ def load_own_webhook(webhook_id: str, session: SessionDep, user: UserDep) -> tup
     found = hooks_repo.get_webhook(session, parse_uuid(webhook_id, "webhook"))
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"webhook {webhook_id} not found")
-    if found[0].owner_id != user.id and not user.is_admin:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, "only the webhook's owner or an admin may do this"
-        )
+    require_owner(found[0].owner_id, user, "webhook")
     return found
 
 
