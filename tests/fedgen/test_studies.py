@@ -245,7 +245,7 @@ def test_cli_run_tiny_study(
     """`fedgen study run` runs the sweep, prints the table, and keeps finished runs on a rerun."""
     # Prepare: the plumbing is under test, so the paper's setting is made tiny.
     small = {**studies.PAPER_SETTING, "users_per_round": 2, "local_steps": 2}
-    monkeypatch.setattr(studies, "PAPER_SETTING", small)
+    monkeypatch.setattr(studies.registry, "PAPER_SETTING", small)  # where `plan` reads it
     monkeypatch.setitem(studies.DATASET_FIELDS, "synthetic", {"synthetic_samples": 5000})
     # Execute
     argv = ["study", "run", "table3", "--dataset", "synthetic", "--seeds", "1", "--rounds", "2"]

@@ -1,0 +1,44 @@
+"""Studies' CPU-time estimate: each algorithm's declared ms per round, scaled by dataset and model.
+
+The VM's speed varies about 2x from day to day, and the dataset and model factors are
+guesses: `estimate_cpu_s` is an estimate, not a measurement. `format_duration` writes it.
+"""
+
+from __future__ import annotations
+
+from fedgen.algorithms.registry import get_algorithm
+from fedgen.spec import ExperimentSpec
+
+# Each algorithm's ms per round on one core at the paper setting is its declaration's
+# `ms_per_round` (fedgen.algorithms.builtin says where the built-ins' come from; a plugin
+# cannot register without one). The VM's speed varies about 2x from day to day, and the
+# dataset and model factors are guesses: this is an estimate, not a measurement.
+EST_DATASET_FACTOR: dict[str, float] = {
+    "mnist": 1.0,
+    "fashion-mnist": 1.0,
+    "emnist-letters": 1.5,
+    "celeba": 4.0,
+    "synthetic": 0.3,
+}
+EST_MODEL_FACTOR: dict[str, float] = {"official-cnn": 1.0, "mcmahan-cnn": 8.0}
+
+
+def estimate_cpu_s(spec: ExperimentSpec) -> float:
+    """Estimated CPU seconds of one run on one core (the algorithm's `ms_per_round`, scaled)."""
+    work = spec.users_per_round * spec.local_steps / 200.0  # 1.0 at the paper setting
+    ms = (
+        get_algorithm(spec.algorithm.name).ms_per_round
+        * EST_DATASET_FACTOR.get(spec.data.name, 1.0)
+        * EST_MODEL_FACTOR.get(spec.model.name, 1.0)
+        * (0.3 + 0.7 * work)
+    )
+    return ms * spec.rounds / 1000.0
+
+
+def format_duration(seconds: float) -> str:
+    """12 s, 7 min, 3.2 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
