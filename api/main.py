@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,21 +18,11 @@ from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit, Limits
 from api.openapi import build_openapi
 from api.queue import Enqueue, Sender
-from api.routes import (
-    checkpoints,
-    difference,
-    events,
-    metrics,
-    misc,
-    runs,
-    studies,
-    sweeps,
-    webhooks,
-    workers,
-)
+from api.routes import misc
+from api.v1 import API_PREFIX, v1_router
 from fedgen import plugins
 
-API_PREFIX = "/api/v1"
+__all__ = ["API_PREFIX", "create_app"]
 
 
 class AllowedMethods:
@@ -139,21 +129,7 @@ def create_app(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
     )
     app.add_middleware(BodyLimit, max_bytes=s.max_body_bytes)
-    v1 = APIRouter(prefix=API_PREFIX)
-    for r in (
-        misc.router,
-        runs.router,
-        metrics.router,
-        difference.router,
-        events.router,
-        checkpoints.router,
-        sweeps.router,
-        studies.router,
-        workers.router,
-        webhooks.router,
-    ):
-        v1.include_router(r)
-    app.include_router(v1)
+    app.include_router(v1_router())  # authenticated unless declared public there
     docs_ui.install(app)
     # Probes also at the root, where load balancers and compose healthchecks look for them.
     app.add_api_route(
