@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -32,3 +34,13 @@ def user_by_token(session: Session, token: str) -> User | None:
         .where(ApiToken.token_hash == hash_token(token))
     )
     return session.scalar(stmt)
+
+
+def token_by_id(session: Session, token_id: uuid.UUID) -> ApiToken | None:
+    """The API token row with this id, or None."""
+    return session.get(ApiToken, token_id)
+
+
+def token_row(session: Session, token: str) -> ApiToken | None:
+    """The API token row of a token's value, or None."""
+    return session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))

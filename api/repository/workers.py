@@ -9,7 +9,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from api.db import db_now
-from api.models import Worker
+from api.models import Run, Worker
 
 
 def register(
@@ -95,3 +95,12 @@ def by_name(rows: list[Worker]) -> dict[str, list[Worker]]:
     for row in sorted(rows, key=lambda r: (r.name, r.queue)):
         out.setdefault(row.name, []).append(row)
     return out
+
+
+def runs_held(session: Session, names: list[str]) -> list[Any]:
+    """The running, leased runs of these workers: (id, worker, algorithm, dataset,
+    current_round, rounds) rows."""
+    stmt = select(
+        Run.id, Run.worker, Run.algorithm, Run.dataset, Run.current_round, Run.rounds
+    ).where(Run.status == "running", Run.lease_token.is_not(None), Run.worker.in_(names))
+    return list(session.execute(stmt))

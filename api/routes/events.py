@@ -14,20 +14,19 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
-from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.db import is_unavailable
 from api.deps import CredsDep, RunDep, SessionDep, StreamSessionDep, authenticate, parse_uuid
 from api.errors import RETRY_AFTER_S
-from api.models import ApiToken, Run
+from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from api.repository import users as users_repo
 from api.schemas import AUTHED, error_responses
 from api.security import (
     STREAM_TOKEN_TTL_S,
-    hash_token,
     new_stream_token,
     parse_stream_token,
     stream_token_valid,
@@ -52,7 +51,7 @@ def _poll(
 def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID) -> None:
     """401 for a malformed, forged, expired or revoked stream token; 403 for another run's."""
     claim = parse_stream_token(token)
-    api_token = session.get(ApiToken, claim.token_id) if claim else None
+    api_token = users_repo.token_by_id(session, claim.token_id) if claim else None
     if claim is None or api_token is None or not stream_token_valid(claim, api_token.token_hash):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "invalid or expired stream token", _UNAUTHORIZED
@@ -95,9 +94,7 @@ def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str,
     revokes its stream tokens too.
     """
     assert creds is not None  # RunDep has authenticated the bearer token
-    api_token = session.scalar(
-        select(ApiToken).where(ApiToken.token_hash == hash_token(creds.credentials))
-    )
+    api_token = users_repo.token_row(session, creds.credentials)
     assert api_token is not None
     token, expires = new_stream_token(api_token.id, api_token.token_hash, run.id)
     return {

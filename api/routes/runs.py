@@ -6,10 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 from pydantic import Field
-from sqlalchemy.orm import Session
 
 from api import service
-from api.config import Settings
 from api.deps import (
     OwnRunDep,
     RunDep,
@@ -21,8 +19,6 @@ from api.deps import (
     parse_uuid,
 )
 from api.errors import FieldErrors
-from api.models import Run
-from api.repository import checkpoints as ckpt_repo
 from api.repository import runs as runs_repo
 from api.repository.spec_filter import MAX_WHERE, MAX_WHERE_CHARS, parse_where
 from api.schemas import (
@@ -36,7 +32,6 @@ from api.schemas import (
     RunsPublic,
     error_responses,
 )
-from api.store import CheckpointStore
 from fedgen.status import RunStatus
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -127,37 +122,15 @@ def annotate_run(
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)
 def cancel_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
     """Ask a run to stop (queued: at once; running: between rounds); its checkpoint files go."""
-    _withdraw(session, settings, run, delete=False)
+    service.withdraw_run(session, settings, run, delete=False)
     return service.run_public(run)
 
 
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, responses=OWNER_ONLY)
 def delete_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> Response:
     """Delete a run, its metrics and its checkpoint files (owner or admin)."""
-    _withdraw(session, settings, run, delete=True)
+    service.withdraw_run(session, settings, run, delete=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-def _withdraw(session: Session, settings: Settings, run: Run, *, delete: bool) -> None:
-    """Cancel `run` (and delete its rows when asked): its checkpoints go with its rows (their
-    bytes are in the database); checkpoint files written before that go once the rows are
-    committed. A running run that is only cancelled keeps them until its worker stops between
-    rounds and cleans up after itself.
-    """
-    runs_repo.request_cancel(session, run.id)
-    if delete:
-        paths = ckpt_repo.legacy_paths_of_run(session, run.id)
-        runs_repo.delete_run(session, run.id)
-    else:
-        session.flush()
-        session.refresh(run)
-        if run.status != "cancelled":
-            return
-        paths = ckpt_repo.delete_of_run(session, run.id)
-    session.commit()
-    store = CheckpointStore(settings.checkpoint_root)
-    store.delete(paths)
-    store.delete_run(str(run.id))
 
 
 @router.post(

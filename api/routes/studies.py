@@ -12,39 +12,29 @@ The definitions, the paper's numbers and the verdicts live in `fedgen.studies`.
 
 from __future__ import annotations
 
-import uuid
-from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
 
-from api import service
+from api import service, study_queries
 from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
-from api.models import Sweep
-from api.repository import metrics as metrics_repo
-from api.repository import sweeps as sweeps_repo
 from api.routes.sweeps import _public as sweep_public
 from api.schemas import AUTHED, BODY, error_responses
-from fedgen.spec import SpecError, format_validation_error, parse_spec
+from fedgen.spec import SpecError, format_validation_error
 from fedgen.studies import (
     STUDIES,
     Plan,
-    RunResult,
     Study,
     StudyOverrides,
     UnknownStudy,
     get_study,
     plan,
     study_dict,
-    study_of_base,
-    study_table,
 )
 
 router = APIRouter(prefix="/studies", tags=["studies"])
-MAX_STUDY_SWEEPS_SCANNED = 1000
 
 
 def _study(name: str) -> Study:
@@ -66,27 +56,6 @@ def _overrides(dataset: str | None, seeds: int | None, rounds: int | None) -> St
         return StudyOverrides.model_validate({"dataset": dataset, "seeds": seeds, "rounds": rounds})
     except ValidationError as exc:
         raise FieldErrors(format_validation_error(exc)) from None
-
-
-def _sweeps_of(session: Session, study: Study) -> list[tuple[Sweep, str]]:
-    """The study's sweeps (any version), newest first."""
-    rows, _ = sweeps_repo.list_sweeps(session, MAX_STUDY_SWEEPS_SCANNED, 0)
-    return [(s, o) for s, o in rows if (study_of_base(s.base) or ("", 0))[0] == study.name]
-
-
-def _launched(session: Session, sweep: Sweep, owner: str) -> dict[str, Any]:
-    runs = sweeps_repo.runs_of_sweep(session, sweep.id)
-    found = study_of_base(sweep.base)
-    return {
-        "sweep_id": str(sweep.id),
-        "name": sweep.name,
-        "owner": owner,
-        "version": found[1] if found else None,
-        "dataset": (sweep.base.get("data") or {}).get("name"),
-        "count": len(runs),
-        "status_counts": dict(Counter(r.status for r in runs)),
-        "created_at": sweep.created_at.isoformat(),
-    }
 
 
 @router.get("", responses=error_responses(*AUTHED))
@@ -111,7 +80,9 @@ def get_study_definition(
     """Definition, the sweep for these overrides, the paper's numbers, the launched sweeps."""
     study = _study(name)
     p = _plan(study, _overrides(dataset, seeds, rounds))
-    launched = [_launched(session, s, o) for s, o in _sweeps_of(session, study)]
+    launched = [
+        study_queries.launched(session, s, o) for s, o in study_queries.sweeps_of(session, study)
+    ]
     return {**p.to_dict(), "launched": launched}
 
 
@@ -148,45 +119,17 @@ def study_results(
 ) -> dict[str, Any]:
     """The study's table for a sweep of it: per cell ours, the paper's, Δ and the verdict."""
     study = _study(name)
-    sweep: Sweep | None = None
     if sweep_id:
-        found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
-        if found is None or (study_of_base(found[0].base) or ("", 0))[0] != study.name:
+        sweep = study_queries.sweep_of_study(session, study, parse_uuid(sweep_id, "sweep"))
+        if sweep is None:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} is not a sweep of study {name}"
             )
-        sweep = found[0]
     else:
-        mine = _sweeps_of(session, study)
+        mine = study_queries.sweeps_of(session, study)
         if not mine:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"study {name} has not been launched yet"
             )
         sweep = mine[0][0]
-    runs = sweeps_repo.runs_of_sweep(session, sweep.id)
-    ids: list[uuid.UUID] = [r.id for r in runs]
-    curves = metrics_repo.acc_curves(session, ids)
-    user_ms = (
-        metrics_repo.metric_values(session, ids, "time_user_ms")
-        if study.statistic == "ms_per_update"
-        else {}
-    )
-    results: list[RunResult] = []
-    for r in runs:
-        try:
-            spec = parse_spec(r.spec)
-        except SpecError:  # a row from an older schema: it fits no cell
-            continue
-        results.append(
-            RunResult(spec, r.status == "succeeded", curves[r.id], user_ms.get(r.id, []))
-        )
-    dataset = str((sweep.base.get("data") or {}).get("name") or study.paper_dataset)
-    table = study_table(study, dataset, results)
-    found_version = study_of_base(sweep.base)
-    return {
-        **table.to_dict(),
-        "sweep_id": str(sweep.id),
-        "sweep_name": sweep.name,
-        "sweep_version": found_version[1] if found_version else None,
-        "status_counts": dict(Counter(r.status for r in runs)),
-    }
+    return study_queries.results(session, study, sweep)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from sqlalchemy import select
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.models import Run
 from api.repository import workers as workers_repo
 from api.schemas import AUTHED, WorkerPublic, WorkerRun, WorkersPublic, error_responses
 
@@ -20,10 +18,7 @@ def list_workers(session: SessionDep, settings: SettingsDep, _user: UserDep) -> 
     by_name = workers_repo.by_name(workers_repo.live_rows(session, settings.worker_ttl_s))
     held: dict[str, list[WorkerRun]] = {}
     if by_name:
-        stmt = select(
-            Run.id, Run.worker, Run.algorithm, Run.dataset, Run.current_round, Run.rounds
-        ).where(Run.status == "running", Run.lease_token.is_not(None))
-        for r in session.execute(stmt.where(Run.worker.in_(list(by_name)))):
+        for r in workers_repo.runs_held(session, list(by_name)):
             held.setdefault(r.worker, []).append(
                 WorkerRun(
                     id=str(r.id),
