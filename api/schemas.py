@@ -1,8 +1,9 @@
-"""Request and response bodies of the REST API (the dashboard codes against these)."""
+"""Request and response bodies of the REST API (the dashboard codes against these): requests,
+runs, sweeps, checkpoints, the user. Errors, results (curves, plots) and workers live in
+api.schemas_errors, api.schemas_results and api.schemas_workers, re-exported here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -11,95 +12,40 @@ from pydantic import (
     AliasPath,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     WithJsonSchema,
     model_validator,
 )
 
+# Split by job; re-exported so `from api.schemas import X` keeps working for every body.
+from api.schemas_base import FromRow as _FromRow
+from api.schemas_base import IdStr as IdStr
+from api.schemas_base import In as _In
+from api.schemas_base import IsoDatetime as IsoDatetime
+from api.schemas_base import OptionalIdStr as OptionalIdStr
+from api.schemas_errors import AUTHED as AUTHED
+from api.schemas_errors import BODY as BODY
+from api.schemas_errors import ErrorBody as ErrorBody
+from api.schemas_errors import FieldError as FieldError
+from api.schemas_errors import ValidationErrorBody as ValidationErrorBody
+from api.schemas_errors import error_responses as error_responses
+from api.schemas_results import ComparePublic as ComparePublic
+from api.schemas_results import CompareRun as CompareRun
+from api.schemas_results import Curves as Curves
+from api.schemas_results import MetricsPublic as MetricsPublic
+from api.schemas_results import PlotData as PlotData
+from api.schemas_results import PlotExcluded as PlotExcluded
+from api.schemas_results import PlotGroup as PlotGroup
+from api.schemas_results import PlotPoint as PlotPoint
+from api.schemas_results import PlotSeries as PlotSeries
+from api.schemas_results import UserRow as UserRow
+from api.schemas_results import UsersPublic as UsersPublic
+from api.schemas_workers import WorkerDevice as WorkerDevice
+from api.schemas_workers import WorkerPublic as WorkerPublic
+from api.schemas_workers import WorkerRun as WorkerRun
+from api.schemas_workers import WorkersPublic as WorkersPublic
 from fedgen.algorithms.registry import sharing_predictor
 from fedgen.status import RunStatus
-
-
-def _as_str(value: Any) -> Any:
-    return None if value is None else str(value)
-
-
-# Ids are UUIDs in the database and strings in the API.
-IdStr = Annotated[str, BeforeValidator(_as_str)]
-OptionalIdStr = Annotated[str | None, BeforeValidator(_as_str)]
-
-
-# -- error bodies (every error the API sends has one of these two shapes) --------------------
-
-
-class ErrorBody(BaseModel):
-    """400, 401, 403, 404, 405, 409, 410, 413, 429, 503: a message."""
-
-    detail: str
-
-
-class FieldError(BaseModel):
-    """One invalid field: where, a message naming the field and the limit, and the error kind."""
-
-    loc: list[str | int] = Field(description='e.g. ["body", "spec", "rounds"]')
-    msg: str
-    type: str = Field(description="pydantic's error type, or value_error for cross-field rules")
-    field: str = Field(description="dotted field name, e.g. spec.rounds")
-
-
-class ValidationErrorBody(BaseModel):
-    """422: one entry per invalid field."""
-
-    detail: list[FieldError]
-
-
-_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}}
-_ERROR_TEXT: dict[int, str] = {
-    400: "The body is not JSON",
-    401: "Missing or invalid bearer token",
-    403: "Only the run's owner or an admin may do this",
-    404: "Not found",
-    409: "Conflict with the resource's state",
-    410: "Gone",
-    413: "Request body over FEDGEN_MAX_BODY_BYTES",
-    422: "Invalid fields (one entry per field)",
-    429: "Rate limit: FEDGEN_SUBMIT_RATE per token, FEDGEN_AUTH_FAIL_RATE per address",
-    503: "The database is unavailable",
-}
-
-
-def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The `responses=` of a route that can answer these error codes (bodies as sent)."""
-    out: dict[int | str, dict[str, Any]] = {}
-    for code in codes:
-        entry: dict[str, Any] = {
-            "model": ValidationErrorBody if code == 422 else ErrorBody,
-            "description": _ERROR_TEXT[code],
-        }
-        if code in (429, 503):
-            entry["headers"] = _RETRY_AFTER
-        if code == 401:
-            entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
-        out[code] = entry
-    return out
-
-
-# What any authenticated route may answer; routes add their own (404, 403, 422, 413...).
-AUTHED = (401, 429, 503)
-BODY = (400, 413, 422)
-
-
-def _iso_datetime(value: Any) -> Any:
-    # pydantic reads numbers (and numeric strings) as Unix times; the API takes ISO 8601 only.
-    if isinstance(value, str) and not value.strip().lstrip("+-").replace(".", "", 1).isdigit():
-        return value
-    if isinstance(value, datetime):
-        return value
-    raise ValueError("expected an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z")
-
-
-IsoDatetime = Annotated[datetime, BeforeValidator(_iso_datetime)]
 
 # The spec as requests send it: the input schema of fedgen.spec.ExperimentSpec (every field
 # optional, defaults fill in), put into the OpenAPI components by api.openapi. The handler
@@ -115,16 +61,6 @@ SpecChangesIn = Annotated[
 GridIn = Annotated[
     dict[str, list[Any]], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SweepGrid"}]})
 ]
-
-
-class _FromRow(BaseModel):
-    """A response read from an ORM row's attributes (`Model.model_validate(row)`)."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 Priority = Literal["low", "normal", "high"]
@@ -353,78 +289,6 @@ class RunsPublic(BaseModel):
     count: int
 
 
-# A run's curves in a response: /compare answers 100 runs x 200 rounds x 15 series in one body.
-# Their types are plain dataclasses, not models: the handlers' constructor calls are type-checked,
-# nothing is validated again at run time, and orjson writes dataclasses natively, about twice as
-# fast as pydantic's serializer. FastAPI still documents them in the OpenAPI schema.
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Curves:
-    """Columnar per-round metrics, downsampled to at most max_points buckets per series.
-
-    The fields every response with a run's curves carries (`MetricsPublic`, `CompareRun`).
-    """
-
-    rounds: list[int]
-    metrics: dict[str, list[float | None]]
-    min: dict[str, list[float | None]] | None
-    max: dict[str, list[float | None]] | None
-    downsampled: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MetricsPublic(Curves):
-    """GET /runs/{id}/metrics: a run's curves."""
-
-    run_id: str
-    status: RunStatus
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompareRun(Curves):
-    """One run of GET /compare: identity fields plus its columnar metrics."""
-
-    id: str
-    status: RunStatus
-    owner: str
-    algorithm: str
-    dataset: str
-    spec_hash: str
-    sweep_id: str | None
-    seed: int
-    alpha: float | None
-    tags: list[str]
-    current_round: int
-    rounds_total: int
-    last_acc: float | None
-    best_acc: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class ComparePublic:
-    """GET /compare."""
-
-    runs: list[CompareRun]
-
-
-class UserRow(_FromRow):
-    """One user in one round."""
-
-    round: int
-    user: int
-    test_acc: float
-    test_loss: float
-    num_test: int
-    selected: bool
-    train_ms: float | None
-    train_loss: float | None
-
-
-class UsersPublic(BaseModel):
-    """GET /runs/{id}/users."""
-
-    data: list[UserRow]
-
-
 class CheckpointPublic(_FromRow):
     """A stored checkpoint (download it from .../download)."""
 
@@ -467,67 +331,6 @@ class SweepsPublic(BaseModel):
     count: int
 
 
-class PlotPoint(BaseModel):
-    """One point of a sweep plot: the runs with one x value in one series, over seeds."""
-
-    x: Any = Field(description="the x field's value; null for runs that lack the field")
-    mean: float | None = Field(description="null while no run of the point has succeeded")
-    std: float | None = Field(description="as the sweep tables (top-5: pooled over 5 rounds)")
-    lo: float | None = Field(description="the bar's lower end (mean − std, or the 95 % CI's)")
-    hi: float | None = Field(description="the bar's upper end")
-    n: int = Field(description="succeeded runs counted")
-    n_total: int = Field(description="every run of the point, whatever its status")
-    reached: int | None = Field(description="time_to_target: runs that reached the target")
-    censored: bool = Field(description="time_to_target: mean is a lower bound, no interval")
-    run_ids: list[str]
-    values: list[float] = Field(description="each counted run's statistic, in run_ids order")
-
-
-class PlotSeries(BaseModel):
-    """One line: the points of one value of the `by` field."""
-
-    by_value: Any
-    points: list[PlotPoint]
-
-
-class PlotGroup(BaseModel):
-    """Runs sharing every field but the seed (the parallel-coordinates view's lines)."""
-
-    label: str
-    fields: dict[str, Any]
-    mean: float | None
-    std: float | None
-    censored: bool
-    n: int
-    n_total: int
-
-
-class PlotExcluded(BaseModel):
-    """Runs not counted, by status (`no_summary`: succeeded without a figure)."""
-
-    counts: dict[str, int]
-    run_ids: dict[str, list[str]]
-
-
-class PlotData(BaseModel):
-    """GET /sweeps/{id}/plot-data: a statistic against a swept field, one series per `by` value."""
-
-    sweep_id: str
-    x: str = Field(description="the dotted spec field on the x axis")
-    by: str = Field(description="the dotted spec field with one series per value")
-    statistic: Literal["final", "best", "top5", "time_to_target"]
-    target: float | None
-    unit: Literal["fraction", "round"]
-    interval: Literal["std", "ci95"]
-    level: float | None = Field(description="the interval's confidence level (ci95: 0.95)")
-    log_x: bool = Field(description="α, or positive values spanning >= 2 decades")
-    series: list[PlotSeries]
-    groups: list[PlotGroup]
-    excluded: PlotExcluded
-    warnings: list[str]
-    varying: list[str] = Field(description="the spec fields whose values differ in the sweep")
-
-
 class UserPublic(_FromRow):
     """GET /me."""
 
@@ -562,52 +365,3 @@ class RunInfoPublic(BaseModel):
     segments: list[Segment] = Field(
         default_factory=list, description="Each start and resume of the run, oldest first."
     )
-
-
-class WorkerDevice(BaseModel):
-    """A device a worker computes on: the CPU (model, cores) or one GPU (name, memory)."""
-
-    kind: Literal["cpu", "cuda"]
-    name: str | None = None
-    cores: int | None = None
-    index: str | None = Field(None, description="GPU: its id in CUDA_VISIBLE_DEVICES.")
-    memory_bytes: int | None = Field(None, description="GPU: total memory.")
-
-
-class WorkerRun(BaseModel):
-    """A run a worker holds now."""
-
-    id: IdStr
-    algorithm: str
-    dataset: str
-    current_round: int
-    rounds: int
-
-
-class WorkerPublic(BaseModel):
-    """A live worker process (one slot) and what it can run."""
-
-    name: str = Field(description="Node name, slot@host; runs and segments record it.")
-    host: str | None
-    queues: list[str] = Field(description="The run queues it serves (cpu, gpu), prefix included.")
-    slots: int = Field(description="Runs it takes at once.")
-    threads: int | None = Field(description="Torch threads per run.")
-    devices: list[WorkerDevice]
-    code_version: str | None = Field(
-        description="The code it runs: git:<commit>[+dirty] or src:<hash of the sources>."
-    )
-    datasets: list[str] | None = Field(
-        description="Datasets it can load (files found; those that failed to load here left "
-        "out); null for a worker that does not say (taken to load all)."
-    )
-    started_at: datetime
-    heartbeat_at: datetime
-    running: list[WorkerRun] = Field(description="The runs it holds now.")
-
-
-class WorkersPublic(BaseModel):
-    """The live workers of the lab."""
-
-    workers: list[WorkerPublic]
-    slots: int = Field(description="Total slots of the live workers.")
-    busy: int = Field(description="Slots holding a run now.")
