@@ -311,7 +311,7 @@ def test_run_deleted_mid_run_stops_and_leaves_nothing(
                 runs_repo.delete_run(s, run.id)
                 s.commit()
 
-    with caplog.at_level("INFO", logger="worker.execution"):
+    with caplog.at_level("INFO", logger="worker"):
         out = execute_run(
             str(run.id), factory, runner=FakeRunner(on_round=delete_after), settings=settings
         )
@@ -336,7 +336,7 @@ def test_run_cancelled_mid_run_removes_its_checkpoints(
                 s.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
                 s.commit()
 
-    with caplog.at_level("INFO", logger="worker.execution"):
+    with caplog.at_level("INFO", logger="worker"):
         out = execute_run(
             str(run.id), factory, runner=FakeRunner(on_round=cancel_at), settings=settings
         )

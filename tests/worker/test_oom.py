@@ -2,7 +2,7 @@
 more free memory than it had, and fails the second time.
 
 No GPU here: the runner raises torch.cuda.OutOfMemoryError itself, the GPU's free memory at the
-failure is given (worker.execution.gpu_memory), and the workers' rows say how much memory
+failure is given (worker.outcomes.gpu_memory), and the workers' rows say how much memory
 their GPUs have free, as worker.capabilities writes them.
 """
 
@@ -24,7 +24,7 @@ from fedgen.resources import is_cuda_oom
 from fedgen.spec import ExperimentSpec
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner
-from worker import execution
+from worker import outcomes
 from worker.execution import execute_run
 
 API = "/api/v1"
@@ -81,7 +81,7 @@ def test_out_of_memory_goes_back_once_to_a_bigger_gpu_then_fails(
     the second OOM there fails the run with that reason."""
     user, _ = create_user(session, "carol")
     run = create_run(session, user, queue="gpu", device="cuda", rounds=3)
-    monkeypatch.setattr(execution, "gpu_memory", lambda *_: (8 * GiB, 80 * GiB))
+    monkeypatch.setattr(outcomes, "gpu_memory", lambda *_: (8 * GiB, 80 * GiB))
 
     out = execute_run(
         str(run.id), factory, runner=_oom_at(1), settings=settings, worker_name="g1@h1"
