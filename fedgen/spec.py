@@ -11,6 +11,9 @@ Behavioural differences between the FedGen paper and its official code
 each knob's field to the spec section it lives in (`FidelitySpec`, FedGen's
 `FedGenParams`, `PartitionSpec`, `ModelSpec`, the top level). `fedgen.fidelity`
 resolves them against `fidelity.profile`; docs/fidelity.md has the table.
+
+The `data` section lives in `fedgen.data_spec`, the hard limits, the strict base model and
+`CrossFieldError` in `fedgen.spec_base`; this module re-exports them (`__all__`).
 """
 
 from __future__ import annotations
@@ -24,87 +27,71 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
-    GetJsonSchemaHandler,
-    SerializerFunctionWrapHandler,
     ValidationError,
-    ValidatorFunctionWrapHandler,
     create_model,
-    field_validator,
-    model_serializer,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError
 
 from fedgen.algorithms.registry import AlgorithmField, sharing_predictor
-from fedgen.data.registry import BUILTINS, dataset_names, get_dataset
+from fedgen.data_spec import (
+    DATASET_NAMES,
+    ClassName,
+    DatasetName,
+    DataSpec,
+    FolderSpec,
+    ProxyName,
+)
 from fedgen.knobs import Home, knob_fields, knobs_in
+from fedgen.spec_base import (
+    MAX_BATCH,
+    MAX_CLASSES,
+    MAX_DIM,
+    MAX_LOCAL_STEPS,
+    MAX_ROUNDS,
+    MAX_SEED,
+    MAX_USERS,
+    CrossFieldError,
+    StrictModel,
+)
 
-
-def _registered_dataset(name: str) -> str:
-    if name not in dataset_names():
-        raise PydanticCustomError(
-            "unknown_dataset",
-            "unknown dataset {name}; registered: {names}",
-            {"name": repr(name), "names": ", ".join(dataset_names())},
-        )
-    return name
-
-
-def _proxy_name(name: str) -> str:
-    # FedDF loads its proxy by name alone; a dataset whose files the spec names has none there.
-    if name != "heldout" and get_dataset(_registered_dataset(name)).files_in_spec:
-        raise PydanticCustomError(
-            "proxy_dataset",
-            "dataset {name} needs data.folder and cannot be FedDF's proxy",
-            {"name": repr(name)},
-        )
-    return name
-
-
-class _DatasetEnum:
-    """The JSON schema of a dataset name: an enum of the names registered when it is asked for
-    (built-ins and plugins loaded at start), not a fixed list."""
-
-    def __init__(self, *extra: str, proxy: bool = False) -> None:
-        self.extra, self.proxy = extra, proxy
-
-    def __get_pydantic_json_schema__(
-        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        schema = handler(core_schema)
-        names = [n for n in dataset_names() if not (self.proxy and get_dataset(n).files_in_spec)]
-        schema.update(type="string", enum=[*self.extra, *names])
-        return schema
-
-
-#: A registered dataset's name (fedgen.data.registry): validated, and listed in the schema.
-DatasetName = Annotated[str, AfterValidator(_registered_dataset), _DatasetEnum()]
-#: FedDF's proxy: 'heldout' or a dataset that needs no data.folder.
-ProxyName = Annotated[str, AfterValidator(_proxy_name), _DatasetEnum("heldout", proxy=True)]
-#: The built-in datasets; every registered one (plugins too): `dataset_names()`. Not read from
-#: the registry's look-ups here: they load the plugins, which may import this module.
-DATASET_NAMES: tuple[str, ...] = tuple(d.name for d in BUILTINS)
-
-# Hard limits, in one place so the docs and error messages agree.
-MAX_USERS = 1000
-MAX_ROUNDS = 10_000
-MAX_LOCAL_STEPS = 1000
-MAX_BATCH = 4096
-MAX_DIM = 4096
-MAX_SEED = 2**31 - 1
-MAX_CLASSES = 1000
-
-
-class _Strict(BaseModel):
-    # allow_inf_nan=False: every float field of every section refuses NaN and ±Infinity
-    # (YAML's .nan, JSON's NaN), reported by format_validation_error as NOT_FINITE says.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
+__all__ = [
+    "DATASET_NAMES",
+    "MAX_BATCH",
+    "MAX_CLASSES",
+    "MAX_DIM",
+    "MAX_LOCAL_STEPS",
+    "MAX_ROUNDS",
+    "MAX_SEED",
+    "MAX_USERS",
+    "NOT_FINITE",
+    "AlgorithmParams",
+    "AlgorithmSpec",
+    "ClassName",
+    "CrossFieldError",
+    "DataSpec",
+    "DatasetName",
+    "ExperimentSpec",
+    "FedAvgParams",
+    "FedDFParams",
+    "FedDistillParams",
+    "FedDistillPlusParams",
+    "FedEnsembleParams",
+    "FedGenParams",
+    "FidelitySpec",
+    "FolderSpec",
+    "GeneratorPreset",
+    "ModelSpec",
+    "PartitionSpec",
+    "ProxyName",
+    "SpecError",
+    "StrictModel",
+    "format_validation_error",
+    "load_spec",
+    "load_spec_data",
+    "parse_spec",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -128,114 +115,8 @@ def _with_knobs(home: Home) -> Callable[[type[M]], type[M]]:
     return add
 
 
-ClassName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00/]*$")]
-
-
-class FolderSpec(_Strict):
-    """The `folder` dataset: a lab's own images (fedgen.data.folder; docs/architecture.md).
-
-    Layouts, found in `path`: ImageFolder, ``train/<class>/*.png|jpg`` and ``test/<class>/...``
-    (classes in sorted folder-name order, each image converted to `channels` and resized to
-    `image_size`); or ``train.npz`` and ``test.npz`` holding ``x`` (N, H, W) or (N, C, H, W),
-    uint8 (scaled to [-1, 1] like MNIST) or float (used as is), and ``y`` (N,) integer labels
-    in 0..classes-1, with H = W = image_size and C = channels.
-    """
-
-    path: str = Field(
-        min_length=1,
-        max_length=4096,
-        pattern=r"^[^\x00]*$",
-        description="The dataset's folder: absolute, or relative to the data root (data.root, "
-        "else FEDGEN_DATA, else ~/.fedgen/data) of the host that runs it.",
-    )
-    classes: (
-        Annotated[int, Field(ge=2, le=MAX_CLASSES)]
-        | Annotated[list[ClassName], Field(min_length=2, max_length=MAX_CLASSES)]
-    ) = Field(
-        description="How many classes (labels 0..n-1), or their names (ImageFolder: the class "
-        "folders, in this order; npz: label i is the i-th name)."
-    )
-    channels: int = Field(1, ge=1, le=4, description="C of every image (1 grey, 3 RGB).")
-    image_size: int = Field(
-        28, ge=8, le=256, description="H = W of every image; the model is built for it."
-    )
-
-    @field_validator("classes", mode="wrap")
-    @classmethod
-    def _one_classes_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # One message for the field, not one per branch of the union.
-        try:
-            out = handler(value)
-        except ValidationError:
-            raise PydanticCustomError(
-                "folder_classes",
-                "expected a class count 2..{limit} or a list of 2..{limit} distinct names "
-                "(1-64 characters, no '/')",
-                {"limit": MAX_CLASSES},
-            ) from None
-        if isinstance(out, list) and len(set(out)) != len(out):
-            raise PydanticCustomError("folder_classes", "class names must be distinct")
-        return out
-
-    @property
-    def num_classes(self) -> int:
-        return self.classes if isinstance(self.classes, int) else len(self.classes)
-
-
-def _folder_rule(schema: dict[str, Any]) -> None:
-    # The JSON schema says what `_folder_for_folder` checks: `folder` is required with name
-    # 'folder' and absent (or null) with any other name (the default name included).
-    schema["if"] = {"required": ["name"], "properties": {"name": {"const": "folder"}}}
-    schema["then"] = {"required": ["folder"], "properties": {"folder": {"type": "object"}}}
-    schema["else"] = {"properties": {"folder": {"type": "null"}}}
-
-
-class DataSpec(_Strict):
-    """Which dataset to load and from where."""
-
-    model_config = ConfigDict(json_schema_extra=_folder_rule)
-
-    name: DatasetName = "fashion-mnist"
-    root: str | None = Field(
-        None,
-        max_length=4096,
-        pattern=r"^[^\x00]*$",
-        description="Data folder in torchvision's layout; None = FEDGEN_DATA or ~/.fedgen/data "
-        "(Fashion-MNIST is also found in Debian's /usr/share/datasets/fashion-mnist).",
-    )
-    download: bool = Field(
-        False, description="Let torchvision download missing files (needs the network)."
-    )
-    synthetic_samples: int = Field(
-        2000, ge=20, le=200_000, description="Training samples of the 'synthetic' dataset."
-    )
-    synthetic_classes: int = Field(
-        10, ge=2, le=100, description="Classes of the 'synthetic' dataset."
-    )
-    folder: FolderSpec | None = Field(
-        None, description="The 'folder' dataset's files, classes and image shape (required)."
-    )
-
-    @model_validator(mode="after")
-    def _folder_for_folder(self) -> DataSpec:
-        if self.name == "folder" and self.folder is None:
-            raise CrossFieldError(("folder",), "required when data.name is 'folder'")
-        if self.name != "folder" and self.folder is not None:
-            raise CrossFieldError(("folder",), f"only for data.name 'folder', not {self.name!r}")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _without_unset_folder(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A spec without a folder dumps exactly as before the field existed, so the canonical
-        # JSON, and with it spec_hash and result_hash of every stored run, stay the same.
-        out = handler(self)
-        if isinstance(out, dict) and out.get("folder", 0) is None:
-            del out["folder"]
-        return out
-
-
 @_with_knobs("partition")
-class PartitionSpec(_Strict):
+class PartitionSpec(StrictModel):
     """How the training data is split over users (reference §2.1-2.3)."""
 
     num_users: int = Field(20, ge=1, le=MAX_USERS)
@@ -273,13 +154,13 @@ class PartitionSpec(_Strict):
 
 
 @_with_knobs("model")
-class ModelSpec(_Strict):
+class ModelSpec(StrictModel):
     """The classifier, split into `features` and `predictor` (last linear layer)."""
 
     name: Literal["official-cnn", "mcmahan-cnn"] = "official-cnn"
 
 
-class AlgorithmParams(_Strict):
+class AlgorithmParams(StrictModel):
     """The base of every algorithm's parameters (the spec's `algorithm` section).
 
     A subclass sets `name: Literal["<its name>"] = "<its name>"` (the discriminator) and
@@ -407,7 +288,7 @@ AlgorithmSpec = Annotated[AlgorithmParams, AlgorithmField]
 
 
 @_with_knobs("fidelity")
-class FidelitySpec(_Strict):
+class FidelitySpec(StrictModel):
     """Paper vs official-code behaviour. Every knob left None takes the profile's value.
 
     The knobs every algorithm shares are fields here (declared in `fedgen.knobs`);
@@ -418,7 +299,7 @@ class FidelitySpec(_Strict):
 
 
 @_with_knobs("run")
-class ExperimentSpec(_Strict):
+class ExperimentSpec(StrictModel):
     """A complete, reproducible description of one federated run."""
 
     data: DataSpec = DataSpec()
@@ -513,14 +394,6 @@ def _and(names: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-class CrossFieldError(ValueError):
-    """A rule between fields; reported once per field it names, without the whole spec."""
-
-    def __init__(self, fields: tuple[str, ...], message: str) -> None:
-        self.fields = fields
-        super().__init__(message)
-
-
 class SpecError(ValueError):
     """A spec that does not validate; `errors` lists (field, message) pairs."""
 
@@ -550,7 +423,7 @@ def format_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
             at = loc + "." if loc != "(root)" else ""
             out.extend((at + f, str(cross)) for f in cross.fields)
             continue
-        if err["type"] == "finite_number":  # any float field (allow_inf_nan=False on _Strict)
+        if err["type"] == "finite_number":  # any float field (allow_inf_nan=False on StrictModel)
             out.append((loc, NOT_FINITE.format(value=_json_float(err.get("input")))))
             continue
         msg = err["msg"]
