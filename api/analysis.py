@@ -42,8 +42,10 @@ from fedgen.stats import (
     reported_curve,
     summarize_curve,
 )
+from fedgen.status import SUCCEEDED
 
-FINISHED = "succeeded"
+# Succeeded (fedgen.status); the old name stays for api.plot_data until it imports SUCCEEDED.
+FINISHED = SUCCEEDED
 
 
 def _nan_none(x: float) -> float | None:
@@ -75,11 +77,11 @@ class RunGroup:
     @property
     def finished(self) -> list[Run]:
         """The members that count (succeeded)."""
-        return [r for r in self.members if r.status == FINISHED]
+        return [r for r in self.members if r.status == SUCCEEDED]
 
     def excluded(self) -> dict[str, Any]:
         """Members that do not count, by status: counts and ids."""
-        out = [r for r in self.members if r.status != FINISHED]
+        out = [r for r in self.members if r.status != SUCCEEDED]
         return {
             "counts": dict(Counter(r.status for r in out)),
             "run_ids": {
@@ -353,7 +355,7 @@ def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: Statisti
     missing = sorted({str(i) for i in ids} - {str(r.id) for r in found})
     if missing:
         errors.append((name, f"unknown run ids: {', '.join(missing)}"))
-    finished = [r for r in found if r.status == FINISHED]
+    finished = [r for r in found if r.status == SUCCEEDED]
     curves = metrics_repo.acc_curves(session, [r.id for r in finished])
     values: list[float] = []
     used: list[Run] = []

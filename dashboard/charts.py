@@ -12,6 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from fedgen.status import CANCELLED, FAILED, SUCCEEDED
+
 # Above this many points in one figure, line traces are WebGL (Scattergl) instead of SVG.
 GL_POINTS = 20_000
 # Legend at the right of the plot area, entries top-down (plotly scrolls a long legend).
@@ -21,12 +23,6 @@ LEGEND_RIGHT = {
 }  # fmt: skip
 
 PALETTE = qualitative.Plotly
-PHASES = {
-    "time_train_ms": "local training",
-    "time_server_ms": "server",
-    "time_eval_ms": "evaluation",
-}
-GEN_METRICS = ("gen_teacher_loss", "gen_diversity_loss", "gen_ensemble_acc")
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, revision: str) -> go.Figure:
@@ -138,6 +134,43 @@ def _entries(fig: go.Figure) -> int:
     return sum(1 for t in fig.data if t.showlegend is not False)
 
 
+def _std_band(gdf: pd.DataFrame, x: str, color: str, group: str) -> go.Scatter:
+    """The filled mean ± std band of one group (no legend entry: its mean line has it)."""
+    xs = np.concatenate([gdf[x].to_numpy(), gdf[x].to_numpy()[::-1]])
+    upper = (gdf["mean"] + gdf["std"]).to_numpy()
+    lower = (gdf["mean"] - gdf["std"]).to_numpy()[::-1]
+    return go.Scatter(
+        x=xs,
+        y=np.concatenate([upper, lower]),
+        fill="toself",
+        fillcolor=_rgba(color, 0.15),
+        line={"width": 0},
+        hoverinfo="skip",
+        showlegend=False,
+        legendgroup=group,
+    )
+
+
+def _stopped_lines(
+    stopped: pd.DataFrame, x: str, styles: dict[str, dict[str, str]]
+) -> list[go.Scatter]:
+    """A thin dotted line per failed or cancelled run, in its group's colour."""
+    traces = []
+    for run_id, rdf in stopped.groupby("run_id", sort=False):
+        rdf = rdf.sort_values("round")
+        first = rdf.iloc[0]
+        color = styles.get(str(first["group"]), {}).get("color", "#888888")
+        traces.append(
+            go.Scatter(
+                x=rdf[x].to_numpy(), y=rdf["value"].to_numpy(), mode="lines",
+                name=f"{first['name']} ({first['status']} @{int(rdf['round'].max())})",
+                line={"color": color, "dash": "dot", "width": 1}, opacity=0.7,
+                meta={"kind": "stopped", "run_id": str(run_id), "status": first["status"]},
+            )
+        )  # fmt: skip
+    return traces
+
+
 def band_chart(
     agg: pd.DataFrame,
     title: str,
@@ -172,21 +205,7 @@ def band_chart(
         color = style.get("color", PALETTE[i % len(PALETTE)])
         n = int(gdf["n"].max()) if "n" in gdf else 1
         if n > 1:
-            xs = np.concatenate([gdf[x].to_numpy(), gdf[x].to_numpy()[::-1]])
-            upper = (gdf["mean"] + gdf["std"]).to_numpy()
-            lower = (gdf["mean"] - gdf["std"]).to_numpy()[::-1]
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=np.concatenate([upper, lower]),
-                    fill="toself",
-                    fillcolor=_rgba(color, 0.15),
-                    line={"width": 0},
-                    hoverinfo="skip",
-                    showlegend=False,
-                    legendgroup=str(group),
-                )
-            )
+            fig.add_trace(_std_band(gdf, x, color, str(group)))
         fig.add_trace(
             line_cls(
                 x=gdf[x].to_numpy(),
@@ -206,22 +225,22 @@ def band_chart(
             )  # fmt: skip
         )
     if stopped is not None and not stopped.empty:
-        for run_id, rdf in stopped.groupby("run_id", sort=False):
-            rdf = rdf.sort_values("round")
-            first = rdf.iloc[0]
-            color = styles.get(str(first["group"]), {}).get("color", "#888888")
-            fig.add_trace(
-                go.Scatter(
-                    x=rdf[x].to_numpy(), y=rdf["value"].to_numpy(), mode="lines",
-                    name=f"{first['name']} ({first['status']} @{int(rdf['round'].max())})",
-                    line={"color": color, "dash": "dot", "width": 1}, opacity=0.7,
-                    meta={"kind": "stopped", "run_id": str(run_id), "status": first["status"]},
-                )
-            )  # fmt: skip
+        fig.add_traces(_stopped_lines(stopped, x, styles))
     if heads is not None and not heads.empty:
         fig.add_trace(_heads_trace(heads, x))
     _marks(fig, marks)
     return _compare_layout(fig, title, x, y_title, revision, log_y, _entries(fig))
+
+
+def _run_state(name: str, status: str | None, dash: str, last_round: int) -> tuple[str, str]:
+    """A run line's legend name and dash for its status: "… · failed @R" dotted when it
+    stopped, "… · running" dashed while in flight, as is once it succeeded."""
+    if status in (FAILED, CANCELLED, "deleted"):
+        return f"{name} · {status} @{last_round}", "dot"
+    if status not in (None, SUCCEEDED):
+        # Dashed until it finishes (a dash that already tells a field's value stays).
+        return f"{name} · {status}", "dash" if dash == "solid" else dash
+    return name, dash
 
 
 def run_lines(
@@ -254,14 +273,7 @@ def run_lines(
         name = labels.get(str(run_id), str(run_id))
         style = styles.get(name, {})
         status = statuses.get(str(run_id))
-        dash = style.get("dash", "solid")
-        shown = name
-        if status in ("failed", "cancelled", "deleted"):
-            shown, dash = f"{name} · {status} @{int(rdf['round'].max())}", "dot"
-        elif status not in (None, "succeeded"):
-            shown = f"{name} · {status}"
-            # Dashed until it finishes (a dash that already tells a field's value stays).
-            dash = "dash" if dash == "solid" else dash
+        shown, dash = _run_state(name, status, style.get("dash", "solid"), int(rdf["round"].max()))
         fig.add_trace(
             line_cls(
                 x=rdf[x].to_numpy(),
@@ -318,22 +330,25 @@ def user_spread(band: pd.DataFrame, revision: str = "live") -> go.Figure:
     return _layout(fig, "Per-user test accuracy", "round", "accuracy", revision)
 
 
-def timing_breakdown(df: pd.DataFrame, revision: str = "live") -> go.Figure:
-    """Stacked bars of the time per phase per round; 'other' is the rest of time_total_ms."""
+def stacked_parts(
+    df: pd.DataFrame,
+    parts: dict[str, str],
+    total: str,
+    title: str,
+    y_title: str,
+    revision: str = "live",
+) -> go.Figure:
+    """Stacked bars per round of the `parts` columns (column -> legend name); 'other' is the
+    rest of the `total` column (e.g. the phases of a round's time)."""
     fig = go.Figure()
-    present = [p for p in PHASES if p in df.columns]
+    present = [p for p in parts if p in df.columns]
     for i, name in enumerate(present):
-        fig.add_trace(go.Bar(x=df["round"], y=df[name], name=PHASES[name], marker_color=PALETTE[i]))
-    if "time_total_ms" in df.columns and present:
-        other = (df["time_total_ms"] - df[present].sum(axis=1)).clip(lower=0)
+        fig.add_trace(go.Bar(x=df["round"], y=df[name], name=parts[name], marker_color=PALETTE[i]))
+    if total in df.columns and present:
+        other = (df[total] - df[present].sum(axis=1)).clip(lower=0)
         fig.add_trace(go.Bar(x=df["round"], y=other, name="other", marker_color="#bbbbbb"))
     fig.update_layout(barmode="stack")
-    return _layout(fig, "Time per round by phase", "round", "ms", revision)
-
-
-def generator_losses(df: pd.DataFrame, revision: str = "live") -> go.Figure:
-    """FedGen's generator terms per round (teacher loss, diversity loss, ensemble accuracy)."""
-    return metric_lines(df, list(GEN_METRICS), "FedGen generator", "value", revision)
+    return _layout(fig, title, "round", y_title, revision)
 
 
 def label_heatmap(hist: list[list[int]] | np.ndarray, revision: str = "inspect") -> go.Figure:

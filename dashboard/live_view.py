@@ -24,17 +24,9 @@ from fedgen.resources import format_bytes
 from fedgen.stats import format_acc, summarize_curve
 from fedgen.status import ACTIVE
 
-ACC_LINES = {
-    "test_acc": "global model (test set)",
-    "user_acc_mean": "mean over users",
-    "user_acc_min": "worst user",
-}
-# Legend names from the one declaration (fedgen.metric_names); the accuracy lines above say
-# which model or users they are about, as the one chart shows all three.
-LOSS_LINES = {k: metric_names.title(k) for k in ("test_loss", "train_loss")}
-GEN_LOSSES = {k: metric_names.title(k) for k in ("gen_teacher_loss", "gen_diversity_loss")}
-GEN_ACC = {k: metric_names.title(k) for k in ("gen_ensemble_acc",)}
-ROUND_AXIS = "round"
+# The charts and their lines come from the one declaration (fedgen.metric_names.LIVE_CHARTS
+# and each metric's `chart`); the user spread chart's axis is the test accuracy's.
+CHARTS = {c.key: c for c in metric_names.LIVE_CHARTS}
 ACC_AXIS = metric_names.label("test_acc")
 
 
@@ -54,25 +46,27 @@ def last_status(events: list[tuple[str, dict[str, Any]]]) -> str | None:
     return statuses[-1] if statuses else None
 
 
-def _renamed(df: pd.DataFrame, names: dict[str, str], scale: float = 1.0) -> pd.DataFrame:
-    cols = [c for c in names if c in df.columns]
-    out = df[["round", *cols]].copy()
-    out[cols] = out[cols] * scale
-    return out.rename(columns=names)
+def has_data(df: pd.DataFrame, chart: str) -> bool:
+    """True when `df` holds a metric drawn on the Live chart `chart` (e.g. FedGen's)."""
+    return any(m.key in df.columns for m in metric_names.on_chart(chart))
 
 
-def accuracy_chart(df: pd.DataFrame, revision: str) -> go.Figure:
-    """Global, mean-user and worst-user test accuracy in %."""
-    part = _renamed(df, ACC_LINES, 100.0)
-    cols = [c for c in part.columns if c != "round"]
-    return charts.metric_lines(part, cols, "Test accuracy", ACC_AXIS, revision)
-
-
-def loss_chart(df: pd.DataFrame, revision: str) -> go.Figure:
-    """Test and training loss (cross-entropy)."""
-    part = _renamed(df, LOSS_LINES)
-    cols = [c for c in part.columns if c != "round"]
-    return charts.metric_lines(part, cols, "Loss", "cross-entropy loss", revision)
+def live_chart(df: pd.DataFrame, chart: str, revision: str) -> go.Figure:
+    """The Live chart `chart` as declared: its metrics' lines (accuracies in %), or with a
+    `total` its stacked parts and the rest as "other", all × the chart's `scale`."""
+    spec = CHARTS[chart]
+    present = [m for m in metric_names.on_chart(chart) if m.key in df.columns]
+    if spec.total:
+        cols = [m.key for m in present] + ([spec.total] if spec.total in df.columns else [])
+        part = df[["round", *cols]].copy()
+        part[cols] = part[cols] * spec.scale
+        names = {m.key: m.legend_name for m in present}
+        return charts.stacked_parts(part, names, spec.total, spec.title, spec.axis, revision)
+    part = df[["round"]].copy()
+    for m in present:
+        part[m.legend_name] = df[m.key] * (100.0 if m.percent else 1.0) * spec.scale
+    lines = [m.legend_name for m in present]
+    return charts.metric_lines(part, lines, spec.title, spec.axis, revision)
 
 
 def user_spread_chart(band: pd.DataFrame, revision: str) -> go.Figure:
@@ -83,36 +77,6 @@ def user_spread_chart(band: pd.DataFrame, revision: str) -> go.Figure:
             scaled[col] = scaled[col] * 100.0
     fig = charts.user_spread(scaled, revision)
     return fig.update_layout(yaxis_title=ACC_AXIS)
-
-
-def timing_chart(df: pd.DataFrame, revision: str) -> go.Figure:
-    """Seconds per round by phase (local training, server, evaluation, other)."""
-    ms = [c for c in [*charts.PHASES, "time_total_ms"] if c in df.columns]
-    secs = df[["round", *ms]].copy()
-    secs[ms] = secs[ms] / 1000.0
-    fig = charts.timing_breakdown(secs, revision)
-    return fig.update_layout(yaxis_title="time per round (s)")
-
-
-def generator_loss_chart(df: pd.DataFrame, revision: str) -> go.Figure:
-    """FedGen's generator losses (teacher, diversity) per round."""
-    part = _renamed(df, GEN_LOSSES)
-    cols = [c for c in part.columns if c != "round"]
-    return charts.metric_lines(part, cols, "FedGen generator losses", "loss", revision)
-
-
-def generator_acc_chart(df: pd.DataFrame, revision: str) -> go.Figure:
-    """How often the user ensemble classifies the generator's samples as intended, in %."""
-    part = _renamed(df, GEN_ACC, 100.0)
-    cols = [c for c in part.columns if c != "round"]
-    return charts.metric_lines(
-        part, cols, "FedGen generator: ensemble accuracy", "accuracy (%)", revision
-    )
-
-
-def has_generator(df: pd.DataFrame) -> bool:
-    """True when the run logs FedGen's generator metrics."""
-    return any(c in df.columns for c in (*GEN_LOSSES, *GEN_ACC))
 
 
 SEGMENT_COLUMNS = [

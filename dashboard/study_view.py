@@ -16,7 +16,6 @@ import pandas as pd
 from dashboard.runs_view import local_time, parse_ts, relative
 from fedgen.status import TERMINAL
 
-FINISHED = TERMINAL
 VERDICT_COLORS = {
     "within": "#d8f0d8",
     "better": "#cde3ff",
@@ -29,7 +28,7 @@ VERDICT_COLORS = {
 
 def progress(status_counts: dict[str, int], total: int) -> tuple[float, str]:
     """(fraction finished, "12/63 runs finished · 3 running · 48 queued")."""
-    done = sum(status_counts.get(s, 0) for s in FINISHED)
+    done = sum(status_counts.get(s, 0) for s in TERMINAL)
     parts = [f"{done}/{total} runs finished"]
     parts += [f"{status_counts[s]} {s}" for s in ("running", "queued", "failed") if status_counts.get(s)]  # fmt: skip
     return (done / total if total else 0.0), " · ".join(parts)
@@ -43,7 +42,7 @@ def status_counts(statuses: Iterable[str]) -> dict[str, int]:
 def done(sweep: dict[str, Any]) -> int:
     """How many of a launched sweep's runs have ended (its `status_counts`)."""
     counts = sweep.get("status_counts") or {}
-    return sum(int(counts.get(s, 0)) for s in FINISHED)
+    return sum(int(counts.get(s, 0)) for s in TERMINAL)
 
 
 def sweep_label(sweep: dict[str, Any], now: datetime, tz: tzinfo) -> str:

@@ -10,6 +10,11 @@ from typing import Literal, get_args
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+QUEUED: RunStatus = "queued"
+RUNNING: RunStatus = "running"
+SUCCEEDED: RunStatus = "succeeded"  # the one successful end ("finished" is not a status)
+FAILED: RunStatus = "failed"
+CANCELLED: RunStatus = "cancelled"
 # Still to change: the dashboard refreshes while any run is active.
 ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
 # End states: nothing changes a run's status after one of these.

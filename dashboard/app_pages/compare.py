@@ -31,8 +31,9 @@ from dashboard.tables import (
     time_to_target,
 )
 from fedgen import metric_names
+from fedgen.status import SUCCEEDED
 
-METRICS = list(metric_names.CHART_METRICS)
+METRICS = list(metric_names.COMPARE_METRICS)
 GROUP_MODES = {
     "seed": "Every spec field except the seed",
     "fields": "Chosen fields",
@@ -223,7 +224,7 @@ def live_part() -> None:
             smoothed, names, title, x=x, styles=styles, log_y=log_y, y_title=y_title,
             statuses=statuses, heads=heads, marks=marks,
         )  # fmt: skip
-        csv = compare_view.runs_csv(smoothed, names, metric + ("_pct" if percent else ""))
+        csv = compare_view.runs_csv(smoothed, names, metric_names.metric_name(metric).csv_column)
         agg = None
     else:
         agg = aggregate(smoothed)
@@ -274,7 +275,7 @@ def live_part() -> None:
         members_of: dict[str, list[str]] = {}
         for i in shown_ids:
             members_of.setdefault(names[i], []).append(i)
-        done = frozenset(i for i in shown_ids if statuses[i] == "succeeded")
+        done = frozenset(i for i in shown_ids if statuses[i] == SUCCEEDED)
         hint = compare_view.mean_at_common_round(agg) if percent and agg is not None else None
         difference_block(members_of, finished=done, hint=hint)
 

@@ -26,7 +26,8 @@ from dashboard.frames import (
     users_frame,
     worst_users,
 )
-from fedgen.status import ACTIVE
+from fedgen import metric_names
+from fedgen.status import ACTIVE, FAILED, SUCCEEDED
 
 st.title("Live run")
 url, token = ui.connection()
@@ -145,6 +146,84 @@ def where_it_ran(run: dict[str, Any]) -> None:
         )
 
 
+def state_part(shown: dict[str, Any], status: str, error: str | None) -> None:
+    """The run's failure (message and traceback) or its state in words, then where it ran."""
+    if status == FAILED:
+        message, trace = runs_view.split_error(error)
+        st.error(
+            f"The run failed {runs_view.stopped_at(shown)}: "
+            f"{message or 'the worker recorded no error message'}",
+            icon=":material/error:",
+        )
+        if trace:
+            with st.expander("The worker's traceback"):
+                st.code(trace, language=None)
+    else:
+        note = live_view.state_note(
+            shown, status, datetime.now(UTC), runs_view.zone(st.context.timezone)
+        )
+        if note:
+            st.info(note, icon=":material/info:")
+    where_it_ran(shown)
+
+
+def figures_part(df: pd.DataFrame, run: dict[str, Any], status: str) -> None:
+    """The run's accuracy figures so far, its rounds stored and its wall-clock."""
+    rounds = int(run.get("rounds") or 0)
+    figures = live_view.accuracy_figures(df, run.get("spec"), rounds, status == SUCCEEDED)
+    m = st.columns(len(figures) + 2)
+    for col, (label, value) in zip(m, figures, strict=False):
+        col.metric(label, value)
+    m[-2].metric("rounds stored", len(df))
+    if "time_total_ms" in df:
+        m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
+
+
+def users_part(users: pd.DataFrame | None, rev: str) -> None:
+    """The per-user spread chart and the latest round's worst users."""
+    if users is None or users.empty:
+        return
+    st.plotly_chart(live_view.user_spread_chart(user_band(users), rev), key="live_users")
+    st.caption("Worst users in the latest round")
+    worst = worst_users(users)
+    st.dataframe(
+        worst.assign(test_acc=worst["test_acc"] * 100),
+        hide_index=True,
+        key="live_worst",
+        column_config={
+            "test_acc": st.column_config.NumberColumn(
+                metric_names.label("test_acc"), format="%.2f"
+            ),
+            "test_loss": st.column_config.NumberColumn(
+                metric_names.label("test_loss"), format="%.4f"
+            ),
+            "num_test": st.column_config.NumberColumn("test samples"),
+        },
+    )
+
+
+# Drawn always, in this layout; every other declared Live chart (fedgen.metric_names) below
+# them, two a row, once the run has logged one of its metrics.
+FIRST_ROW = ("accuracy", "loss")
+BESIDE_USERS = "timing"
+
+
+def charts_part(df: pd.DataFrame) -> None:
+    """The declared Live charts and the per-user spread."""
+    rev = f"live-{run_id}"
+    for col, chart in zip(st.columns(2), FIRST_ROW, strict=True):
+        col.plotly_chart(live_view.live_chart(df, chart, rev), key=f"live_{chart}")
+    c3, c4 = st.columns(2)
+    with c3:
+        users_part(st.session_state.get(USERS), rev)
+    c4.plotly_chart(live_view.live_chart(df, BESIDE_USERS, rev), key=f"live_{BESIDE_USERS}")
+    fixed = {*FIRST_ROW, BESIDE_USERS}
+    more = [c for c in live_view.CHARTS if c not in fixed and live_view.has_data(df, c)]
+    for i in range(0, len(more), 2):
+        for col, chart in zip(st.columns(2), more[i : i + 2], strict=False):
+            col.plotly_chart(live_view.live_chart(df, chart, rev), key=f"live_{chart}")
+
+
 def panel() -> None:
     """Progress and charts; re-run by the fragment while the run is active."""
     run = by_id[run_id]
@@ -178,58 +257,12 @@ def panel() -> None:
         min(max(current, 0) / rounds, 1.0) if rounds else 0.0,
         live_view.headline(shown, status, current),
     )
-    now = datetime.now(UTC)
-    tz = runs_view.zone(st.context.timezone)
-    if status == "failed":
-        message, trace = runs_view.split_error(full.get("error"))
-        st.error(
-            f"The run failed {runs_view.stopped_at(shown)}: "
-            f"{message or 'the worker recorded no error message'}",
-            icon=":material/error:",
-        )
-        if trace:
-            with st.expander("The worker's traceback"):
-                st.code(trace, language=None)
-    else:
-        note = live_view.state_note(shown, status, now, tz)
-        if note:
-            st.info(note, icon=":material/info:")
-    where_it_ran(shown)
+    state_part(shown, status, full.get("error"))
     if df.empty:
         st.caption(live_view.no_rounds_note(shown, status))
         return
-    figures = live_view.accuracy_figures(df, run.get("spec"), rounds, status == "succeeded")
-    m = st.columns(len(figures) + 2)
-    for col, (label, value) in zip(m, figures, strict=False):
-        col.metric(label, value)
-    m[-2].metric("rounds stored", len(df))
-    if "time_total_ms" in df:
-        m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
-    rev = f"live-{run_id}"
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(live_view.accuracy_chart(df, rev), key="live_acc")
-    c2.plotly_chart(live_view.loss_chart(df, rev), key="live_loss")
-    users = st.session_state.get(USERS)
-    c3, c4 = st.columns(2)
-    if users is not None and not users.empty:
-        c3.plotly_chart(live_view.user_spread_chart(user_band(users), rev), key="live_users")
-        c3.caption("Worst users in the latest round")
-        worst = worst_users(users)
-        c3.dataframe(
-            worst.assign(test_acc=worst["test_acc"] * 100),
-            hide_index=True,
-            key="live_worst",
-            column_config={
-                "test_acc": st.column_config.NumberColumn("test accuracy (%)", format="%.2f"),
-                "test_loss": st.column_config.NumberColumn("test loss", format="%.4f"),
-                "num_test": st.column_config.NumberColumn("test samples"),
-            },
-        )
-    c4.plotly_chart(live_view.timing_chart(df, rev), key="live_timing")
-    if live_view.has_generator(df):
-        g1, g2 = st.columns(2)
-        g1.plotly_chart(live_view.generator_loss_chart(df, rev), key="live_gen_loss")
-        g2.plotly_chart(live_view.generator_acc_chart(df, rev), key="live_gen_acc")
+    figures_part(df, run, status)
+    charts_part(df)
 
 
 active = by_id[run_id].get("status") in ACTIVE

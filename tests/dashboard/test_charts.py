@@ -22,7 +22,7 @@ def test_band_chart_draws_band_only_for_groups() -> None:
 
 
 def test_live_charts_from_metrics_frame() -> None:
-    """Accuracy lines, timing stack with 'other', generator losses and user spread."""
+    """Accuracy lines, a stack of parts with 'other' (the rest of the total) and user spread."""
     # Prepare
     df = pd.DataFrame({"round": [0, 1], "test_acc": [0.1, 0.3], "time_train_ms": [10, 10],
                        "time_server_ms": [5, 5], "time_eval_ms": [1, 1], "time_total_ms": [20, 30],
@@ -30,14 +30,17 @@ def test_live_charts_from_metrics_frame() -> None:
     band = pd.DataFrame({"round": [0, 1], "min": [0, 0.1], "mean": [0.1, 0.3], "max": [0.2, 0.5]})
     # Execute
     acc = charts.metric_lines(df, ["test_acc", "missing"], "Accuracy")
-    timing = charts.timing_breakdown(df)
-    gen = charts.generator_losses(df)
+    parts = {
+        "time_train_ms": "local training",
+        "time_server_ms": "server",
+        "time_eval_ms": "evaluation",
+    }
+    timing = charts.stacked_parts(df, parts, "time_total_ms", "Time", "ms")
     spread = charts.user_spread(band)
     # Assert
     assert len(acc.data) == 1
     assert [t.name for t in timing.data] == ["local training", "server", "evaluation", "other"]
     assert list(timing.data[-1].y) == [4, 14]
-    assert [t.name for t in gen.data] == ["gen_teacher_loss"]
     assert len(spread.data) == 3
 
 

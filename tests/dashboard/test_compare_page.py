@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 from api.db import session_scope
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
+from fedgen import metric_names
 from tests.dashboard.lab import Lab, start_lab, tiny_spec
 from tests.fakes import FakeRunner
 from worker.execution import execute_run
@@ -123,6 +124,10 @@ def test_compare_ungrouped_names_the_running_run(env: dict[str, Any]) -> None:
     assert any(n.endswith("· running") for n in names)
     assert "running (latest round)" in names
     assert at.selectbox(key="cmp_metric").format_func("user_acc_min") == "worst user's accuracy"
+    # The metric list is the one declared (fedgen.metric_names: `compare=True`), in its order.
+    assert at.selectbox(key="cmp_metric").options == [
+        metric_names.title(k) for k in metric_names.COMPARE_METRICS
+    ]
 
 
 def test_compare_stops_refreshing_when_every_run_ended(env: dict[str, Any]) -> None:

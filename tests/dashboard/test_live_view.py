@@ -51,10 +51,10 @@ def test_charts_use_percent_seconds_and_words() -> None:
     """Accuracy is drawn in %, phase times in seconds; generator losses apart from accuracy."""
     df = metrics_frame(live_view.events_payload(_events())).iloc[:2]
     df["gen_ensemble_acc"] = [0.25, 0.75]
-    acc = live_view.accuracy_chart(df, "t")
-    timing = live_view.timing_chart(df, "t")
-    gen_loss = live_view.generator_loss_chart(df, "t")
-    gen_acc = live_view.generator_acc_chart(df, "t")
+    acc = live_view.live_chart(df, "accuracy", "t")
+    timing = live_view.live_chart(df, "timing", "t")
+    gen_loss = live_view.live_chart(df, "generator_loss", "t")
+    gen_acc = live_view.live_chart(df, "generator_acc", "t")
     assert list(acc.data[0].y) == [50.0, 62.5]
     assert acc.data[0].name == "global model (test set)"
     assert "%" in acc.layout.yaxis.title.text
@@ -63,8 +63,8 @@ def test_charts_use_percent_seconds_and_words() -> None:
     assert timing.layout.yaxis.title.text == "time per round (s)"
     assert [t.name for t in gen_loss.data] == ["generator teacher loss"]  # fedgen.metric_names
     assert list(gen_acc.data[0].y) == [25.0, 75.0]
-    assert live_view.has_generator(df)
-    assert not live_view.has_generator(pd.DataFrame({"round": [0], "test_acc": [0.1]}))
+    assert live_view.has_data(df, "generator_loss")
+    assert not live_view.has_data(pd.DataFrame({"round": [0], "test_acc": [0.1]}), "generator_acc")
 
 
 def _segment(**kw: object) -> dict:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from fedgen import metric_names
 from tests.dashboard.lab import Lab
 
 
@@ -129,6 +130,9 @@ def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
     assert at.session_state[f"live_hist_{run_id}"]["rounds"] == list(range(7))
     charts = {c.proto.id for c in at.get("plotly_chart")}
     assert len(charts) == 6  # accuracy, loss, users, timing, generator losses, generator accuracy
+    # Every chart declared in fedgen.metric_names.LIVE_CHARTS is drawn (the FedGen run logs all).
+    for chart in metric_names.LIVE_CHARTS:
+        assert any(i.endswith(f"live_{chart.key}") for i in charts), (chart.key, charts)
 
 
 def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any]) -> None:
