@@ -11,12 +11,23 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.tables import pca_2d
-
 LOADER_MISSING = (
     "The generator loader is not available in this installation "
     "(fedgen.models.generator.load_generator_checkpoint / sample_latents)."
 )
+
+
+def pca_2d(z: np.ndarray) -> np.ndarray:
+    """Project rows of `z` (N x d) on their first two principal components (numpy SVD)."""
+    x = np.asarray(z, dtype=float)
+    if x.ndim != 2 or x.shape[0] == 0:
+        return np.zeros((0, 2))
+    x = x - x.mean(axis=0, keepdims=True)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    proj: np.ndarray = np.asarray(x @ vt[:2].T)
+    if proj.shape[1] < 2:
+        proj = np.pad(proj, ((0, 0), (0, 2 - proj.shape[1])))
+    return proj
 
 
 def generator_api() -> tuple[Callable[..., object], Callable[..., object]] | None:

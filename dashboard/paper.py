@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fedgen.paper import (
-    PAPER_LABELS,
     DATASETS,
+    PAPER_LABELS,
     TABLE1,
     TABLE2_FEDAVG,
     TABLE2_FEDGEN,

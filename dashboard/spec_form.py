@@ -9,9 +9,9 @@ are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`.
 
 What is shown is what is sent: the widgets take any number (a bounded Streamlit input keeps
 its last in-range value while showing the typed one in red), and `check` / `check_list`
-refuse a value outside the schema's limits with the field's limit ("must be at least 1").
-`Offer` says which datasets the live workers (GET /workers) can load, as the dispatcher
-(api/dispatch.py) decides it. `help_text` gives each field its help: the schema's
+(dashboard.form_checks) refuse a value outside the schema's limits with the field's limit
+("must be at least 1"). `Offer` (dashboard.worker_offer) says which datasets the live
+workers (GET /workers) can load, as the dispatcher (api/dispatch.py) decides it. `help_text` gives each field its help: the schema's
 description, the fidelity knob's paper and official values (fedgen.knobs), the generator
 presets (fedgen.generator_presets), and `HELP` only where the spec has no description.
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -177,17 +175,22 @@ def _knob_help(k: Knob, described: str) -> str:
     )
 
 
+def number_text(x: float) -> str:
+    """A limit as written in a message: 1, not 1.0; 0.5."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def limits(f: FormField) -> str:
     """The field's limits in words ('at least 1, at most 10000'); '' when it has none."""
     parts = []
     if f.minimum is not None:
-        parts.append(f"at least {_num(f.minimum)}")
+        parts.append(f"at least {number_text(f.minimum)}")
     if f.exclusive_minimum is not None:
-        parts.append(f"more than {_num(f.exclusive_minimum)}")
+        parts.append(f"more than {number_text(f.exclusive_minimum)}")
     if f.maximum is not None:
-        parts.append(f"at most {_num(f.maximum)}")
+        parts.append(f"at most {number_text(f.maximum)}")
     if f.exclusive_maximum is not None:
-        parts.append(f"less than {_num(f.exclusive_maximum)}")
+        parts.append(f"less than {number_text(f.exclusive_maximum)}")
     if f.max_length is not None:
         parts.append(f"at most {f.max_length} characters")
     return ", ".join(parts)
@@ -205,79 +208,6 @@ def help_text(f: FormField, described: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-# -- checks ------------------------------------------------------------------------------
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def check(f: FormField, value: Any) -> str | None:
-    """Why `value` is refused for `f`, naming the limit ('must be at least 1'); None if allowed.
-
-    The limits are the schema's (the spec's Field ge/gt/le/lt, max_length, pattern, Literals),
-    so the form refuses exactly what the API would, before anything is sent.
-    """
-    if value is None:
-        return None if f.nullable else "is required"
-    if f.kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a number (got {value!r})"
-        if not math.isfinite(value):
-            return "must be a finite number"
-        if f.kind == "int" and not float(value).is_integer():
-            return "must be a whole number"
-        if f.minimum is not None and value < f.minimum:
-            return f"must be at least {_num(f.minimum)}"
-        if f.exclusive_minimum is not None and value <= f.exclusive_minimum:
-            return f"must be greater than {_num(f.exclusive_minimum)}"
-        if f.maximum is not None and value > f.maximum:
-            return f"must be at most {_num(f.maximum)}"
-        if f.exclusive_maximum is not None and value >= f.exclusive_maximum:
-            return f"must be less than {_num(f.exclusive_maximum)}"
-    elif f.kind == "choice":
-        if value not in f.choices:
-            return "must be one of " + ", ".join(map(str, f.choices))
-    elif f.kind == "str":
-        text = str(value)
-        if f.min_length is not None and len(text) < f.min_length:
-            return "must not be empty" if f.min_length == 1 else (
-                f"must have at least {f.min_length} characters"
-            )  # fmt: skip
-        if f.max_length is not None and len(text) > f.max_length:
-            return f"must have at most {f.max_length} characters (got {len(text)})"
-        if f.pattern is not None and re.search(f.pattern, text) is None:
-            return f"must match the pattern {f.pattern} (got {text!r})"
-    return None
-
-
-def check_list(f: FormField, values: list[Any]) -> str | None:
-    """The first refused value of a sweep list, with the value ('must be at least 0 (got -1)')."""
-    if not values:
-        return "needs at least one value"
-    for v in values:
-        msg = check(f, v)
-        if msg is not None:
-            return msg if "(got" in msg else f"{msg} (got {v!r})"
-    return None
-
-
-def read_list(text: str, f: FormField) -> tuple[list[Any], str | None]:
-    """A sweep field's comma list as typed: (values, first problem or None).
-
-    A value that does not parse stays as the text typed, so what the form shows is never
-    replaced by a default; the problem names it.
-    """
-    items = [t.strip() for t in str(text).replace(";", ",").split(",") if t.strip()]
-    values: list[Any] = []
-    problem: str | None = None
-    for item in items:
-        try:
-            values.append(coerce(item, f.kind))
-        except ValueError as exc:
-            values.append(item)
-            problem = problem or str(exc)
-    return values, problem or check_list(f, values)
-
-
 def text_field(path: str, prop: Mapping[str, Any]) -> FormField:
     """A free-text field's limits from its schema property (a string without them if none)."""
     return _leaf(path, prop, "", (), "advanced") or FormField(path, path, "str", "")
@@ -290,85 +220,6 @@ def text_fields(schema: Mapping[str, Any]) -> dict[str, FormField]:
         "tags": text_field("tags", props.get("tags", {}).get("items", {})),
         "note": text_field("note", props.get("note", {})),
     }
-
-
-def read_tags(text: str, tag: FormField, schema: Mapping[str, Any]) -> tuple[list[str], str | None]:
-    """Comma-separated tags -> (tags, first problem naming the limit, or None)."""
-    tags = [t.strip() for t in str(text).split(",") if t.strip()]
-    most = schema.get("properties", {}).get("tags", {}).get("maxItems")
-    if most is not None and len(tags) > most:
-        return tags, f"at most {most} tags (got {len(tags)})"
-    for t in tags:
-        msg = check(tag, t)
-        if msg is not None:
-            return tags, f"each tag {msg}" + ("" if "(got" in msg else f" (got {t!r})")
-    return tags, None
-
-
-def refusals(problems: Mapping[str, str]) -> str:
-    """'rounds: must be at least 1' lines, one per refused field, as a markdown list."""
-    return "\n".join(f"- {path}: {msg}" for path, msg in problems.items())
-
-
-# -- datasets the live workers can load --------------------------------------------------
-NO_WORKER_HAS = "no live worker has it"
-
-
-def queue_kind(device: str) -> str:
-    """'gpu' for a cuda device, else 'cpu': the queue a run goes to (api.queue.queue_for_device,
-    less the lab's queue prefix, which a worker's queue names end with)."""
-    return "gpu" if str(device).startswith("cuda") else "cpu"
-
-
-@dataclass(frozen=True)
-class Offer:
-    """What the live workers of a run's queue can load, from GET /workers.
-
-    `datasets` None: some worker of the queue does not say (taken to load all, as the
-    dispatcher does). `any_worker`: the spec names its own data.root or data.download, so
-    any worker of the queue may take it (api.fairshare.LiveWorker.can_run).
-    """
-
-    queue: str
-    live: int  # live workers, any queue
-    serving: int  # live workers of this queue
-    datasets: frozenset[str] | None
-    any_worker: bool = False
-
-    def reason(self, dataset: str) -> str | None:
-        """'mnist — no live worker has it', or None when some live worker can load it (or
-        nothing is known: no live worker of the queue, then the run waits for one)."""
-        if self.any_worker or self.serving == 0 or self.datasets is None:
-            return None
-        return None if dataset in self.datasets else f"{dataset} — {NO_WORKER_HAS}"
-
-    def label(self, dataset: Any) -> str:
-        """A picker's option label: the name, and why it cannot run now."""
-        return self.reason(str(dataset)) or str(dataset)
-
-    def notice(self) -> str | None:
-        """What a researcher should know before submitting (the run would wait), or None."""
-        if self.live == 0:
-            return (
-                "No worker is live: a run submitted now waits in the queue until a worker "
-                "starts (`fedgen-lab worker`); which datasets it can load is not known yet."
-            )
-        if self.serving == 0:
-            return (
-                f"No live worker serves the {self.queue} queue: a run submitted now waits "
-                f"until one starts (the {self.live} live worker(s) serve other queues)."
-            )
-        return None
-
-
-def offer(workers: Mapping[str, Any], device: str, *, any_worker: bool = False) -> Offer:
-    """The `Offer` of GET /workers' answer for a run on `device`."""
-    kind = queue_kind(device)
-    live = list(workers.get("workers") or [])
-    serving = [w for w in live if any(str(q).endswith(kind) for q in w.get("queues") or [])]
-    says = [w.get("datasets") for w in serving]
-    datasets = None if None in says else frozenset(d for ds in says for d in ds or ())
-    return Offer(kind, len(live), len(serving), datasets, any_worker)
 
 
 def _resolve(schema: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:

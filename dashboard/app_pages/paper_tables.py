@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard import loaders, paper, runs_view, study_view, sweep_plot, ui
 from dashboard.client import LabClient
-from dashboard.tables import (
+from dashboard.sweep_tables import (
     frame_latex,
     summary_groups,
     table1_latex,

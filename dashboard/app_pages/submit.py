@@ -22,23 +22,19 @@ from pydantic import ValidationError
 
 from dashboard import loaders, ui
 from dashboard.client import ApiError, LabClient
+from dashboard.form_checks import check, read_list, read_tags, refusals
 from dashboard.spec_form import (
     FormField,
-    Offer,
     applies,
     build_spec,
     build_sweep,
-    check,
     fields_from_schema,
-    offer,
-    read_list,
-    read_tags,
-    refusals,
     split_errors,
     sweep_size,
     text_field,
     text_fields,
 )
+from dashboard.worker_offer import Offer, offer
 from fedgen.spec import SpecError, format_validation_error
 from fedgen.specdict import get_dotted
 from fedgen.sweep import SweepSpec, expand

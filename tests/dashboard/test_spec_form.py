@@ -7,23 +7,20 @@ from typing import Any
 
 import pytest
 
+from dashboard.form_checks import check, read_list, read_tags, refusals
 from dashboard.spec_form import (
     HELP,
     applies,
     build_spec,
     build_sweep,
-    check,
     fields_from_schema,
-    offer,
     parse_list,
-    read_list,
-    read_tags,
-    refusals,
     split_errors,
     sweep_size,
     text_field,
     text_fields,
 )
+from dashboard.worker_offer import offer
 from fedgen.knobs import KNOBS
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import flatten, get_dotted

@@ -9,21 +9,23 @@ import pandas as pd
 import pytest
 
 from dashboard import paper
-from dashboard.tables import (
-    aggregate,
-    ema,
-    group_labels,
-    group_warnings,
-    n_changes,
-    pca_2d,
+from dashboard.latents import pca_2d
+from dashboard.sweep_tables import (
     statistic_label,
     summary_groups,
     table1_latex,
     table1_long,
     table1_matrix,
     table3_frame,
-    time_to_target,
     timing_rows,
+)
+from dashboard.tables import (
+    aggregate,
+    ema,
+    group_labels,
+    group_warnings,
+    n_changes,
+    time_to_target,
     unfinished,
 )
 

@@ -1,0 +1,309 @@
+"""The paper tables' pure logic: Table 1 (ours beside the paper's numbers, as a matrix
+and as LaTeX), Table 3 (time per round), and the API payloads they are built from (a sweep's
+summary groups, GET /timing rows). No Streamlit, no network.
+
+The Compare page's curve logic (groups, bands, time to target) is `dashboard.tables`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard import paper
+from dashboard.tables import spec_fields
+from fedgen.specdict import group_label
+
+# -- Table 1 ---------------------------------------------------------------------
+TABLE1_COLUMNS = [
+    "dataset",
+    "setting",
+    "T",
+    "algorithm",
+    "mean",
+    "std",
+    "n",
+    "paper_mean",
+    "paper_std",
+    "diff",
+]
+
+
+def table1_long(groups: pd.DataFrame) -> pd.DataFrame:
+    """Our groups (dataset, setting, T, algorithm, mean, std, n in %) beside the paper's numbers."""
+    if groups.empty:
+        return pd.DataFrame(columns=TABLE1_COLUMNS)
+    rows = []
+    for rec in groups.to_dict("records"):
+        key = paper.Setting(
+            rec["dataset"], rec.get("paper_setting") or rec["setting"], int(rec["T"])
+        )
+        pub = paper.TABLE1.get(key, {}).get(rec["algorithm"])
+        pm, ps = pub if pub else (math.nan, math.nan)
+        rows.append(
+            {
+                **{c: rec.get(c) for c in TABLE1_COLUMNS[:7]},
+                "paper_mean": pm,
+                "paper_std": ps,
+                "diff": rec["mean"] - pm,
+            }
+        )
+    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+
+
+def _cell(mean: float, std: float) -> str:
+    return "–" if mean is None or math.isnan(mean) else f"{mean:.2f} ± {std:.2f}"
+
+
+def table1_matrix(long: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows (dataset, setting, T), columns algorithms: "ours (paper, Δ)" strings and a best-mask.
+
+    The mask marks, per row, the algorithm with the highest mean of *our* runs.
+    """
+    if long.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    algs = [a for a in paper.PAPER_LABELS if a in set(long["algorithm"])]
+    algs += sorted(set(long["algorithm"]) - set(algs))
+    index = list(dict.fromkeys(zip(long["dataset"], long["setting"], long["T"], strict=True)))
+    text = pd.DataFrame(
+        "",
+        index=pd.MultiIndex.from_tuples(index, names=["dataset", "setting", "T"]),
+        columns=[paper.PAPER_LABELS.get(a, a) for a in algs],
+    )
+    mask = pd.DataFrame(False, index=text.index, columns=text.columns)
+    for key in index:
+        sub = long[
+            (long["dataset"] == key[0]) & (long["setting"] == key[1]) & (long["T"] == key[2])
+        ]
+        best = sub.loc[sub["mean"].idxmax(), "algorithm"] if sub["mean"].notna().any() else None
+        for rec in sub.to_dict("records"):
+            col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
+            cell = _cell(rec["mean"], rec["std"])
+            if not math.isnan(rec["paper_mean"]):
+                cell += f" (paper {rec['paper_mean']:.2f}, Δ {rec['diff']:+.2f})"
+            text.loc[key, col] = cell
+            mask.loc[key, col] = rec["algorithm"] == best
+    return text, mask
+
+
+def table1_latex(long: pd.DataFrame) -> str:
+    """A booktabs LaTeX table: ours mean ± std per cell, best per row in bold, paper in a second line."""
+    text, mask = table1_matrix(long)
+    if text.empty:
+        return ""
+    cols = list(text.columns)
+    lines = [
+        "\\begin{tabular}{ll" + "c" * len(cols) + "}",
+        "\\toprule",
+        "Dataset & Setting & " + " & ".join(c.replace("+", "$+$") for c in cols) + " \\\\",
+        "\\midrule",
+    ]
+    for key in text.index:
+        sub = long[
+            (long["dataset"] == key[0]) & (long["setting"] == key[1]) & (long["T"] == key[2])
+        ]
+        by_col = {
+            paper.PAPER_LABELS.get(a, a): r
+            for a, r in zip(sub["algorithm"], sub.to_dict("records"), strict=True)
+        }
+        ours, pub = [], []
+        for c in cols:
+            r = by_col.get(c)
+            cell = _cell(r["mean"], r["std"]).replace("±", "$\\pm$") if r else "--"
+            ours.append(f"\\textbf{{{cell}}}" if bool(mask.loc[key, c]) else cell)
+            pub.append(f"({r['paper_mean']:.2f})" if r and not math.isnan(r["paper_mean"]) else "")
+        setting = key[1].replace("α", "$\\alpha$")
+        lines.append(f"{key[0]}, T={key[2]} & {setting} & " + " & ".join(ours) + " \\\\")
+        if any(pub):
+            lines.append(" & paper & " + " & ".join(pub) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+# -- Table 3 ---------------------------------------------------------------------
+def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
+    """Ours vs paper ms per local update: FedAvg and FedGen by B_G, with the ratio to FedAvg.
+
+    `timing` has columns algorithm, gen_batch_size (None for non-FedGen), mean_ms, std_ms, n,
+    and optionally setting / setting_key: a row's ratio is to the FedAvg row of its own
+    setting (NaN when that setting has no FedAvg row). Absolute ms depend on the hardware;
+    the ratio to FedAvg is what compares across machines.
+    """
+    cols = ["row", "ours_ms", "ours_std", "n", "ours_ratio", "paper_ms", "paper_std",
+            "paper_ratio", "setting"]  # fmt: skip
+    if timing.empty:
+        return pd.DataFrame(columns=cols)
+    keys = (
+        timing["setting_key"] if "setting_key" in timing.columns else pd.Series([""] * len(timing))
+    )
+    base: dict[str, float] = {}
+    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
+        if rec["algorithm"] == "fedavg":
+            base.setdefault(key, float(rec["mean_ms"]))
+    rows = []
+    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
+        alg, bg = rec["algorithm"], rec.get("gen_batch_size")
+        if alg == "fedgen" and bg is not None and not (isinstance(bg, float) and math.isnan(bg)):
+            label = f"FedGen B_G={int(bg)}"
+            pm, ps = paper.TABLE3_FEDGEN.get(int(bg), (math.nan, math.nan))
+        else:
+            label = paper.PAPER_LABELS.get(alg, alg)
+            pm, ps = paper.TABLE3_FEDAVG if alg == "fedavg" else (math.nan, math.nan)
+        ref = base.get(key, math.nan)
+        rows.append(
+            {
+                "row": label,
+                "ours_ms": rec["mean_ms"],
+                "ours_std": rec.get("std_ms", math.nan),
+                "n": int(rec.get("n") or 0),
+                "ours_ratio": rec["mean_ms"] / ref if ref and not math.isnan(ref) else math.nan,
+                "paper_ms": pm,
+                "paper_std": ps,
+                "paper_ratio": pm / paper.TABLE3_FEDAVG[0],
+                "setting": rec.get("setting", ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def frame_latex(df: pd.DataFrame, float_fmt: str = "{:.2f}") -> str:
+    """A plain booktabs LaTeX rendering of a small frame (no jinja2 needed)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return "--" if math.isnan(v) else float_fmt.format(v)
+        return str(v).replace("_", "\\_")
+
+    lines = [
+        "\\begin{tabular}{" + "l" + "r" * (len(df.columns) - 1) + "}",
+        "\\toprule",
+        " & ".join(fmt(c) for c in df.columns) + " \\\\",
+        "\\midrule",
+    ]
+    lines += [" & ".join(fmt(v) for v in row) + " \\\\" for row in df.itertuples(index=False)]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+# -- API payloads -> table inputs ------------------------------------------------
+def statistic_label(statistic: str, at_round: Any = None, last_round: Any = None) -> str:
+    """ "final @199" when the final is not the runs' last round (official protocol), else
+    "final"; "best", "top-5 mean" (the rounds differ per run, so none is named)."""
+    if statistic == "top5":
+        return "top-5 mean"
+    if isinstance(at_round, (int, np.integer)) and at_round >= 0 and at_round != last_round:
+        return f"{statistic} @{int(at_round)}"
+    return statistic
+
+
+# The fields that place a group in a Table 1 cell; two groups on one cell are told apart by
+# the fields beyond these.
+CELL_FIELDS = frozenset({
+    "algorithm.name", "data.name", "local_steps", "partition.alpha", "users_per_round",
+    "partition.num_users",
+})  # fmt: skip
+SUMMARY_COLUMNS = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label",
+                   "paper_setting", "n_total", "varying", "statistic"]  # fmt: skip
+
+
+def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
+    """One sweep summary group as a Table 1 input row (its cell from `member`'s spec)."""
+    fields = spec_fields(member)
+    setting = paper.setting_of(fields)
+    mean, std = g.get(f"{statistic}_mean"), g.get(f"{statistic}_std")
+    mean = math.nan if mean is None else float(mean)
+    std = math.nan if std is None else float(std)
+    if not math.isnan(mean) and mean <= 1.0:
+        mean, std = mean * 100, std * 100
+    return {
+        "dataset": setting.dataset,
+        "setting": setting.setting,
+        "T": setting.local_steps,
+        "algorithm": fields.get("algorithm.name"),
+        "mean": mean,
+        "std": std,
+        "n": int(g.get("n_succeeded", g.get("n")) or 0),
+        "label": g.get("label"),
+        "paper_setting": setting.setting,
+        "n_total": int(g.get("n_total", g.get("n")) or 0),
+        "varying": list(g.get("varying") or []),
+        # What the number is: "final @29" (the round named when not the last), "top-5 mean".
+        "statistic": statistic_label(statistic, g.get(f"{statistic}_round"), g.get("last_round")),
+        "_fields": g.get("fields") or {},
+    }
+
+
+def _name_clashes(rows: list[dict[str, Any]]) -> None:
+    """Groups that land on one cell: append to `setting` what tells them apart (in place)."""
+    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_cell.setdefault((r["dataset"], r["setting"], r["T"], r["algorithm"]), []).append(r)
+    for clash in (v for v in by_cell.values() if len(v) > 1):
+        for r in clash:
+            extra = {k: v for k, v in r["_fields"].items() if k not in CELL_FIELDS}
+            r["setting"] = f"{r['setting']} [{group_label(extra)}]"
+
+
+def summary_groups(
+    summary: dict[str, Any], runs_by_id: dict[str, dict[str, Any]], statistic: str = "top5"
+) -> pd.DataFrame:
+    """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
+
+    A group lists only the fields that differ, so its Table 1 row comes from a member's spec.
+    `statistic` says which number it is, with its round where that is not the last round
+    ("final @29", see `statistic_label`).
+    Accuracies stored as fractions are scaled to % to sit beside the paper's numbers. n is
+    the group's finished runs. Two groups that would share a Table 1 cell (same dataset,
+    setting, T and algorithm but another profile, rounds, ...) are never merged: their
+    `setting` gets the differing fields appended ("α=0.1 [fidelity.profile=paper]") and
+    `paper_setting` keeps the paper's row for the lookup.
+    """
+    rows = []
+    for g in summary.get("groups") or []:
+        ids = list(g.get("run_ids") or []) + list(g.get("all_run_ids") or [])
+        member = next((runs_by_id[i] for i in ids if i in runs_by_id), None)
+        if member is not None:
+            rows.append(_summary_row(g, member, statistic))
+    _name_clashes(rows)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def _setting_text(setting: dict[str, Any]) -> str:
+    """{"data.name": "mnist", "batch_size": 32, ...} -> "mnist · official-cnn · B=32 · T=20 · 10/round · cpu"."""
+    parts = [
+        str(setting.get("data.name", "?")),
+        str(setting.get("model.name", "?")),
+        f"B={setting.get('batch_size', '?')}",
+        f"T={setting.get('local_steps', '?')}",
+        f"{setting.get('users_per_round', '?')}/round",
+        str(setting.get("device", "?")),
+    ]
+    return " · ".join(parts)
+
+
+def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
+    """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n.
+
+    Rows keep the setting they were measured in (`setting_key` matches rows of one setting,
+    whatever the algorithm) so Table 3 never compares FedGen on one dataset with FedAvg on another.
+    """
+    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n", "setting", "setting_key"]
+    rows: list[dict[str, Any]] = []
+    for r in payload.get("rows") or []:
+        if r.get("mean_ms") is None:
+            continue
+        rows.append(
+            {
+                "algorithm": r.get("algorithm"),
+                "gen_batch_size": r.get("gen_batch_size"),
+                "mean_ms": r["mean_ms"],
+                "std_ms": r.get("std_ms"),
+                "n": int(r.get("n") or 0),
+                "setting": _setting_text(r.get("setting") or {}),
+                "setting_key": r.get("setting_key") or "",
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
