@@ -338,6 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
     api = sub.add_parser("api", parents=[serve], help="serve the REST API")
     api.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     api.set_defaults(fn=_cmd_api)
+    _add_worker_parser(sub)
+    up = sub.add_parser(
+        "up",
+        parents=[serve],
+        help="API + worker (+ dashboard) together; a dead worker or dashboard is restarted; "
+        "Ctrl-C stops all",
+    )
+    up.add_argument("--dashboard-port", type=int, default=8501)
+    up.add_argument("--no-dashboard", action="store_true")
+    up.set_defaults(fn=_cmd_up)
+    _add_admin_parsers(sub)
+    return p
+
+
+def _add_worker_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fedgen-lab worker`: its slots, threads, GPUs and Celery options."""
     w = sub.add_parser(
         "worker",
         help="start Celery workers: N slots, each a solo-pool process running one run at a time",
@@ -385,15 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--embedded", action="store_true", help=EMBEDDED_FLAG_HELP)
     w.add_argument("--slot-child", action="store_true", help=argparse.SUPPRESS)
     w.set_defaults(fn=_cmd_worker)
-    up = sub.add_parser(
-        "up",
-        parents=[serve],
-        help="API + worker (+ dashboard) together; a dead worker or dashboard is restarted; "
-        "Ctrl-C stops all",
-    )
-    up.add_argument("--dashboard-port", type=int, default=8501)
-    up.add_argument("--no-dashboard", action="store_true")
-    up.set_defaults(fn=_cmd_up)
+
+
+def _add_admin_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The one-shot commands: db upgrade, users create, requeue, checkpoints import."""
     db = sub.add_parser("db", help="database commands").add_subparsers(
         dest="db_command", required=True
     )
@@ -416,7 +427,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="move checkpoint files written before checkpoints moved into the database into it "
         "(sha256 checked; a file is removed once imported)",
     ).set_defaults(fn=_cmd_checkpoints_import)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

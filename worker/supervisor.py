@@ -132,63 +132,30 @@ def commands(
     """The child command lines; `embedded`: the lab is the embedded SQLite one, which the
     worker then uses on purpose (`worker --embedded`)."""
     py = sys.executable
-    out = [
-        (
-            "api",
-            [
-                py,
-                "-m",
-                "worker.lab_cli",
-                "api",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-        ),
-        (
-            "worker",
-            [
-                py,
-                "-m",
-                "worker.lab_cli",
-                "worker",
-                "--queues",
-                "cpu,gpu",
-                "--loglevel",
-                "WARNING",
-                "--quiet",
-                *(["--embedded"] if embedded else []),
-            ],  # fmt: skip
-        ),
-    ]
+    out = [("api", _api_command(py, host, port)), ("worker", _worker_command(py, embedded))]
     app = DASHBOARD_APP
     if dashboard and app.exists():
-        out.append(
-            (
-                "dashboard",
-                [
-                    py,
-                    "-m",
-                    "streamlit",
-                    "run",
-                    str(app),
-                    "--server.port",
-                    str(dashboard_port),
-                    "--server.address",
-                    host,
-                    "--server.headless",
-                    "true",
-                    "--browser.gatherUsageStats",
-                    "false",
-                    "--client.toolbarMode",
-                    "minimal",
-                ],
-            )
-        )
+        out.append(("dashboard", _dashboard_command(py, str(app), host, dashboard_port)))
     return out
+
+
+def _api_command(py: str, host: str, port: int) -> list[str]:
+    """`fedgen-lab api` on host:port, logging warnings only."""
+    lab = [py, "-m", "worker.lab_cli", "api", "--host", host, "--port", str(port)]
+    return [*lab, "--log-level", "warning"]
+
+
+def _worker_command(py: str, embedded: bool) -> list[str]:
+    """`fedgen-lab worker` on both queues, quiet (`--embedded` for the embedded lab)."""
+    lab = [py, "-m", "worker.lab_cli", "worker", "--queues", "cpu,gpu"]
+    return [*lab, "--loglevel", "WARNING", "--quiet", *(["--embedded"] if embedded else [])]
+
+
+def _dashboard_command(py: str, app: str, host: str, port: int) -> list[str]:
+    """`streamlit run` of the dashboard on host:port, headless, without usage stats."""
+    where = ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
+    quiet = ["--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    return [py, "-m", "streamlit", "run", app, *where, *quiet]
 
 
 def _schedule_restart(child: Child, now: float, backoff: Backoff) -> float:
