@@ -341,7 +341,31 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 1 if any(not r.ok for r in records) else 0
 
 
+_Subparsers = argparse._SubParsersAction  # what add_subparsers returns
+
+JSON_HELP = (
+    "print the summary as one JSON line (accuracies as fractions) instead of the "
+    "readable 'final … · best … · top-5 …' line"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The `fedgen` command line: run, resume, partition, validate, plugins, study, export."""
+    p = argparse.ArgumentParser(
+        prog="fedgen", description="Federated learning simulations: FedGen and baselines."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    _add_run_commands(sub)
+    _add_spec_commands(sub)
+    from fedgen import export, study_cli
+
+    study_cli.add_parser(sub)
+    export.add_parser(sub)
+    return p
+
+
+def _add_run_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
+    """`run` and `resume`: the commands that train, sharing --threads and --json."""
     threads = argparse.ArgumentParser(add_help=False)  # shared by run and resume
     threads.add_argument(
         "--threads",
@@ -350,14 +374,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="torch CPU threads (intra- and inter-op; default: torch's default, all cores); "
         "use 1 when several runs share the machine",
     )
-    json_help = (
-        "print the summary as one JSON line (accuracies as fractions) instead of the "
-        "readable 'final … · best … · top-5 …' line"
-    )
-    p = argparse.ArgumentParser(
-        prog="fedgen", description="Federated learning simulations: FedGen and baselines."
-    )
-    sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", parents=[threads], help="run a spec or a sweep")
     r.add_argument("spec", help="YAML or JSON spec (or sweep: base + grid)")
     r.add_argument(
@@ -377,14 +393,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"rounds to run, replacing the spec's (a sweep's base) rounds; 1..{MAX_ROUNDS}",
     )
-    r.add_argument("--json", action="store_true", help=json_help)
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
     r.set_defaults(func=cmd_run)
     s = sub.add_parser(
         "resume", parents=[threads], help="continue a run directory from its last full checkpoint"
     )
     s.add_argument("dir")
-    s.add_argument("--json", action="store_true", help=json_help)
+    s.add_argument("--json", action="store_true", help=JSON_HELP)
     s.set_defaults(func=cmd_resume)
+
+
+def _add_spec_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
+    """`partition`, `validate` and `plugins`: the commands that inspect without training."""
     pa = sub.add_parser("partition", help="print the per-user label histogram of a spec's split")
     pa.add_argument("spec")
     pa.add_argument(
@@ -403,11 +423,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--json", action="store_true", help="one JSON list instead of the table")
     pl.set_defaults(func=cmd_plugins)
-    from fedgen import export, study_cli
-
-    study_cli.add_parser(sub)
-    export.add_parser(sub)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
