@@ -25,6 +25,7 @@ from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.repository import users as users_repo
 from api.schemas import AUTHED, error_responses
+from api.schemas_spec import StreamToken
 from api.security import (
     STREAM_TOKEN_TTL_S,
     new_stream_token,
@@ -87,7 +88,7 @@ def load_stream_run(
 
 
 @router.post("/runs/{run_id}/stream-token", responses=error_responses(*AUTHED, 404, 422))
-def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str, Any]:
+def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> StreamToken:
     """A token for `GET /runs/{id}/events?token=...`, valid for this run only, for 10 minutes.
 
     It is signed with the caller's API token (never stored), so revoking that API token
@@ -97,12 +98,9 @@ def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> dict[str,
     api_token = users_repo.token_row(session, creds.credentials)
     assert api_token is not None
     token, expires = new_stream_token(api_token.id, api_token.token_hash, run.id)
-    return {
-        "token": token,
-        "run_id": str(run.id),
-        "expires_at": expires,
-        "ttl_s": STREAM_TOKEN_TTL_S,
-    }
+    return StreamToken(
+        token=token, run_id=str(run.id), expires_at=expires, ttl_s=STREAM_TOKEN_TTL_S
+    )
 
 
 @router.get(

@@ -13,6 +13,8 @@ from api.deps import SessionDep, UserDep, parse_uuid
 from api.errors import RETRY_AFTER_S
 from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
+from api.schemas_analysis import TimingTable
+from api.schemas_spec import AlgorithmInfo, SpecDefaults, SpecValidated
 from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
 
@@ -78,14 +80,14 @@ def ready(request: Request) -> JSONResponse:
 
 
 @router.post("/spec/validate", tags=["spec"], responses=error_responses(*AUTHED, *BODY))
-def validate_spec(body: SpecValidate, _user: UserDep) -> dict[str, Any]:
+def validate_spec(body: SpecValidate, _user: UserDep) -> SpecValidated:
     """Validate a spec; returns its canonical form (every default written out)."""
     spec = service.validate_spec(body.spec)
-    return {"ok": True, "spec": spec.model_dump(mode="json"), "spec_hash": spec.spec_hash()}
+    return SpecValidated(ok=True, spec=spec.model_dump(mode="json"), spec_hash=spec.spec_hash())
 
 
 @router.get("/spec/defaults", tags=["spec"], responses=error_responses(*AUTHED))
-def spec_defaults(_user: UserDep) -> dict[str, Any]:
+def spec_defaults(_user: UserDep) -> SpecDefaults:
     """The full spec an empty submission (`{"spec": {}}`) gets: every default written out.
 
     The same as `fedgen validate` of an empty file; the Submit form starts from it.
@@ -94,22 +96,22 @@ def spec_defaults(_user: UserDep) -> dict[str, Any]:
     from and its own defaults (the `algorithm` section a spec naming only it gets).
     """
     spec = service.validate_spec({})
-    return {
-        "spec": spec.model_dump(mode="json"),
-        "spec_hash": spec.spec_hash(),
-        "algorithms": [
-            {
-                "name": d.name,
-                "label": d.label,
-                "paper_label": d.paper_label,
-                "colour": d.colour,
-                "shares": sorted(d.shares),
-                "source": d.source,
-                "defaults": d.params_cls().model_dump(mode="json"),
-            }
+    return SpecDefaults(
+        spec=spec.model_dump(mode="json"),
+        spec_hash=spec.spec_hash(),
+        algorithms=[
+            AlgorithmInfo(
+                name=d.name,
+                label=d.label,
+                paper_label=d.paper_label,
+                colour=d.colour,
+                shares=sorted(d.shares),
+                source=d.source,
+                defaults=d.params_cls().model_dump(mode="json"),
+            )
             for d in algorithms()
         ],
-    }
+    )
 
 
 @router.get("/spec/schema", tags=["spec"], responses=error_responses(*AUTHED))
@@ -130,11 +132,11 @@ def timing(
     _user: UserDep,
     sweep_id: str | None = None,
     algorithm: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
-) -> dict[str, Any]:
+) -> TimingTable:
     """ms per user local update (Table 3): one row per group of finished runs, with its setting.
 
     Runs are grouped by every spec field but the seed, so a row never mixes two settings
     (dataset, model, batch size, T, users per round, device, FedGen's B_G, ...).
     """
     sid = parse_uuid(sweep_id, "sweep") if sweep_id else None
-    return analysis.timing_table(session, sid, algorithm)
+    return TimingTable.model_validate(analysis.timing_table(session, sid, algorithm))

@@ -22,6 +22,7 @@ from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
 from api.schemas import AUTHED, BODY, error_responses
+from api.schemas_analysis import StudiesPublic, StudyLaunched, StudySummary
 from fedgen.spec import SpecError, format_validation_error
 from fedgen.studies import (
     STUDIES,
@@ -59,13 +60,17 @@ def _overrides(dataset: str | None, seeds: int | None, rounds: int | None) -> St
 
 
 @router.get("", responses=error_responses(*AUTHED))
-def list_studies(_user: UserDep) -> dict[str, Any]:
+def list_studies(_user: UserDep) -> StudiesPublic:
     """Every study with its defaults, number of runs and estimated CPU time (one core)."""
     data = []
     for s in STUDIES.values():
         p = plan(s)
-        data.append({**study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)})
-    return {"data": data, "count": len(data)}
+        data.append(
+            StudySummary.model_validate(
+                {**study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)}
+            )
+        )
+    return StudiesPublic(data=data, count=len(data))
 
 
 @router.get("/{name}", responses=error_responses(*AUTHED, 404, 422))
@@ -91,23 +96,21 @@ def get_study_definition(
     status_code=status.HTTP_202_ACCEPTED,
     responses=error_responses(*AUTHED, *BODY, 404),
 )
-def launch_study(
-    name: str, sub: SubmitterDep, body: StudyOverrides | None = None
-) -> dict[str, Any]:
+def launch_study(name: str, sub: SubmitterDep, body: StudyOverrides | None = None) -> StudyLaunched:
     """Create the study's sweep (the paper's original, or the overrides) and queue its runs."""
     study = _study(name)
     p = _plan(study, body or StudyOverrides())
     sweep, _ = service.submit_sweep(sub, p.sweep.name, p.sweep.base, p.sweep.grid)
-    return {
-        "study": study.name,
-        "version": study.version,
-        "dataset": p.dataset,
-        "seeds": p.seeds,
-        "rounds": p.rounds,
-        "runs": p.runs,
-        "est_cpu_s": round(p.est_cpu_s, 1),
-        "sweep": sweep_public(sub.session, sweep, sub.user.name).model_dump(mode="json"),
-    }
+    return StudyLaunched(
+        study=study.name,
+        version=study.version,
+        dataset=p.dataset,
+        seeds=p.seeds,
+        rounds=p.rounds,
+        runs=p.runs,
+        est_cpu_s=round(p.est_cpu_s, 1),
+        sweep=sweep_public(sub.session, sweep, sub.user.name),
+    )
 
 
 @router.get("/{name}/results", responses=error_responses(*AUTHED, 404, 422))
