@@ -1,10 +1,14 @@
-"""Runs: create, read, filter, cancel, delete, the worker's lease protocol, and dispatch state.
+"""Runs: create, read, filter, cancel, delete, and the worker's lease protocol.
 
 A running run is held by the worker whose lease token it carries until the lease expires, or
 until its holder is gone (`Liveness`): the run's heartbeat missed twice and no live `workers`
 row of the holder's name started before that heartbeat (a restarted slot with the same name
 does not count). Such a run is waiting again at once: it no longer takes a slot, the dispatcher
 sends it, and another worker may claim it without waiting for the lease to expire.
+
+The dispatch state (queue snapshot, sends, the dispatcher's lease) lives in
+api.repository.dispatch_state and `Liveness` in api.repository.liveness; both are re-exported
+here.
 """
 
 from __future__ import annotations
@@ -15,64 +19,33 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Select,
     Update,
     and_,
     case,
     delete,
-    false,
     func,
-    or_,
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, contains_eager
 
 from api.db import db_now
-from api.fairshare import Active, LiveWorker, Snapshot, Waiting
-from api.models import DispatcherLease, RoundMetrics, Run, User, Worker
+from api.models import RoundMetrics, Run, User
 from api.repository import webhooks as webhooks_repo
-from api.repository import workers as workers_repo
 from api.repository.annotations import matches_text, tags_csv
+from api.repository.dispatch_state import cancel_orphans as cancel_orphans
+from api.repository.dispatch_state import forget_sends as forget_sends
+from api.repository.dispatch_state import live_workers as live_workers
+from api.repository.dispatch_state import mark_dispatched as mark_dispatched
+from api.repository.dispatch_state import queue_snapshot as queue_snapshot
+from api.repository.dispatch_state import release_dispatch_lease as release_dispatch_lease
+from api.repository.dispatch_state import take_dispatch_lease as take_dispatch_lease
+from api.repository.dispatch_state import unmark_dispatched as unmark_dispatched
+from api.repository.liveness import Liveness as Liveness
+from api.repository.liveness import unheld as _unheld
 from api.repository.spec_filter import SpecWhere, spec_equals
 from fedgen.status import TERMINAL
-
-
-@dataclass(frozen=True)
-class Liveness:
-    """When a running run's holder counts as gone before its lease expires (see the docstring)."""
-
-    heartbeat_s: float  # the run heartbeat's period: two missed and the run looks unattended
-    worker_ttl_s: float  # a `workers` row not renewed for this long is a dead worker
-
-    def holder_gone(self, now: datetime) -> ColumnElement[bool]:
-        """SQL: the run is running, unattended, and its worker has no live row of its own."""
-        holder_alive = (
-            select(Worker.name)
-            .where(
-                Worker.name == Run.worker,
-                Worker.heartbeat_at >= now - timedelta(seconds=self.worker_ttl_s),
-                Worker.started_at <= Run.heartbeat_at,
-            )
-            .exists()
-        )
-        return and_(
-            Run.status == "running",
-            Run.heartbeat_at < now - timedelta(seconds=2 * self.heartbeat_s),
-            ~holder_alive,
-        )
-
-
-def _holder_gone(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
-    return live.holder_gone(now) if live is not None else false()
-
-
-def _unheld(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
-    """Queued, or running on an expired lease or with its holder gone."""
-    expired = and_(Run.status == "running", Run.lease_expires_at < now)
-    return or_(Run.status == "queued", expired, _holder_gone(now, live))
 
 
 @dataclass(frozen=True)
@@ -461,238 +434,3 @@ def record_oom(session: Session, run_id: uuid.UUID, token: str, oom: dict[str, A
     )
     session.execute(stmt)
     return count
-
-
-def status_of(session: Session, run_id: uuid.UUID) -> tuple[str, int] | None:
-    """(status, current_round) of a run, cheap enough to poll."""
-    row = session.execute(select(Run.status, Run.current_round).where(Run.id == run_id)).first()
-    return (row[0], row[1]) if row else None
-
-
-def _needs_worker(now: datetime, live: Liveness | None) -> Any:
-    # Queued, or running with an expired lease (its worker died or handed the lease back) or a
-    # holder that is gone.
-    return and_(Run.cancel_requested.is_(False), _unheld(now, live))
-
-
-def queue_snapshot(
-    session: Session,
-    worker_ttl_s: float,
-    now: datetime | None = None,
-    live: Liveness | None = None,
-) -> Snapshot:
-    """Waiting runs, runs held by a live lease (and, with `live`, a live holder), live workers'
-    slots per queue, owners' last start."""
-    now = now or db_now(session)
-    waiting = [
-        Waiting(
-            id=r.id,
-            queue=r.queue,
-            owner_id=r.owner_id,
-            priority=r.priority,
-            created_at=r.created_at,
-            rounds=r.rounds,
-            current_round=r.current_round,
-            resumed=r.status == "running",
-            dispatched_at=r.dispatched_at,
-            dispatch_count=r.dispatch_count,
-            next_dispatch_at=r.next_dispatch_at,
-            dataset=r.dataset,
-            dispatched_to=r.dispatched_to,
-            any_worker=bool(r.download) or bool(r.root),
-            needs_free_bytes=int(r.oom_free) if r.oom_count and r.oom_free is not None else None,
-            oom_worker=r.oom_worker if r.oom_count else None,
-        )
-        for r in session.execute(
-            select(
-                Run.id,
-                Run.queue,
-                Run.owner_id,
-                Run.priority,
-                Run.created_at,
-                Run.rounds,
-                Run.current_round,
-                Run.status,
-                Run.dispatched_at,
-                Run.dispatch_count,
-                Run.next_dispatch_at,
-                Run.dataset,
-                Run.dispatched_to,
-                Run.spec[("data", "download")].as_boolean().label("download"),
-                Run.spec[("data", "root")].as_string().label("root"),
-                Run.oom_count,
-                # A float: bytes overflow SQL's INTEGER, and a double holds them exactly.
-                Run.info[("oom", "free_bytes")].as_float().label("oom_free"),
-                Run.info[("oom", "worker")].as_string().label("oom_worker"),
-            ).where(_needs_worker(now, live))
-        )
-    ]
-    active = [
-        Active(*row)
-        for row in session.execute(
-            select(
-                Run.id,
-                Run.queue,
-                Run.owner_id,
-                Run.started_at,
-                Run.current_round,
-                Run.rounds,
-                Run.worker,
-            ).where(Run.status == "running", Run.lease_expires_at >= now, ~_holder_gone(now, live))
-        )
-    ]
-    rows = workers_repo.live_rows(session, worker_ttl_s, now)
-    slots: dict[str, int] = {}
-    for row in rows:
-        slots[row.queue] = slots.get(row.queue, 0) + row.slots
-    owners = {w.owner_id for w in waiting}
-    last_start = (
-        {
-            o: at
-            for o, at in session.execute(
-                select(Run.owner_id, func.max(Run.started_at))
-                .where(Run.owner_id.in_(owners), Run.started_at.is_not(None))
-                .group_by(Run.owner_id)
-            )
-            if at is not None
-        }
-        if owners
-        else {}
-    )
-    return Snapshot(
-        now=now,
-        waiting=waiting,
-        active=active,
-        slots=slots,
-        last_start=last_start,
-        workers=live_workers(rows),
-    )
-
-
-def live_workers(rows: list[Worker]) -> list[LiveWorker]:
-    """One LiveWorker per worker process (its rows, one per queue, merged)."""
-    out = []
-    for name, mine in workers_repo.by_name(rows).items():
-        caps = next((r.capabilities for r in mine if r.capabilities), None)
-        datasets = caps.get("datasets") if caps else None
-        free = [
-            int(d["free_bytes"])
-            for d in (caps or {}).get("devices") or []
-            if d.get("kind") == "cuda" and d.get("free_bytes") is not None
-        ]
-        out.append(
-            LiveWorker(
-                name=name,
-                queues=frozenset(r.queue for r in mine),
-                slots=max(r.slots for r in mine),
-                datasets=frozenset(datasets) if datasets is not None else None,
-                gpu_free_bytes=max(free) if free else None,
-            )
-        )
-    return out
-
-
-def mark_dispatched(
-    session: Session,
-    run_id: uuid.UUID,
-    count: int,
-    next_at: datetime,
-    now: datetime,
-    live: Liveness | None = None,
-    *,
-    to: str | None = None,
-) -> bool:
-    """Record a send (to worker `to`) of a run that still needs a worker and was sent `count`
-    times since its last claim; False when someone else got there first."""
-    stmt = (
-        update(Run)
-        .where(Run.id == run_id, Run.dispatch_count == count, _needs_worker(now, live))
-        .values(
-            dispatched_at=now, dispatch_count=count + 1, next_dispatch_at=next_at, dispatched_to=to
-        )
-        .execution_options(synchronize_session=False)
-    )
-    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
-
-
-def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
-    """Undo mark_dispatched after the send failed (broker down): the run waits unsent again."""
-    stmt = (
-        update(Run)
-        .where(Run.id == run_id, Run.dispatch_count == count + 1)
-        .values(
-            dispatched_at=None,
-            dispatch_count=count,
-            next_dispatch_at=None,
-            dispatched_to=None,
-        )
-        .execution_options(synchronize_session=False)
-    )
-    session.execute(stmt)
-
-
-def forget_sends(session: Session) -> int:
-    """Mark every queued run unsent (`fedgen-lab requeue`: the next pass sends them afresh)."""
-    stmt = (
-        update(Run)
-        .where(Run.status == "queued")
-        .values(dispatched_at=None, dispatch_count=0, next_dispatch_at=None, dispatched_to=None)
-        .execution_options(synchronize_session=False)
-    )
-    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
-
-
-def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
-    """Become the one dispatcher for ttl_s (or renew); False while another holder has it."""
-    now = db_now(session)
-    stmt = (
-        update(DispatcherLease)
-        .where(
-            DispatcherLease.id == 1,
-            or_(
-                DispatcherLease.expires_at.is_(None),
-                DispatcherLease.expires_at < now,
-                DispatcherLease.holder == holder,
-            ),
-        )
-        .values(holder=holder, expires_at=now + timedelta(seconds=ttl_s))
-        .execution_options(synchronize_session=False)
-    )
-    if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
-        return True
-    if session.get(DispatcherLease, 1) is not None:
-        return False
-    # First pass ever: create the row, held. A concurrent creator wins the primary key.
-    try:
-        with session.begin_nested():
-            session.add(
-                DispatcherLease(id=1, holder=holder, expires_at=now + timedelta(seconds=ttl_s))
-            )
-    except IntegrityError:
-        return False
-    return True
-
-
-def cancel_orphans(session: Session, now: datetime) -> int:
-    """Mark cancelled the cancel-requested running runs whose worker died (lease expired)."""
-    stmt = (
-        update(Run)
-        .where(Run.cancel_requested.is_(True), Run.status == "running", Run.lease_expires_at < now)
-        .values(status="cancelled", finished_at=now, lease_token=None)
-        .returning(Run.id)
-        .execution_options(synchronize_session=False)
-    )
-    ids = list(session.scalars(stmt))
-    for run_id in ids:
-        webhooks_repo.enqueue_run_ended(session, run_id)  # each may end its sweep
-    return len(ids)
-
-
-def release_dispatch_lease(session: Session, holder: str) -> None:
-    """Let the lease go (only if `holder` still has it)."""
-    session.execute(
-        update(DispatcherLease)
-        .where(DispatcherLease.id == 1, DispatcherLease.holder == holder)
-        .values(expires_at=None)
-        .execution_options(synchronize_session=False)
-    )
