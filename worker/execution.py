@@ -188,9 +188,8 @@ def execute_run(
         except SpecError as exc:
             finish(factory, rid, token, "failed", error=str(exc))
             return "failed"
-        return _run_claimed(
-            rid, token, spec, factory, store, s, runner or _default_runner(), worker
-        )
+        claim = _Claimed(rid, token, spec, factory, store, s, worker)
+        return _run_claimed(claim, runner or _default_runner())
     except Exception as exc:
         if not is_unavailable(exc):
             raise
@@ -248,16 +247,7 @@ def _try_release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> 
 MAX_GAP_RESUMES = 5
 
 
-def _run_claimed(
-    rid: uuid.UUID,
-    token: str,
-    spec: ExperimentSpec,
-    factory: sessionmaker[Session],
-    store: CheckpointStore,
-    s: Settings,
-    runner: Runner,
-    worker: str,
-) -> str:
+def _run_claimed(claim: _Claimed, runner: Runner) -> str:
     """Run the claimed run to its end, resuming from its newest checkpoint in the database
     whenever what is stored falls behind what was computed:
     - a round is missing under the one being written (RoundGap: rounds lost in a crash), or
@@ -270,8 +260,7 @@ def _run_claimed(
     Every end (and every heartbeat) stores what the run cost: this segment's meter reading
     folded into what earlier segments stored (CPU seconds add up, peaks take the larger).
     """
-    claim = _Claimed(rid, token, spec, factory, store, s, worker)
-    with Lease(rid, token, factory, s, claim.cost) as lease:
+    with Lease(claim.rid, claim.token, claim.factory, claim.settings, claim.cost) as lease:
         claim.lease = lease
         while True:
             outcome = claim.attempt(runner)
