@@ -77,6 +77,17 @@ class AllowedMethods:
         await self.app(scope, receive, send_allow)
 
 
+def _add_middleware(app: FastAPI, s: Settings) -> None:
+    """The middleware stack, innermost first (each added one wraps the ones before it)."""
+    # Inside AllowedMethods: OPTIONS and 405 answer before a body is looked at.
+    app.add_middleware(errors.JsonBodyCheck, paths=lambda: app.openapi().get("paths", {}))
+    app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
+    app.add_middleware(
+        CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
+    )
+    app.add_middleware(BodyLimit, max_bytes=s.max_body_bytes)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -122,13 +133,7 @@ def create_app(
     app.state.settings_sse_poll_s = sse_poll_s
     app.state.limits = Limits(s.submit_rate, s.auth_fail_rate)
     errors.install(app)
-    # Inside AllowedMethods: OPTIONS and 405 answer before a body is looked at.
-    app.add_middleware(errors.JsonBodyCheck, paths=lambda: app.openapi().get("paths", {}))
-    app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
-    app.add_middleware(
-        CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
-    )
-    app.add_middleware(BodyLimit, max_bytes=s.max_body_bytes)
+    _add_middleware(app, s)
     app.include_router(v1_router())  # authenticated unless declared public there
     docs_ui.install(app)
     # Probes also at the root, where load balancers and compose healthchecks look for them.
