@@ -151,68 +151,77 @@ class FedDF(Algorithm[FedDFParams]):
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         teachers = [self._teacher_state(u) for u in uploads]
         self.fed.aggregate(uploads)
-        steps, temp = self.p.distill_steps, self.p.temperature
+        steps = self.p.distill_steps
         if steps == 0:
             return {}
+        target, feats = self._ensemble_target(teachers)
+        n, bs = self.proxy_x.shape[0], min(self.p.distill_batch_size, self.proxy_x.shape[0])
+        batches = torch.randint(0, n, (steps, bs), generator=self.rng, device=self.proxy_x.device)
+        opt = self._start_student(predictor_only=feats is not None)
+        chosen, metrics = self._distill(opt, target, feats, batches)
+        with torch.no_grad():
+            state = self.fed.global_model.state_dict()
+            for k in self.fed.shared_keys:
+                state[k].copy_(chosen[k])
+        return metrics
+
+    def _ensemble_target(self, teachers: list[Tensors]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The teachers' mean softened probabilities over the proxy set (N, C), and under
+        `share: predictor` each teacher's own proxy features (K, N, D), else None."""
         logits = torch.stack([self._logits(s) for s in teachers])  # (K, N, C)
-        target = torch.softmax(logits.mean(0) / temp, dim=1)
+        target = torch.softmax(logits.mean(0) / self.p.temperature, dim=1)
         feats = (
             torch.stack([self._features(s) for s in teachers])
             if self.spec.share == "predictor"
             else None
         )
-        n, bs = self.proxy_x.shape[0], min(self.p.distill_batch_size, self.proxy_x.shape[0])
-        batches = torch.randint(0, n, (steps, bs), generator=self.rng, device=self.proxy_x.device)
+        return target, feats
+
+    def _start_student(self, *, predictor_only: bool) -> torch.optim.Optimizer:
+        """Load the averaged model (with the evaluation buffers) into the student; a fresh Adam
+        over what is distilled (the predictor only, or every parameter)."""
         student = self.fed.work
         with torch.no_grad():
             student.load_state_dict({**self.fed.global_model.state_dict(), **self._eval_buffers()})
         params = (
-            list(student.predictor.parameters())
-            if feats is not None
-            else list(student.parameters())
+            list(student.predictor.parameters()) if predictor_only else list(student.parameters())
         )
-        opt = torch.optim.Adam(params, lr=self.p.distill_lr, fused=True)
-        shared_keys = self.fed.shared_keys
+        return torch.optim.Adam(params, lr=self.p.distill_lr, fused=True)
 
-        def shared_now() -> Tensors:
-            state = student.state_dict()
-            return {k: state[k].detach().clone() for k in shared_keys}
+    def _shared_now(self) -> Tensors:
+        """A copy of the student's shared parameters as they are now."""
+        state = self.fed.work.state_dict()
+        return {k: state[k].detach().clone() for k in self.fed.shared_keys}
 
+    def _distill(
+        self,
+        opt: torch.optim.Optimizer,
+        target: torch.Tensor,
+        feats: torch.Tensor | None,
+        batches: torch.Tensor,
+    ) -> tuple[Tensors, dict[str, float]]:
+        """One step per row of `batches`, with early stopping on the validation split: the
+        shared parameters to keep (the best validated check, else the last step's) and the
+        round's metrics."""
+        steps = self.p.distill_steps
         validate = self.p.val_size > 0
         margin = self.p.min_delta / 100.0  # points -> fraction, as _val_acc returns
-        best = shared_now() if validate else {}
+        best = self._shared_now() if validate else {}
         best_acc = start_acc = self._val_acc(best) if validate else float("nan")
         best_step, since_best, done = 0, 0, 0
         losses = []
         for s in range(steps):
-            # 'eval': BN uses the statistics the global model is evaluated with; 'train': the
-            # proxy batch's own (as the users train), running statistics left as they were.
-            student.train(self.p.distill_bn == "train")
-            idx = batches[s]
-            if feats is not None:
-                out = student.classify(feats.index_select(1, idx).flatten(0, 1))
-                tgt = target.index_select(0, idx).repeat(feats.shape[0], 1)
-            else:
-                out, tgt = student(self.proxy_x.index_select(0, idx)), target.index_select(0, idx)
-            loss = F.kl_div(torch.log_softmax(out / temp, 1), tgt, reduction="batchmean") * temp**2
-            opt.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            opt.step()
-            losses.append(loss.detach())
+            losses.append(self._distill_step(opt, target, feats, batches[s]))
             done = s + 1
             if validate and (done % self.p.val_every == 0 or done == steps):
-                acc = self._val_acc(shared_now())
+                acc = self._val_acc(self._shared_now())
                 if acc > best_acc + margin:
-                    best, best_acc, best_step, since_best = shared_now(), acc, done, 0
+                    best, best_acc, best_step, since_best = self._shared_now(), acc, done, 0
                 else:
                     since_best += 1
                     if 0 < self.p.patience <= since_best:
                         break
-        chosen = best if validate else shared_now()
-        with torch.no_grad():
-            state = self.fed.global_model.state_dict()
-            for k in shared_keys:
-                state[k].copy_(chosen[k])
+        chosen = best if validate else self._shared_now()
         metrics = {
             "distill_loss": float(torch.stack(losses).mean()),
             "distill_steps_run": float(done),
@@ -225,7 +234,30 @@ class FedDF(Algorithm[FedDFParams]):
                     "val_acc_best": best_acc,
                 }
             )
-        return metrics
+        return chosen, metrics
+
+    def _distill_step(
+        self,
+        opt: torch.optim.Optimizer,
+        target: torch.Tensor,
+        feats: torch.Tensor | None,
+        idx: torch.Tensor,
+    ) -> torch.Tensor:
+        """One Adam step of the student towards the ensemble on the proxy samples `idx`; the loss."""
+        student, temp = self.fed.work, self.p.temperature
+        # 'eval': BN uses the statistics the global model is evaluated with; 'train': the
+        # proxy batch's own (as the users train), running statistics left as they were.
+        student.train(self.p.distill_bn == "train")
+        if feats is not None:
+            out = student.classify(feats.index_select(1, idx).flatten(0, 1))
+            tgt = target.index_select(0, idx).repeat(feats.shape[0], 1)
+        else:
+            out, tgt = student(self.proxy_x.index_select(0, idx)), target.index_select(0, idx)
+        loss = F.kl_div(torch.log_softmax(out / temp, 1), tgt, reduction="batchmean") * temp**2
+        opt.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        opt.step()
+        return loss.detach()
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
