@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedgen.paper import PAPER_LABELS
+
+if TYPE_CHECKING:  # imported where used: this module's pure helpers load without them
+    from dashboard.client import ApiError
 
 POINTS = 100.0  # accuracies are stored as fractions; the page speaks in percentage points
 
@@ -135,9 +138,6 @@ def difference_block(
     """
     import streamlit as st
 
-    from dashboard import ui
-    from dashboard.client import ApiError
-
     labels = list(groups)
     st.subheader("Difference between two groups")
     if len(labels) < 2:
@@ -153,16 +153,7 @@ def difference_block(
     failure: ApiError | None = None
     sent = (labels[0], labels[1])  # the groups the server calls a and b in its messages
     if not st.session_state.get(picked):
-        try:
-            d = _asked(
-                key, finished,
-                (statistic, "better_first", *groups[labels[0]], "|", *groups[labels[1]]),
-                lambda: ui.client().difference_ordered(
-                    groups[labels[0]], groups[labels[1]], statistic
-                ),
-            )  # fmt: skip
-        except ApiError as exc:
-            failure = exc
+        d, failure = _better_first(groups, statistic, key, finished)
         st.session_state[ka], st.session_state[kb] = default_pair(
             labels, bool(d.get("swapped")) if d else None, hint
         )
@@ -177,20 +168,67 @@ def difference_block(
         return None
     if st.session_state.get(picked):
         sent = (a, b)
-        try:
-            d = _asked(
-                key, finished, (statistic, "given", *groups[a], "|", *groups[b]),
-                lambda: ui.client().difference(groups[a], groups[b], statistic),
-            )  # fmt: skip
-        except ApiError as exc:
-            failure = exc
+        d, failure = _as_picked(groups, a, b, statistic, key, finished)
     if d is None:
-        if failure is not None and failure.status == 409:  # too few finished runs (yet)
-            why = failure.detail if isinstance(failure.detail, str) else failure.message
-            st.info(f"Not computed yet: {name_sides(why, *sent)}. Runs count once they succeed.")
-        else:
-            st.warning(failure.message if failure else "No difference computed.")
+        _not_computed(failure, sent)
         return None
+    _show(d, a, b, statistic)
+    return d
+
+
+def _better_first(
+    groups: dict[str, list[str]], statistic: str, key: str, finished: frozenset[str] | None
+) -> tuple[dict[str, Any] | None, ApiError | None]:
+    """The server's difference of the first two groups, the better one first (or its error)."""
+    from dashboard import ui
+    from dashboard.client import ApiError
+
+    first, second = list(groups)[:2]
+    try:
+        return _asked(
+            key, finished, (statistic, "better_first", *groups[first], "|", *groups[second]),
+            lambda: ui.client().difference_ordered(groups[first], groups[second], statistic),
+        ), None  # fmt: skip
+    except ApiError as exc:
+        return None, exc
+
+
+def _as_picked(
+    groups: dict[str, list[str]],
+    a: str,
+    b: str,
+    statistic: str,
+    key: str,
+    finished: frozenset[str] | None,
+) -> tuple[dict[str, Any] | None, ApiError | None]:
+    """The server's difference of the picked groups A − B (or its error)."""
+    from dashboard import ui
+    from dashboard.client import ApiError
+
+    try:
+        return _asked(
+            key, finished, (statistic, "given", *groups[a], "|", *groups[b]),
+            lambda: ui.client().difference(groups[a], groups[b], statistic),
+        ), None  # fmt: skip
+    except ApiError as exc:
+        return None, exc
+
+
+def _not_computed(failure: ApiError | None, sent: tuple[str, str]) -> None:
+    """Why no difference is shown: too few finished runs yet (409), or the server's error."""
+    import streamlit as st
+
+    if failure is not None and failure.status == 409:  # too few finished runs (yet)
+        why = failure.detail if isinstance(failure.detail, str) else failure.message
+        st.info(f"Not computed yet: {name_sides(why, *sent)}. Runs count once they succeed.")
+    else:
+        st.warning(failure.message if failure else "No difference computed.")
+
+
+def _show(d: dict[str, Any], a: str, b: str, statistic: str) -> None:
+    """The difference A − B with its interval and p-value, what it means, and its warnings."""
+    import streamlit as st
+
     label = d.get("statistic_label") or statistic
     st.markdown(f"**{format_difference(d, short_name(a), short_name(b))}** ({label})")
     st.caption(
@@ -200,4 +238,3 @@ def difference_block(
     )
     for w in d.get("warnings") or []:
         st.warning(w)
-    return d

@@ -116,6 +116,45 @@ def _series_name(by_value: Any, points: list[dict[str, Any]]) -> str:
     )
 
 
+def _series_trace(
+    placed: list[dict[str, Any]],
+    by_value: Any,
+    name: str,
+    color: str,
+    scale: float,
+    unit: str,
+    numeric: bool,
+) -> go.Scatter:
+    """One series' line: its points at their x, bars from lo/hi, "n/n_total" beside a point
+    not yet complete, an open marker where the value is censored."""
+    return go.Scatter(
+        x=[p["x"] if numeric else format_value(p["x"]) for p in placed],
+        y=[p["mean"] * scale for p in placed],
+        mode="lines+markers+text",
+        name=name,
+        line={"color": color, "width": 2},
+        marker={
+            "size": 8,
+            "symbol": ["circle-open" if p.get("censored") else "circle" for p in placed],
+        },
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [_bar(p, "hi", scale) for p in placed],
+            "arrayminus": [_bar(p, "lo", scale) for p in placed],
+            "thickness": 1.5,
+            "width": 6,
+            "color": color,
+        },
+        text=[f"{p['n']}/{p['n_total']}" if p["n"] < p["n_total"] else "" for p in placed],
+        textposition="top right",
+        textfont={"size": 10, "color": color},
+        hovertext=[_hover(p, scale, unit) for p in placed],
+        hovertemplate="%{x}: %{hovertext}<extra>" + name + "</extra>",
+        meta={"kind": "series", "by_value": by_value, "points": len(placed)},
+    )
+
+
 def plot_figure(data: dict[str, Any], revision: str = "sweep-plot") -> go.Figure:
     """The statistic against x, one line per series, bars from each point's lo/hi.
 
@@ -134,38 +173,7 @@ def plot_figure(data: dict[str, Any], revision: str = "sweep-plot") -> go.Figure
         name = _series_name(s["by_value"], s["points"])
         placed = [p for p in pts if p["x"] is not None]
         if placed:
-            fig.add_trace(
-                go.Scatter(
-                    x=[p["x"] if numeric else format_value(p["x"]) for p in placed],
-                    y=[p["mean"] * scale for p in placed],
-                    mode="lines+markers+text",
-                    name=name,
-                    line={"color": color, "width": 2},
-                    marker={
-                        "size": 8,
-                        "symbol": [
-                            "circle-open" if p.get("censored") else "circle" for p in placed
-                        ],
-                    },
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [_bar(p, "hi", scale) for p in placed],
-                        "arrayminus": [_bar(p, "lo", scale) for p in placed],
-                        "thickness": 1.5,
-                        "width": 6,
-                        "color": color,
-                    },
-                    text=[
-                        f"{p['n']}/{p['n_total']}" if p["n"] < p["n_total"] else "" for p in placed
-                    ],
-                    textposition="top right",
-                    textfont={"size": 10, "color": color},
-                    hovertext=[_hover(p, scale, unit) for p in placed],
-                    hovertemplate="%{x}: %{hovertext}<extra>" + name + "</extra>",
-                    meta={"kind": "series", "by_value": s["by_value"], "points": len(placed)},
-                )
-            )
+            fig.add_trace(_series_trace(placed, s["by_value"], name, color, scale, unit, numeric))
         for p in pts:
             if p["x"] is None and all_x:
                 note = f"{name}, no {field_label(data['x'])}"

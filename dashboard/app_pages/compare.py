@@ -192,25 +192,11 @@ percent = metric_names.is_percent(metric)
 final_rounds = compare_view.final_rounds([by_id[i] for i in shown_ids])
 
 
-def live_part() -> None:
-    """Fetch what is new, draw the chart, time to target and the difference."""
-    compare_view.refresh_cache(cache, shown_ids, _fetch, points)
-    statuses = {i: _status(i) for i in shown_ids}
-    live = any(compare_view.in_flight(s) for s in statuses.values())
-    if live_at_start and not live:
-        st.rerun()  # every shown run has ended: redraw once without the timer
-    long = compare_long(compare_view.cached_payload(cache, shown_ids), metric)
-    waiting = compare_view.not_started([by_id[i] for i in shown_ids], cache, run_names)
-    if long.empty:
-        st.info(
-            f"No round yet: {len(waiting)} runs not started ({'; '.join(waiting[:6])}"
-            + (" …" if len(waiting) > 6 else "") + ")."
-            + (" This page refreshes by itself." if live else "")
-        )  # fmt: skip
-        return
-    if percent:
-        long["value"] = long["value"] * 100.0
-    long["group"] = long["run_id"].map(lambda i: names.get(str(i), str(i)))
+def chart_part(
+    long: pd.DataFrame, statuses: dict[str, str | None], live: bool, waiting: list[str]
+) -> pd.DataFrame | None:
+    """The chart (one line per run, or mean ± std bands), its caption and its CSV; returns
+    the bands (None with one line per run)."""
     if any(cache[i].get("downsampled") for i in shown_ids if i in cache):
         st.caption(f"Curves downsampled by the server to at most {max_points} points per run.")
     smoothed = smooth(long, smoothing)
@@ -247,30 +233,57 @@ def live_part() -> None:
         "Download these curves (CSV)", csv, "compare.csv", "text/csv", key="cmp_csv",
         help="The mean ± std per group and round" if mode != "none" else "Every run's curve",
     )  # fmt: skip
+    return agg
 
+
+def target_part(long: pd.DataFrame, statuses: dict[str, str | None]) -> None:
+    """Time to the target test accuracy per group (median over finished runs)."""
     st.subheader("Time to target accuracy")
     target = st.number_input(
         "Target test accuracy (%)", 0.0, 100.0, step=1.0, key="cmp_target",
         disabled=metric != "test_acc",
     )  # fmt: skip
     ui.to_url({**view, "target": _target_param()})
-    if metric == "test_acc":
-        members = pd.DataFrame(
-            {"run_id": shown_ids, "group": [names[i] for i in shown_ids],
-             "status": [statuses[i] for i in shown_ids]}
-        )  # fmt: skip
-        ttt = time_to_target(long, float(target), "group", members)
-        st.dataframe(
-            ttt[["group", "runs", "reached_text", "round_median_text", "seconds_median_text", "unfinished"]],
-            hide_index=True, key="cmp_ttt",
-            column_config={"runs": "n finished", "reached_text": "reached", "round_median_text": "median rounds",
-                           "seconds_median_text": "median seconds", "unfinished": "not finished"},
-        )  # fmt: skip
-        st.caption("Median over finished runs; a run that never reached the target counts as beyond "
-                   "its last round (\"> R\" when the median is such a run). Queued, running, failed "
-                   "and cancelled runs are counted under \"not finished\" until they succeed.")  # fmt: skip
-    else:
+    if metric != "test_acc":
         st.caption("Time to target is computed on test accuracy.")
+        return
+    members = pd.DataFrame(
+        {"run_id": shown_ids, "group": [names[i] for i in shown_ids],
+         "status": [statuses[i] for i in shown_ids]}
+    )  # fmt: skip
+    ttt = time_to_target(long, float(target), "group", members)
+    st.dataframe(
+        ttt[["group", "runs", "reached_text", "round_median_text", "seconds_median_text", "unfinished"]],
+        hide_index=True, key="cmp_ttt",
+        column_config={"runs": "n finished", "reached_text": "reached", "round_median_text": "median rounds",
+                       "seconds_median_text": "median seconds", "unfinished": "not finished"},
+    )  # fmt: skip
+    st.caption("Median over finished runs; a run that never reached the target counts as beyond "
+               "its last round (\"> R\" when the median is such a run). Queued, running, failed "
+               "and cancelled runs are counted under \"not finished\" until they succeed.")  # fmt: skip
+
+
+def live_part() -> None:
+    """Fetch what is new, draw the chart, time to target and the difference."""
+    compare_view.refresh_cache(cache, shown_ids, _fetch, points)
+    statuses = {i: _status(i) for i in shown_ids}
+    live = any(compare_view.in_flight(s) for s in statuses.values())
+    if live_at_start and not live:
+        st.rerun()  # every shown run has ended: redraw once without the timer
+    long = compare_long(compare_view.cached_payload(cache, shown_ids), metric)
+    waiting = compare_view.not_started([by_id[i] for i in shown_ids], cache, run_names)
+    if long.empty:
+        st.info(
+            f"No round yet: {len(waiting)} runs not started ({'; '.join(waiting[:6])}"
+            + (" …" if len(waiting) > 6 else "") + ")."
+            + (" This page refreshes by itself." if live else "")
+        )  # fmt: skip
+        return
+    if percent:
+        long["value"] = long["value"] * 100.0
+    long["group"] = long["run_id"].map(lambda i: names.get(str(i), str(i)))
+    agg = chart_part(long, statuses, live, waiting)
+    target_part(long, statuses)
     if mode != "none":
         members_of: dict[str, list[str]] = {}
         for i in shown_ids:

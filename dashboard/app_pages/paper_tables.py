@@ -91,9 +91,8 @@ def sweep_runs() -> list[dict[str, Any]]:
     return ui.call(loaders.runs, url, token, sweep_id=sweep_id) if sweep_id else []
 
 
-def panel() -> None:
-    """Table 1 and Table 3 (a fragment: reruns by itself while the sweep's runs are active)."""
-    members = sweep_runs()
+def progress_part(members: list[dict[str, Any]]) -> None:
+    """The sweep's progress; the whole page again once a run ended (so the picker follows)."""
     active = any(r.get("status") in ACTIVE for r in members)
     if members:
         counts = study_view.status_counts(str(r.get("status")) for r in members)
@@ -108,46 +107,84 @@ def panel() -> None:
         st.session_state["tables_ended"] = (sweep_id, ended)
         loaders.sweeps.clear()
         st.rerun(scope="app")
+
+
+def table1_part(members: list[dict[str, Any]]) -> None:
+    """Our Table 1 beside the paper's numbers (matrix, versus list, CSV and LaTeX)."""
+    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+    runs = {str(r["id"]): r for r in members}
+    groups = summary_groups(summary, runs, statistic)
+    long = table1_long(groups)
+    long = long[long["mean"].notna()]
+    if long.empty:
+        st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
+        return
+    text, mask = table1_matrix(long)
+    for rec in long.to_dict("records"):
+        if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
+            key = (rec["dataset"], rec["setting"], rec["T"])
+            col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
+            text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
+    styled = text.style.apply(
+        lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
+    )
+    st.dataframe(styled, key="tables_t1")
+    named = groups.loc[groups["mean"].notna(), "statistic"] if "statistic" in groups else []
+    stat = " / ".join(dict.fromkeys(str(x) for x in named)) or STATISTICS[statistic]
+    st.caption(
+        f"Cells: ours, the mean ± std over each group's runs of their {stat} (paper mean, "
+        "Δ = ours − paper). Bold: best of our runs per row."
+    )
+    st.dataframe(versus_paper(long), hide_index=True, key="tables_t1_vs")
+    st.caption(
+        "n: finished runs (seeds) in the group. Within the paper's ±: |ours − paper| is at "
+        "most the paper's std."
+    )
+    d1, d2 = st.columns(2)
+    d1.download_button(
+        "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
+    )
+    d2.download_button("LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex")
+    with st.expander("LaTeX source"):
+        st.code(table1_latex(long), language="latex")
+
+
+def table3_part() -> None:
+    """Table 3: ms per local update, ours beside the paper's (CSV and LaTeX)."""
+    st.header("Table 3: ms per local update")
+    timing = ui.try_call(loaders.timing, url, token, sweep_id)
+    t3 = table3_frame(timing_rows(timing or {}))
+    if t3.empty:
+        st.info("No timing yet: runs report time_user_ms from round 1 on.")
+        return
+    st.dataframe(
+        t3, hide_index=True, key="tables_t3",
+        column_config={
+            **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+            "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
+        },
+    )  # fmt: skip
+    if t3["paper_ms"].isna().any():
+        st.caption(
+            "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
+            "and FedGen by B_G only)."
+        )
+    st.caption(
+        "Absolute ms depend on the machine; compare the ratio to FedAvg "
+        f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
+    )
+    d1, d2 = st.columns(2)
+    d1.download_button("CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv")
+    d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")
+
+
+def panel() -> None:
+    """Table 1 and Table 3 (a fragment: reruns by itself while the sweep's runs are active)."""
+    members = sweep_runs()
+    progress_part(members)
     st.header("Table 1: accuracy (%)")
     if sweep_id:
-        summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
-        runs = {str(r["id"]): r for r in members}
-        groups = summary_groups(summary, runs, statistic)
-        long = table1_long(groups)
-        long = long[long["mean"].notna()]
-        if long.empty:
-            st.info("No finished runs in this sweep yet: the table fills in as runs succeed.")
-        else:
-            text, mask = table1_matrix(long)
-            for rec in long.to_dict("records"):
-                if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
-                    key = (rec["dataset"], rec["setting"], rec["T"])
-                    col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
-                    text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
-            styled = text.style.apply(
-                lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
-            )
-            st.dataframe(styled, key="tables_t1")
-            named = groups.loc[groups["mean"].notna(), "statistic"] if "statistic" in groups else []
-            stat = " / ".join(dict.fromkeys(str(x) for x in named)) or STATISTICS[statistic]
-            st.caption(
-                f"Cells: ours, the mean ± std over each group's runs of their {stat} (paper mean, "
-                "Δ = ours − paper). Bold: best of our runs per row."
-            )
-            st.dataframe(versus_paper(long), hide_index=True, key="tables_t1_vs")
-            st.caption(
-                "n: finished runs (seeds) in the group. Within the paper's ±: |ours − paper| is at "
-                "most the paper's std."
-            )
-            d1, d2 = st.columns(2)
-            d1.download_button(
-                "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
-            )
-            d2.download_button(
-                "LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex"
-            )
-            with st.expander("LaTeX source"):
-                st.code(table1_latex(long), language="latex")
+        table1_part(members)
     with st.expander("The paper's Table 1", expanded=not sweep_id):
         pub = pd.DataFrame(
             [
@@ -157,36 +194,7 @@ def panel() -> None:
             ]
         )  # fmt: skip
         st.dataframe(pub, hide_index=True, key="tables_t1_paper")
-
-    st.header("Table 3: ms per local update")
-    timing = ui.try_call(loaders.timing, url, token, sweep_id)
-    t3 = table3_frame(timing_rows(timing or {}))
-    if t3.empty:
-        st.info("No timing yet: runs report time_user_ms from round 1 on.")
-    else:
-        st.dataframe(
-            t3, hide_index=True, key="tables_t3",
-            column_config={
-                **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
-                "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
-            },
-        )  # fmt: skip
-        if t3["paper_ms"].isna().any():
-            st.caption(
-                "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
-                "and FedGen by B_G only)."
-            )
-        st.caption(
-            "Absolute ms depend on the machine; compare the ratio to FedAvg "
-            f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
-        )
-        d1, d2 = st.columns(2)
-        d1.download_button(
-            "CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv"
-        )
-        d2.download_button(
-            "LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex"
-        )
+    table3_part()
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -240,8 +248,12 @@ def plot_panel() -> None:
     )
     query = {"x": x, "by": by, "statistic": stat, "interval": interval, "target": target}
     data = ui.try_call(plot_data, url, token, sweep_id, **query)
-    if data is None:
-        return
+    if data is not None:
+        plot_result(data, query, interval)
+
+
+def plot_result(data: dict[str, Any], query: dict[str, Any], interval: str) -> None:
+    """The plot, what it counts, its warnings, its CSV and the parallel coordinates."""
     st.plotly_chart(sweep_plot.plot_figure(data, f"plot-{sweep_id}"), key="tables_plot")
     counted = sum(p["n"] for s in data["series"] for p in s["points"])
     left = ", ".join(f"{n} {s}" for s, n in sorted(data["excluded"]["counts"].items()))

@@ -11,7 +11,7 @@ waiting_reason); running runs an ETA from their own median round time.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import streamlit as st
@@ -21,7 +21,7 @@ from dashboard import annotate, compare_view, loaders, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
-from fedgen.status import ACTIVE, RUN_STATUSES
+from fedgen.status import ACTIVE, RUN_STATUSES, RUNNING
 
 STATUSES = ["", *RUN_STATUSES]
 # widget key -> (query parameter, choices or None for free text)
@@ -244,45 +244,33 @@ def load(status: str | None = None) -> list[dict[str, Any]] | None:
         return None
 
 
-def table() -> None:
-    """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
-    everything = load()
-    if everything is None:
+def nothing_shown() -> None:
+    """Why the table is empty: the filters, or no run yet (and how to start one)."""
+    if any(filters.values()):
+        st.info("No runs match these filters.")
         return
-    runs = [r for r in everything if not status or r.get("status") == status]
-    if not everything:
-        if any(filters.values()):
-            st.info("No runs match these filters.")
-            return
-        st.info(
-            "No runs yet. Submit one on the **Submit** page, run `make demo` (a FedGen vs "
-            "FedAvg sweep), or POST a spec to `/api/v1/runs` (the API docs are at `/docs`; "
-            "start the lab with `fedgen-lab up`)."
-        )
-        return
-    counts = runs_view.status_counts(everything)
-    st.markdown(runs_view.counts_line(counts), help="Runs per status under the other filters")
-    now = datetime.now(UTC)
-    tz = runs_view.zone(st.context.timezone)
-    times = {
-        str(r["id"]): round_times(url, token, str(r["id"]), int(r.get("current_round") or 0))
-        for r in runs
-        if r.get("status") == "running"
-    }
-    names = compare_view.run_names(runs)
-    runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
-    df = runs_view.table(runs, now, tz, times, names)
-    active = any_active(runs)
+    st.info(
+        "No runs yet. Submit one on the **Submit** page, run `make demo` (a FedGen vs "
+        "FedAvg sweep), or POST a spec to `/api/v1/runs` (the API docs are at `/docs`; "
+        "start the lab with `fedgen-lab up`)."
+    )
+
+
+def table_caption(shown: int, runs: list[dict[str, Any]], tz: tzinfo) -> str:
+    """How many runs, what they share, the time zone, refreshing, what ticking does."""
     shared = runs_view.common_fields(runs)
-    st.caption(
-        f"{len(df)} runs shown"
+    return (
+        f"{shown} runs shown"
         + (f" · all {shared}" if shared else "")
         + f" · times in {getattr(tz, 'key', 'UTC')}"
-        + (" · refreshing every 3 s while runs are active" if active else "")
+        + (" · refreshing every 3 s while runs are active" if any_active(runs) else "")
         + " · tick rows to compare, watch, cancel, clone or delete them; tick one for its "
         "details, note and tags"
     )
-    failures(runs, now)
+
+
+def stuck_link(runs: list[dict[str, Any]]) -> None:
+    """A link to the Lab page when some runs wait for a worker no live one can be."""
     stuck = sum(1 for r in runs if r.get("waiting_reason"))
     if stuck:
         st.page_link(
@@ -291,6 +279,32 @@ def table() -> None:
             "“waiting for”) · the live workers are on the Lab page",
             icon=":material/warning:",
         )
+
+
+def table() -> None:
+    """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
+    everything = load()
+    if everything is None:
+        return
+    runs = [r for r in everything if not status or r.get("status") == status]
+    if not everything:
+        nothing_shown()
+        return
+    counts = runs_view.status_counts(everything)
+    st.markdown(runs_view.counts_line(counts), help="Runs per status under the other filters")
+    now = datetime.now(UTC)
+    tz = runs_view.zone(st.context.timezone)
+    times = {
+        str(r["id"]): round_times(url, token, str(r["id"]), int(r.get("current_round") or 0))
+        for r in runs
+        if r.get("status") == RUNNING
+    }
+    names = compare_view.run_names(runs)
+    runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
+    df = runs_view.table(runs, now, tz, times, names)
+    st.caption(table_caption(len(df), runs, tz))
+    failures(runs, now)
+    stuck_link(runs)
     gen = st.session_state.get("runs_table_gen", 0)
     event = st.dataframe(
         df,
