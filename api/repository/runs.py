@@ -434,3 +434,9 @@ def record_oom(session: Session, run_id: uuid.UUID, token: str, oom: dict[str, A
     )
     session.execute(stmt)
     return count
+
+
+def status_of(session: Session, run_id: uuid.UUID) -> tuple[str, int] | None:
+    """(status, current_round) of a run, cheap enough to poll."""
+    row = session.execute(select(Run.status, Run.current_round).where(Run.id == run_id)).first()
+    return (row[0], row[1]) if row else None
