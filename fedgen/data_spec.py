@@ -1,6 +1,6 @@
 """The spec's `data` section: which dataset (a registered name) and its files.
 
-`DatasetName` and `ProxyName` validate a name against the dataset registry
+`DatasetName`, `ProxyName` and `StudyDatasetName` validate a name against the dataset registry
 (`fedgen.data.registry`, plugins included) and list the registered names in the JSON
 schema; `DataSpec` is the section itself, `FolderSpec` the `folder` dataset's files.
 `fedgen.spec` re-exports every name here.
@@ -8,6 +8,7 @@ schema; `DataSpec` is the section itself, `FolderSpec` the `folder` dataset's fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import (
@@ -39,29 +40,36 @@ def _registered_dataset(name: str) -> str:
     return name
 
 
-def _proxy_name(name: str) -> str:
-    # FedDF loads its proxy by name alone; a dataset whose files the spec names has none there.
-    if name != "heldout" and get_dataset(_registered_dataset(name)).files_in_spec:
-        raise PydanticCustomError(
-            "proxy_dataset",
-            "dataset {name} needs data.folder and cannot be FedDF's proxy",
-            {"name": repr(name)},
-        )
-    return name
+def _named_alone(role: str) -> Callable[[str], str]:
+    """A check that a dataset can be loaded by its name alone, as `role` needs: a dataset whose
+    files the spec names (data.folder) cannot be (FedDF's proxy, a study's dataset)."""
+
+    def check(name: str) -> str:
+        if name != "heldout" and get_dataset(_registered_dataset(name)).files_in_spec:
+            raise PydanticCustomError(
+                "dataset_needs_files",
+                "dataset {name} needs data.folder and cannot be {role}",
+                {"name": repr(name), "role": role},
+            )
+        return name
+
+    return check
 
 
 class _DatasetEnum:
     """The JSON schema of a dataset name: an enum of the names registered when it is asked for
     (built-ins and plugins loaded at start), not a fixed list."""
 
-    def __init__(self, *extra: str, proxy: bool = False) -> None:
-        self.extra, self.proxy = extra, proxy
+    def __init__(self, *extra: str, named_alone: bool = False) -> None:
+        self.extra, self.named_alone = extra, named_alone
 
     def __get_pydantic_json_schema__(
         self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         schema = handler(core_schema)
-        names = [n for n in dataset_names() if not (self.proxy and get_dataset(n).files_in_spec)]
+        names = [
+            n for n in dataset_names() if not (self.named_alone and get_dataset(n).files_in_spec)
+        ]
         schema.update(type="string", enum=[*self.extra, *names])
         return schema
 
@@ -69,7 +77,13 @@ class _DatasetEnum:
 #: A registered dataset's name (fedgen.data.registry): validated, and listed in the schema.
 DatasetName = Annotated[str, AfterValidator(_registered_dataset), _DatasetEnum()]
 #: FedDF's proxy: 'heldout' or a dataset that needs no data.folder.
-ProxyName = Annotated[str, AfterValidator(_proxy_name), _DatasetEnum("heldout", proxy=True)]
+ProxyName = Annotated[
+    str, AfterValidator(_named_alone("FedDF's proxy")), _DatasetEnum("heldout", named_alone=True)
+]
+#: A study's dataset: one that needs no data.folder (a study sets nothing but the name).
+StudyDatasetName = Annotated[
+    str, AfterValidator(_named_alone("a study's dataset")), _DatasetEnum(named_alone=True)
+]
 #: The built-in datasets; every registered one (plugins too): `dataset_names()`. Not read from
 #: the registry's look-ups here: they load the plugins, which may import this module.
 DATASET_NAMES: tuple[str, ...] = tuple(d.name for d in BUILTINS)

@@ -23,8 +23,9 @@ from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
 from api.schemas import AUTHED, BODY, error_responses
 from api.schemas_analysis import StudiesPublic, StudyLaunched, StudySummary
-from fedgen.spec import SpecError, format_validation_error
+from fedgen.spec import MAX_ROUNDS, SpecError, format_validation_error
 from fedgen.studies import (
+    MAX_STUDY_SEEDS,
     STUDIES,
     Plan,
     Study,
@@ -78,9 +79,9 @@ def get_study_definition(
     name: str,
     session: SessionDep,
     _user: UserDep,
-    dataset: str | None = None,
-    seeds: int | None = None,
-    rounds: int | None = None,
+    dataset: Annotated[str | None, Query(max_length=100)] = None,
+    seeds: Annotated[int | None, Query(ge=1, le=MAX_STUDY_SEEDS)] = None,
+    rounds: Annotated[int | None, Query(ge=1, le=MAX_ROUNDS)] = None,
 ) -> dict[str, Any]:
     """Definition, the sweep for these overrides, the paper's numbers, the launched sweeps."""
     study = _study(name)

@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgen.data.registry import dataset_names
-from fedgen.spec import MAX_ROUNDS, DatasetName, ExperimentSpec
+from fedgen.data_spec import StudyDatasetName
+from fedgen.spec import MAX_ROUNDS, ExperimentSpec
 from fedgen.studies.costs import estimate_cpu_s
 from fedgen.studies.layouts import (
     Layout,
@@ -186,7 +187,9 @@ class StudyOverrides(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dataset: DatasetName | None = Field(None, description="Any dataset; default: the paper's.")
+    dataset: StudyDatasetName | None = Field(
+        None, description="Any dataset loaded by its name alone (not folder); default: the paper's."
+    )
     seeds: int | None = Field(
         None, ge=1, le=MAX_STUDY_SEEDS, description="Run seeds 0..seeds-1; default 3."
     )

@@ -109,6 +109,7 @@ def test_unknown_study_is_404_naming_the_known_ones(client: TestClient, auth: di
         ({"seeds": 11}, "seeds"),
         ({"rounds": 0}, "rounds"),
         ({"dataset": "cifar10"}, "dataset"),
+        ({"dataset": "folder"}, "dataset"),  # needs data.folder, which a study cannot set
         ({"seed": 3}, "seed"),
     ],
 )
