@@ -3,6 +3,7 @@ a refused host's message, send a test, the deliveries table."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,10 +14,16 @@ from tests.dashboard.test_pages import open_page, texts
 
 
 @pytest.fixture
-def allow_loopback(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lab server takes webhooks to 127.0.0.1 for this test."""
-    allowed = lab.settings.model_copy(update={"webhook_allow": "127.0.0.1"})
-    monkeypatch.setattr(lab.app.state, "settings", allowed)
+def allow_loopback(lab: Lab) -> Iterator[None]:
+    """The lab server takes webhooks to 127.0.0.1 for this test, then its settings again.
+
+    Not monkeypatch.setattr: its undo deletes an attribute of a Starlette State (it finds no
+    old value in the instance's __dict__), which took the shared lab's settings away from every
+    later test of the session."""
+    before = lab.app.state.settings
+    lab.app.state.settings = before.model_copy(update={"webhook_allow": "127.0.0.1"})
+    yield
+    lab.app.state.settings = before
 
 
 def _add(at: AppTest, url: str) -> AppTest:
