@@ -57,7 +57,8 @@ def fetch_run(run_id: str, api: str, token: str | None) -> dict[str, Any]:
         rid = str(uuid.UUID(run_id.strip()))
     except ValueError:
         raise ExportError(
-            f"not a run id: {run_id!r} (the full id, as GET /runs lists it)"
+            f"not a run id: {run_id!r} (the full id: GET /runs, or the details of a run "
+            "ticked on the Runs page, whose table shows 8-character short ids)"
         ) from None
     url = f"{base_url(api)}/runs/{rid}"
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
