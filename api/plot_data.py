@@ -278,6 +278,38 @@ def plot_data(
     _check_fields(x_field, by_field, group_fields(flats.values()), varying)
     counted = run_values(session, runs, statistic, target)
 
+    series, mixed = _series(runs, flats, counted, x_field, by_field, statistic, interval)
+    warnings = _warnings(series, mixed, x_field, by_field, statistic, target)
+    xs = [p["x"] for s in series for p in s["points"]]
+    return {
+        "sweep_id": str(sweep_id),
+        "x": x_field,
+        "by": by_field,
+        "statistic": statistic,
+        "target": target,
+        "unit": "round" if statistic == "time_to_target" else "fraction",
+        "interval": interval,
+        "level": CI_LEVEL if interval == "ci95" else None,
+        "log_x": is_log_x(x_field, xs),
+        "series": series,
+        "groups": _groups(flats, varying, counted, statistic, interval),
+        "excluded": _excluded(runs, counted),
+        "warnings": warnings,
+        "varying": varying,
+    }
+
+
+def _series(
+    runs: list[Run],
+    flats: dict[str, dict[str, Any]],
+    counted: dict[str, RunValue],
+    x_field: str,
+    by_field: str,
+    statistic: str,
+    interval: str,
+) -> tuple[list[dict[str, Any]], Counter[tuple[str, ...]]]:
+    """One series per `by` value, its points sorted by x; and how many points pool runs that
+    also differ in other fields (keyed by those fields)."""
     points: dict[tuple[str, str], list[Run]] = {}  # (by key, x key) -> members, all statuses
     by_keys: dict[str, Any] = {}
     x_keys: dict[str, Any] = {}
@@ -295,17 +327,7 @@ def plot_data(
         if other:
             mixed[tuple(other)] += 1
         by_series.setdefault(bk, []).append(
-            {
-                "x": _json_value(x_keys[xk]),
-                **aggregate(vals, statistic, interval),
-                "n": len(vals),
-                "n_total": len(members),
-                "reached": (
-                    sum(not v.censored for v in vals) if statistic == "time_to_target" else None
-                ),
-                "run_ids": [str(v.run.id) for v in vals],
-                "values": [v.value for v in vals],
-            }
+            _point(x_keys[xk], vals, len(members), statistic, interval)
         )
     series = [
         {
@@ -314,12 +336,39 @@ def plot_data(
         }
         for bk, pts in sorted(by_series.items(), key=lambda kv: _sort_key(by_keys[kv[0]]))
     ]
-    xs = [p["x"] for s in series for p in s["points"]]
+    return series, mixed
+
+
+def _point(
+    x: Any, vals: list[RunValue], n_total: int, statistic: str, interval: str
+) -> dict[str, Any]:
+    """One plotted point: the statistic over the counted runs at x, and which runs they are."""
+    return {
+        "x": _json_value(x),
+        **aggregate(vals, statistic, interval),
+        "n": len(vals),
+        "n_total": n_total,
+        "reached": (sum(not v.censored for v in vals) if statistic == "time_to_target" else None),
+        "run_ids": [str(v.run.id) for v in vals],
+        "values": [v.value for v in vals],
+    }
+
+
+def _warnings(
+    series: list[dict[str, Any]],
+    mixed: Counter[tuple[str, ...]],
+    x_field: str,
+    by_field: str,
+    statistic: str,
+    target: float | None,
+) -> list[str]:
+    """What a reader of the plot must know: pooled points, points without x, censored runs."""
     warnings = [
         f"{n} point(s) pool runs that also differ in {', '.join(f)}: pick one of them as `by`, "
         "or read the parallel-coordinates view"
         for f, n in sorted(mixed.items())
     ]
+    xs = [p["x"] for s in series for p in s["points"]]
     no_x = sorted(
         {format_value(s["by_value"]) for s in series for p in s["points"] if p["x"] is None}
     )
@@ -333,22 +382,7 @@ def plot_data(
             f"some runs never reached {target:g}: their points' mean counts them at their last "
             "evaluated round (a lower bound, `censored`), with no interval"
         )
-    return {
-        "sweep_id": str(sweep_id),
-        "x": x_field,
-        "by": by_field,
-        "statistic": statistic,
-        "target": target,
-        "unit": "round" if statistic == "time_to_target" else "fraction",
-        "interval": interval,
-        "level": CI_LEVEL if interval == "ci95" else None,
-        "log_x": is_log_x(x_field, xs),
-        "series": series,
-        "groups": _groups(flats, varying, counted, statistic, interval),
-        "excluded": _excluded(runs, counted),
-        "warnings": warnings,
-        "varying": varying,
-    }
+    return warnings
 
 
 def _groups(
