@@ -42,7 +42,24 @@ def queue_snapshot(
     """Waiting runs, runs held by a live lease (and, with `live`, a live holder), live workers'
     slots per queue, owners' last start."""
     now = now or db_now(session)
-    waiting = [
+    waiting = _waiting(session, now, live)
+    rows = workers_repo.live_rows(session, worker_ttl_s, now)
+    slots: dict[str, int] = {}
+    for row in rows:
+        slots[row.queue] = slots.get(row.queue, 0) + row.slots
+    return Snapshot(
+        now=now,
+        waiting=waiting,
+        active=_active(session, now, live),
+        slots=slots,
+        last_start=_last_start(session, {w.owner_id for w in waiting}),
+        workers=live_workers(rows),
+    )
+
+
+def _waiting(session: Session, now: datetime, live: Liveness | None) -> list[Waiting]:
+    """Runs that need a worker, with what the dispatcher needs to place them."""
+    return [
         Waiting(
             id=r.id,
             queue=r.queue,
@@ -85,7 +102,11 @@ def queue_snapshot(
             ).where(_needs_worker(now, live))
         )
     ]
-    active = [
+
+
+def _active(session: Session, now: datetime, live: Liveness | None) -> list[Active]:
+    """Runs held by a live lease (and, with `live`, a live holder)."""
+    return [
         Active(*row)
         for row in session.execute(
             select(
@@ -99,32 +120,18 @@ def queue_snapshot(
             ).where(Run.status == "running", Run.lease_expires_at >= now, ~holder_gone(now, live))
         )
     ]
-    rows = workers_repo.live_rows(session, worker_ttl_s, now)
-    slots: dict[str, int] = {}
-    for row in rows:
-        slots[row.queue] = slots.get(row.queue, 0) + row.slots
-    owners = {w.owner_id for w in waiting}
-    last_start = (
-        {
-            o: at
-            for o, at in session.execute(
-                select(Run.owner_id, func.max(Run.started_at))
-                .where(Run.owner_id.in_(owners), Run.started_at.is_not(None))
-                .group_by(Run.owner_id)
-            )
-            if at is not None
-        }
-        if owners
-        else {}
+
+
+def _last_start(session: Session, owners: set[Any]) -> dict[Any, datetime]:
+    """Each owner's latest run start (fair share orders owners by it)."""
+    if not owners:
+        return {}
+    rows = session.execute(
+        select(Run.owner_id, func.max(Run.started_at))
+        .where(Run.owner_id.in_(owners), Run.started_at.is_not(None))
+        .group_by(Run.owner_id)
     )
-    return Snapshot(
-        now=now,
-        waiting=waiting,
-        active=active,
-        slots=slots,
-        last_start=last_start,
-        workers=live_workers(rows),
-    )
+    return {o: at for o, at in rows if at is not None}
 
 
 def live_workers(rows: list[Worker]) -> list[LiveWorker]:
