@@ -6,7 +6,7 @@ import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -126,8 +126,38 @@ def _pg_statement(with_checkpoints: bool) -> Any:
         .with_for_update()
         .cte("lease")
     )
-    rm = (
-        ins(RoundMetrics)
+    rm = _round_cte(lease, rnd, now, after)
+    new = select(rm.c.round).exists()
+    users = _arrays(UserMetrics.__table__, USER_FIELDS, "u_")
+    um = (
+        ins(UserMetrics)
+        .from_select(["run_id", "round", *USER_FIELDS], select(run, rnd, *users.c).where(new))
+        .on_conflict_do_nothing()
+        .cte("um")
+    )
+    ctes = [um]
+    if with_checkpoints:
+        ctes.append(_checkpoint_cte(run, rnd, now, new))
+    upd = (
+        update(Run)
+        .where(Run.id.in_(select(lease.c.id)))
+        .values(_progress(new, now, expires))
+        .returning(Run.id)
+        .cte("upd")
+    )
+    count = func.count
+    return select(
+        select(count()).select_from(upd).scalar_subquery(),
+        select(count()).select_from(rm).scalar_subquery(),
+        after,
+    ).add_cte(*ctes)
+
+
+def _round_cte(lease: Any, rnd: Any, now: Any, after: Any) -> Any:
+    """Insert the round row if this worker holds the lease and the previous round is stored;
+    RETURNING its round only when the row is new (a replay returns nothing)."""
+    return (
+        postgresql.insert(RoundMetrics)
         .from_select(
             ["run_id", "round", "test_acc", "metrics", "created_at"],
             select(
@@ -142,40 +172,20 @@ def _pg_statement(with_checkpoints: bool) -> Any:
         .returning(RoundMetrics.round)
         .cte("rm")
     )
-    new = select(rm.c.round).exists()
-    users = _arrays(UserMetrics.__table__, USER_FIELDS, "u_")
-    um = (
-        ins(UserMetrics)
-        .from_select(["run_id", "round", *USER_FIELDS], select(run, rnd, *users.c).where(new))
-        .on_conflict_do_nothing()
-        .cte("um")
-    )
-    ctes = [um]
-    if with_checkpoints:
-        cks = _arrays(CheckpointRow.__table__, _CKPT_FIELDS, "c_")
-        ck = (
-            ins(CheckpointRow)
-            .from_select(
-                ["run_id", "round", "created_at", *_CKPT_FIELDS],
-                select(run, rnd, now, *cks.c).where(new),
-            )
-            .on_conflict_do_nothing()
-            .cte("ck")
+
+
+def _checkpoint_cte(run: Any, rnd: Any, now: Any, new: Any) -> Any:
+    """Insert the round's checkpoint chunks when the round row was new."""
+    cks = _arrays(CheckpointRow.__table__, _CKPT_FIELDS, "c_")
+    return (
+        postgresql.insert(CheckpointRow)
+        .from_select(
+            ["run_id", "round", "created_at", *_CKPT_FIELDS],
+            select(run, rnd, now, *cks.c).where(new),
         )
-        ctes.append(ck)
-    upd = (
-        update(Run)
-        .where(Run.id.in_(select(lease.c.id)))
-        .values(_progress(new, now, expires))
-        .returning(Run.id)
-        .cte("upd")
+        .on_conflict_do_nothing()
+        .cte("ck")
     )
-    count = func.count
-    return select(
-        select(count()).select_from(upd).scalar_subquery(),
-        select(count()).select_from(rm).scalar_subquery(),
-        after,
-    ).add_cte(*ctes)
 
 
 def _previous_present(run: Any, rnd: Any) -> ColumnElement[bool]:
@@ -244,31 +254,9 @@ def write_round(
         "metrics": clean,
     }
     if conn.dialect.name != "sqlite":
-        params["lease_s"] = float(lease_s)
-        columns = list(zip(*user_rows, strict=True)) or [()] * len(USER_FIELDS)
-        params |= {f"u_{n}": list(col) for n, col in zip(USER_FIELDS, columns, strict=True)}
-        if ck_rows:
-            columns = list(zip(*ck_rows, strict=True))
-            params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
-        held, inserted, in_order = conn.execute(_pg_statement(bool(ck_rows)), params).one()
+        held, inserted, in_order = _write_pg(conn, params, lease_s, user_rows, ck_rows)
     else:
-        params |= {"now": now, "expires": now + timedelta(seconds=lease_s)}
-        previous, round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
-        key = {"run_id": run_id, "round": round_}
-        row = {**key, "test_acc": params["acc"], "metrics": clean, "created_at": now}
-        in_order = bool(conn.execute(previous, key).scalar())
-        inserted = in_order and conn.execute(round_ins, row).first() is not None  # rowcount lies
-        if inserted and user_rows:
-            conn.execute(
-                users_ins, [{**key, **dict(zip(USER_FIELDS, u, strict=True))} for u in user_rows]
-            )
-        if inserted and ck_rows:
-            rows = [
-                {**key, "created_at": now, **dict(zip(_CKPT_FIELDS, c, strict=True))}
-                for c in ck_rows
-            ]
-            conn.execute(ckpt_ins, rows)
-        held = conn.execute(renew[inserted], params).rowcount
+        held, inserted, in_order = _write_sqlite(conn, params, now, lease_s, user_rows, ck_rows)
     if held != 1:
         raise LeaseLost(f"run {run_id}: lease lost before round {round_} was written")
     if not in_order:
@@ -279,6 +267,52 @@ def write_round(
         if any(c["kind"] == "full" for c in checkpoints):
             ckpt_repo.prune_full(conn, run_id, keep_full)
     return bool(inserted)
+
+
+def _write_pg(
+    conn: Connection,
+    params: dict[str, Any],
+    lease_s: float,
+    user_rows: list[tuple[Any, ...]],
+    ck_rows: list[tuple[Any, ...]],
+) -> tuple[int, bool, bool]:
+    """The round as one PostgreSQL statement: (lease rows held, round inserted, in order)."""
+    params = {**params, "lease_s": float(lease_s)}
+    columns = list(zip(*user_rows, strict=True)) or [()] * len(USER_FIELDS)
+    params |= {f"u_{n}": list(col) for n, col in zip(USER_FIELDS, columns, strict=True)}
+    if ck_rows:
+        columns = list(zip(*ck_rows, strict=True))
+        params |= {f"c_{n}": list(col) for n, col in zip(_CKPT_FIELDS, columns, strict=True)}
+    held, inserted, in_order = conn.execute(_pg_statement(bool(ck_rows)), params).one()
+    return held, bool(inserted), bool(in_order)
+
+
+def _write_sqlite(
+    conn: Connection,
+    params: dict[str, Any],
+    now: datetime,
+    lease_s: float,
+    user_rows: list[tuple[Any, ...]],
+    ck_rows: list[tuple[Any, ...]],
+) -> tuple[int, bool, bool]:
+    """The round as SQLite statements in the caller's transaction: same result as _write_pg."""
+    params = {**params, "now": now, "expires": now + timedelta(seconds=lease_s)}
+    previous, round_ins, users_ins, ckpt_ins, *renew = _sqlite_statements()
+    key = {"run_id": params["run"], "round": params["round"]}
+    row = {**key, "test_acc": params["acc"], "metrics": params["metrics"], "created_at": now}
+    in_order = bool(conn.execute(previous, key).scalar())
+    inserted = in_order and conn.execute(round_ins, row).first() is not None  # rowcount lies
+    if inserted and user_rows:
+        conn.execute(
+            users_ins, [{**key, **dict(zip(USER_FIELDS, u, strict=True))} for u in user_rows]
+        )
+    if inserted and ck_rows:
+        rows = [
+            {**key, "created_at": now, **dict(zip(_CKPT_FIELDS, c, strict=True))} for c in ck_rows
+        ]
+        conn.execute(ckpt_ins, rows)
+    held = conn.execute(renew[inserted], params).rowcount
+    return held, inserted, in_order
 
 
 def missing_rounds(session: Session, run_id: uuid.UUID, last: int) -> list[int]:
