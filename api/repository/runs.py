@@ -307,21 +307,7 @@ def record_start(
             changes.append({"round": start, **diff})
     if changes:
         versions["numerics_changed"] = changes
-    slot, _, host = (row.worker or "").partition("@")
-    segments.append(
-        {
-            "attempt": row.attempt,
-            "worker": row.worker,
-            "host": host or None,
-            "slot": slot or None,
-            "code_version": versions.get("code"),
-            "device": device,
-            "start_round": start,
-            "resumed_from": start - 1 if start > 0 else None,  # the checkpoint's round
-            "started_at": db_now(session).isoformat(),
-            **{k: versions.get(k) for k in ("fedgen", *NUMERICS)},
-        }
-    )
+    segments.append(_segment(session, row.worker, row.attempt, versions, device, start))
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
@@ -335,6 +321,30 @@ def record_start(
         .execution_options(synchronize_session=False)
     )
     return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+
+
+def _segment(
+    session: Session,
+    worker: str | None,
+    attempt: int,
+    versions: dict[str, Any],
+    device: str,
+    start: int,
+) -> dict[str, Any]:
+    """The segment a started attempt appends: where it runs, on what code, from which round."""
+    slot, _, host = (worker or "").partition("@")
+    return {
+        "attempt": attempt,
+        "worker": worker,
+        "host": host or None,
+        "slot": slot or None,
+        "code_version": versions.get("code"),
+        "device": device,
+        "start_round": start,
+        "resumed_from": start - 1 if start > 0 else None,  # the checkpoint's round
+        "started_at": db_now(session).isoformat(),
+        **{k: versions.get(k) for k in ("fedgen", *NUMERICS)},
+    }
 
 
 def hand_back(
