@@ -182,22 +182,28 @@ def dispatch_pass(
                 report.failed = f"{type(exc).__name__}: {exc}"
                 log.warning("could not send run %s (%s); a later pass sends it", w.id, exc)
                 break
-            if item.why == "lost":
-                log.warning(
-                    "run %s was sent %d time(s) to %s and not claimed; its message is missing, "
-                    "sending it again",
-                    w.id,
-                    w.dispatch_count,
-                    item.to,
-                )
-                report.resent.append(str(w.id))
-            elif item.why == "moved":
-                log.warning("run %s: the worker it was sent to is gone; sent to %s", w.id, item.to)
-                report.resent.append(str(w.id))
-            else:
-                report.sent.append(str(w.id))
+            _record_sent(report, item)
     finally:
         session.rollback()
         runs_repo.release_dispatch_lease(session, holder)
         session.commit()
     return report
+
+
+def _record_sent(report: PassReport, item: Send) -> None:
+    """Note a sent run in the pass report; a resend (lost message, gone worker) is logged."""
+    w = item.run
+    if item.why == "lost":
+        log.warning(
+            "run %s was sent %d time(s) to %s and not claimed; its message is missing, "
+            "sending it again",
+            w.id,
+            w.dispatch_count,
+            item.to,
+        )
+        report.resent.append(str(w.id))
+    elif item.why == "moved":
+        log.warning("run %s: the worker it was sent to is gone; sent to %s", w.id, item.to)
+        report.resent.append(str(w.id))
+    else:
+        report.sent.append(str(w.id))
