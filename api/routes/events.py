@@ -161,47 +161,52 @@ async def run_events(
     interval: float = request.app.state.settings_sse_poll_s
     max_s: float = request.app.state.settings.sse_max_s
 
-    async def stream() -> AsyncIterator[dict[str, Any]]:
-        after, last_status = start, None
-        deadline = time.monotonic() + max_s
-        while True:
-            try:
-                st, rows = await run_in_threadpool(_poll, request, run_id, after)
-            except Exception as exc:
-                if not is_unavailable(exc):
-                    raise
-                # Headers are sent: say so in the stream, ask the client to reconnect later
-                # (EventSource honours `retry`, and Last-Event-ID resumes after the last round).
-                yield {
-                    "event": "error",
-                    "retry": RETRY_AFTER_S * 1000,
-                    "data": json.dumps(
-                        {"detail": f"database unavailable ({type(exc).__name__}); retry later"}
-                    ),
-                }
-                return
-            if st is None:
-                yield {"event": "status", "data": json.dumps({"status": "deleted"})}
-                return
-            for rnd, met in rows:
-                after = rnd
-                yield {
-                    "event": "round",
-                    "id": str(rnd),
-                    "data": json.dumps({"round": rnd, "metrics": met}),
-                }
-            if st != last_status:
-                last_status = st
-                yield {"event": "status", "data": json.dumps({"status": st, "round": after})}
-            if st in TERMINAL or await request.is_disconnected():
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                yield {
-                    "comment": f"open for FEDGEN_SSE_MAX_S={max_s:g} s: reconnect to go on",
-                    "retry": RECONNECT_MS,
-                }
-                return
-            await asyncio.sleep(min(interval, left))
+    return EventSourceResponse(_stream(request, run_id, start, interval, max_s), ping=15)
 
-    return EventSourceResponse(stream(), ping=15)
+
+async def _stream(
+    request: Request, run_id: uuid.UUID, start: int, interval: float, max_s: float
+) -> AsyncIterator[dict[str, Any]]:
+    """The events of one stream: rounds after `start` as they land, status changes, and the end
+    (terminal status, deleted run, database gone, or open for `max_s`)."""
+    after, last_status = start, None
+    deadline = time.monotonic() + max_s
+    while True:
+        try:
+            st, rows = await run_in_threadpool(_poll, request, run_id, after)
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            # Headers are sent: say so in the stream, ask the client to reconnect later
+            # (EventSource honours `retry`, and Last-Event-ID resumes after the last round).
+            yield {
+                "event": "error",
+                "retry": RETRY_AFTER_S * 1000,
+                "data": json.dumps(
+                    {"detail": f"database unavailable ({type(exc).__name__}); retry later"}
+                ),
+            }
+            return
+        if st is None:
+            yield {"event": "status", "data": json.dumps({"status": "deleted"})}
+            return
+        for rnd, met in rows:
+            after = rnd
+            yield {
+                "event": "round",
+                "id": str(rnd),
+                "data": json.dumps({"round": rnd, "metrics": met}),
+            }
+        if st != last_status:
+            last_status = st
+            yield {"event": "status", "data": json.dumps({"status": st, "round": after})}
+        if st in TERMINAL or await request.is_disconnected():
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            yield {
+                "comment": f"open for FEDGEN_SSE_MAX_S={max_s:g} s: reconnect to go on",
+                "retry": RECONNECT_MS,
+            }
+            return
+        await asyncio.sleep(min(interval, left))
