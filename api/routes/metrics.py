@@ -128,28 +128,31 @@ def compare(
         rounds, cols = history[run.id]
         if wanted is not None:
             cols = {k: v for k, v in cols.items() if k in wanted}
-        spec: dict[str, Any] = run.spec
-        out.append(
-            CompareRun(
-                id=str(run.id),
-                status=cast(RunStatus, run.status),
-                owner=run.owner.name,
-                algorithm=run.algorithm,
-                dataset=run.dataset,
-                spec_hash=run.spec_hash,
-                sweep_id=str(run.sweep_id) if run.sweep_id else None,
-                seed=int(spec.get("seed", 0)),
-                alpha=spec.get("partition", {}).get("alpha"),
-                tags=list(spec.get("tags", [])),
-                current_round=run.current_round,
-                rounds_total=run.rounds,
-                last_acc=run.last_acc,
-                best_acc=run.best_acc,
-                **_curves(rounds, cols, max_points),
-            )
-        )
+        out.append(_compare_run(run, rounds, cols, max_points))
     # Written by orjson straight from the dataclasses (see api.schemas.CompareRun).
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
+
+
+def _compare_run(run: Run, rounds: list[int], cols: Columns, max_points: int) -> CompareRun:
+    """One run of a comparison: its identity and its (downsampled) curves."""
+    spec: dict[str, Any] = run.spec
+    return CompareRun(
+        id=str(run.id),
+        status=cast(RunStatus, run.status),
+        owner=run.owner.name,
+        algorithm=run.algorithm,
+        dataset=run.dataset,
+        spec_hash=run.spec_hash,
+        sweep_id=str(run.sweep_id) if run.sweep_id else None,
+        seed=int(spec.get("seed", 0)),
+        alpha=spec.get("partition", {}).get("alpha"),
+        tags=list(spec.get("tags", [])),
+        current_round=run.current_round,
+        rounds_total=run.rounds,
+        last_acc=run.last_acc,
+        best_acc=run.best_acc,
+        **_curves(rounds, cols, max_points),
+    )
 
 
 def _curves(rounds: list[int], cols: Columns, max_points: int) -> dict[str, Any]:
