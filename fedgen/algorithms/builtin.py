@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from fedgen.algorithms.registry import AlgorithmDecl, Share, register_algorithm
 from fedgen.spec import (
+    AlgorithmParams,
     FedAvgParams,
     FedDFParams,
     FedDistillParams,
@@ -28,87 +29,40 @@ from fedgen.spec import (
 ALL: frozenset[Share] = frozenset({"all"})
 ALL_OR_PREDICTOR: frozenset[Share] = frozenset({"all", "predictor"})
 
-register_algorithm(
-    AlgorithmDecl(
-        name="fedavg",
-        label="FedAvg",
-        params_cls=FedAvgParams,
-        algorithm_cls="fedgen.algorithms.fedavg:FedAvg",
-        colour="#1F77B4",
-        ms_per_round=330.0,
-        shares=ALL_OR_PREDICTOR,
-        paper_label="FedAvg",
+
+def _builtin(
+    label: str,
+    params_cls: type[AlgorithmParams],
+    cls: str,
+    colour: str,
+    ms_per_round: float,
+    shares: frozenset[Share],
+    paper_label: str | None = None,
+    *,
+    name: str,
+) -> None:
+    """Register one built-in: `cls` is `module:Class` under `fedgen.algorithms`;
+    the paper's label defaults to `label`."""
+    register_algorithm(
+        AlgorithmDecl(
+            name=name,
+            label=label,
+            params_cls=params_cls,
+            algorithm_cls=f"fedgen.algorithms.{cls}",
+            colour=colour,
+            ms_per_round=ms_per_round,
+            shares=shares,
+            paper_label=label if paper_label is None else paper_label,
+        )
     )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="fedprox",
-        label="FedProx",
-        params_cls=FedProxParams,
-        algorithm_cls="fedgen.algorithms.fedprox:FedProx",
-        colour="#FF7F0E",
-        ms_per_round=365.0,
-        shares=ALL,
-        paper_label="FedProx",
-    )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="fedensemble",
-        label="FedEnsemble",
-        params_cls=FedEnsembleParams,
-        algorithm_cls="fedgen.algorithms.fedensemble:FedEnsemble",
-        colour="#2CA02C",
-        ms_per_round=1280.0,
-        shares=ALL,
-        paper_label="FedEnsemble",
-    )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="feddistill",
-        label="FedDistill",
-        params_cls=FedDistillParams,
-        algorithm_cls="fedgen.algorithms.feddistill:FedDistill",
-        colour="#D62728",
-        ms_per_round=365.0,
-        shares=ALL,
-        paper_label="FedDistill",
-    )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="feddistill-plus",
-        label="FedDistill+",
-        params_cls=FedDistillPlusParams,
-        algorithm_cls="fedgen.algorithms.feddistill:FedDistillPlus",
-        colour="#9467BD",
-        ms_per_round=590.0,
-        shares=ALL_OR_PREDICTOR,
-        paper_label="FedDistill+",
-    )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="feddf",
-        label="FedDF",
-        params_cls=FedDFParams,
-        algorithm_cls="fedgen.algorithms.feddf:FedDF",
-        colour="#8C564B",
-        ms_per_round=1610.0,
-        shares=ALL_OR_PREDICTOR,
-        paper_label="FedDFusion",
-    )
-)
-register_algorithm(
-    AlgorithmDecl(
-        name="fedgen",
-        label="FedGen",
-        params_cls=FedGenParams,
-        algorithm_cls="fedgen.algorithms.fedgen:FedGen",
-        colour="#E377C2",
-        ms_per_round=405.0,
-        shares=ALL_OR_PREDICTOR,
-        paper_label="FedGen",
-    )
-)
+
+
+# fmt: off
+_builtin("FedAvg", FedAvgParams, "fedavg:FedAvg", "#1F77B4", 330.0, ALL_OR_PREDICTOR, name="fedavg")
+_builtin("FedProx", FedProxParams, "fedprox:FedProx", "#FF7F0E", 365.0, ALL, name="fedprox")
+_builtin("FedEnsemble", FedEnsembleParams, "fedensemble:FedEnsemble", "#2CA02C", 1280.0, ALL, name="fedensemble")
+_builtin("FedDistill", FedDistillParams, "feddistill:FedDistill", "#D62728", 365.0, ALL, name="feddistill")
+_builtin("FedDistill+", FedDistillPlusParams, "feddistill:FedDistillPlus", "#9467BD", 590.0, ALL_OR_PREDICTOR, name="feddistill-plus")
+_builtin("FedDF", FedDFParams, "feddf:FedDF", "#8C564B", 1610.0, ALL_OR_PREDICTOR, "FedDFusion", name="feddf")
+_builtin("FedGen", FedGenParams, "fedgen:FedGen", "#E377C2", 405.0, ALL_OR_PREDICTOR, name="fedgen")
+# fmt: on
