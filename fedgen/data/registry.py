@@ -256,39 +256,35 @@ def _folder_check(data: DataSpec) -> list[tuple[str, str]]:
 # Training samples per class of the fixed datasets (the official split's inputs).
 _MNIST_COUNTS = (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949)
 
-BUILTINS: tuple[DatasetDecl, ...] = (
-    DatasetDecl(
-        "mnist",
-        "MNIST",
+
+def _idx_decl(name: str, label: str, counts: tuple[int, ...], description: str) -> DatasetDecl:
+    """One of the downloadable IDX datasets (28x28 greyscale, `load_idx_dataset`)."""
+    return DatasetDecl(
+        name,
+        label,
         _MNIST_SHAPE,
-        10,
+        len(counts),
         "fedgen.data.datasets:load_idx_dataset",
-        available=_idx_probe("mnist"),
+        available=_idx_probe(name),
         downloadable=True,
-        train_class_counts=_MNIST_COUNTS,
-        description="handwritten digits, 60k/10k, <root>/MNIST/raw",
-    ),
-    DatasetDecl(
+        train_class_counts=counts,
+        description=description,
+    )
+
+
+BUILTINS: tuple[DatasetDecl, ...] = (
+    _idx_decl("mnist", "MNIST", _MNIST_COUNTS, "handwritten digits, 60k/10k, <root>/MNIST/raw"),
+    _idx_decl(
         "emnist-letters",
         "EMNIST",
-        _MNIST_SHAPE,
-        26,
-        "fedgen.data.datasets:load_idx_dataset",
-        available=_idx_probe("emnist-letters"),
-        downloadable=True,
-        train_class_counts=(4800,) * 26,
-        description="handwritten letters, 124.8k/20.8k, <root>/EMNIST/raw",
+        (4800,) * 26,
+        "handwritten letters, 124.8k/20.8k, <root>/EMNIST/raw",
     ),
-    DatasetDecl(
+    _idx_decl(
         "fashion-mnist",
         "Fashion-MNIST",
-        _MNIST_SHAPE,
-        10,
-        "fedgen.data.datasets:load_idx_dataset",
-        available=_idx_probe("fashion-mnist"),
-        downloadable=True,
-        train_class_counts=(6000,) * 10,
-        description="clothing, 60k/10k, <root>/FashionMNIST/raw or Debian's package",
+        (6000,) * 10,
+        "clothing, 60k/10k, <root>/FashionMNIST/raw or Debian's package",
     ),
     DatasetDecl(
         "celeba",
