@@ -28,116 +28,74 @@ def normalize_database_url(url: str) -> str:
 class Settings(BaseSettings):
     """All configuration of the API, the worker and the `fedgen-lab` CLI."""
 
-    model_config = SettingsConfigDict(env_prefix="FEDGEN_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="FEDGEN_", extra="ignore", use_attribute_docstrings=True
+    )
 
     home: Path = Field(default_factory=lambda: Path.home() / ".fedgen")
     database_url: str = ""
     broker_url: str = ""
     checkpoint_dir: Path | None = None
     visibility_timeout_s: int = Field(SEVEN_DAYS_S, ge=60)
-    lease_s: float = Field(
-        120.0, gt=0, description="A running run whose lease expired may be re-claimed."
-    )
-    heartbeat_s: float = Field(20.0, gt=0, description="How often a worker renews its lease.")
-    queue_prefix: str = Field("", max_length=50, description="Prefix of the queue names (gpu/cpu).")
-    reaper_s: float = Field(
-        5.0,
-        gt=0,
-        description="How often a worker runs a dispatch pass (sends queued runs to free slots, "
-        "re-sends lost messages and runs with expired leases) and renews its `workers` row.",
-    )
-    dispatch_timeout_s: float = Field(
-        30.0,
-        gt=0,
-        description="A sent run not claimed within this is re-sent if its message is missing; "
-        "each further re-send waits twice as long, up to dispatch_backoff_max_s.",
-    )
-    dispatch_backoff_max_s: float = Field(
-        300.0, gt=0, description="The longest wait between two sends of one unclaimed run."
-    )
-    db_retry_budget_s: float = Field(
-        600.0,
-        gt=0,
-        description="How long a worker's task keeps retrying while the database is unreachable.",
-    )
-    db_retry_max_delay_s: float = Field(
-        15.0, gt=0, description="Longest back-off between those retries (1, 2, 4, ... s up to it)."
-    )
-    keep_full_checkpoints: int = Field(
-        2,
-        ge=1,
-        le=1000,
-        description="Full (resume) checkpoints kept per run, the newest; older ones are removed "
-        "when a newer one commits. Generator and final-model checkpoints are all kept.",
-    )
-    max_checkpoint_bytes: int = Field(
-        1 << 30,
-        ge=1 << 20,
-        description="A spec whose estimated full checkpoint is larger is refused at submission.",
-    )
-    storage_retries: int = Field(
-        6,
-        ge=0,
-        le=100,
-        description="How many times a run whose checkpoint could not be written (a full disk) "
-        "resumes from its last good checkpoint before it fails.",
-    )
-    storage_retry_delay_s: float = Field(
-        5.0,
-        gt=0,
-        le=3600,
-        description="The first wait before such a resume; each further one waits twice as long, "
-        "at most 120 s.",
-    )
-    sse_max_s: float = Field(
-        3600.0,
-        gt=0,
-        description="The longest a GET /runs/{id}/events stream stays open: one of a run not yet "
-        "terminal ends after this long, without a terminal `status` event; the client reconnects "
-        "(EventSource does, with Last-Event-ID) and resumes after the last round it got.",
-    )
+    lease_s: float = Field(120.0, gt=0)
+    """A running run whose lease expired may be re-claimed."""
+    heartbeat_s: float = Field(20.0, gt=0)
+    """How often a worker renews its lease."""
+    queue_prefix: str = Field("", max_length=50)
+    """Prefix of the queue names (gpu/cpu)."""
+    reaper_s: float = Field(5.0, gt=0)
+    """How often a worker runs a dispatch pass (sends queued runs to free slots, re-sends lost
+    messages and runs with expired leases) and renews its `workers` row."""
+    dispatch_timeout_s: float = Field(30.0, gt=0)
+    """A sent run not claimed within this is re-sent if its message is missing; each further
+    re-send waits twice as long, up to dispatch_backoff_max_s."""
+    dispatch_backoff_max_s: float = Field(300.0, gt=0)
+    """The longest wait between two sends of one unclaimed run."""
+    db_retry_budget_s: float = Field(600.0, gt=0)
+    """How long a worker's task keeps retrying while the database is unreachable."""
+    db_retry_max_delay_s: float = Field(15.0, gt=0)
+    """Longest back-off between those retries (1, 2, 4, ... s up to it)."""
+    keep_full_checkpoints: int = Field(2, ge=1, le=1000)
+    """Full (resume) checkpoints kept per run, the newest; older ones are removed when a newer
+    one commits. Generator and final-model checkpoints are all kept."""
+    max_checkpoint_bytes: int = Field(1 << 30, ge=1 << 20)
+    """A spec whose estimated full checkpoint is larger is refused at submission."""
+    storage_retries: int = Field(6, ge=0, le=100)
+    """How many times a run whose checkpoint could not be written (a full disk) resumes from its
+    last good checkpoint before it fails."""
+    storage_retry_delay_s: float = Field(5.0, gt=0, le=3600)
+    """The first wait before such a resume; each further one waits twice as long, at most 120 s."""
+    sse_max_s: float = Field(3600.0, gt=0)
+    """The longest a GET /runs/{id}/events stream stays open: one of a run not yet terminal ends
+    after this long, without a terminal `status` event; the client reconnects (EventSource
+    does, with Last-Event-ID) and resumes after the last round it got."""
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_page_size: int = Field(500, ge=1)
     max_compare_runs: int = Field(500, ge=1)
-    auto_upgrade: bool = Field(True, description="Run `alembic upgrade head` when the API starts.")
+    auto_upgrade: bool = True
+    """Run `alembic upgrade head` when the API starts."""
     cors_origins: list[str] = Field(default_factory=lambda: ["*"])
-    submit_rate: str = Field(
-        "60/minute",
-        pattern=RATE_PATTERN,
-        description="Submissions (POST /runs, /sweeps, /runs/{id}/clone, /studies/{name}) per "
-        "token, as N/second|minute|hour|day; a token bucket per API process.",
-    )
-    auth_fail_rate: str = Field(
-        "20/minute",
-        pattern=RATE_PATTERN,
-        description="Failed authentications per client address before 429 (per API process).",
-    )
+    submit_rate: str = Field("60/minute", pattern=RATE_PATTERN)
+    """Submissions (POST /runs, /sweeps, /runs/{id}/clone, /studies/{name}) per token, as
+    N/second|minute|hour|day; a token bucket per API process."""
+    auth_fail_rate: str = Field("20/minute", pattern=RATE_PATTERN)
+    """Failed authentications per client address before 429 (per API process)."""
     # Webhooks (api/routes/webhooks.py, worker/webhook_sender.py). Empty allow list: no
     # webhook can be registered or sent, so a fresh lab never POSTs to hosts nobody vetted.
-    webhook_allow: str = Field(
-        "",
-        max_length=4000,
-        description="Comma-separated host patterns webhooks may target, e.g. "
-        "`hooks.slack.com,*.lab.example,127.0.0.1` (`*` any host); empty: none. "
-        "Checked at registration and again before each send.",
-    )
-    webhook_retries: int = Field(
-        8, ge=1, le=50, description="Attempts of one delivery before it is marked failed."
-    )
-    webhook_backoff_s: float = Field(
-        2.0,
-        gt=0,
-        le=3600,
-        description="Wait after a delivery's first failed attempt; doubles per attempt, "
-        "at most webhook_backoff_max_s.",
-    )
+    webhook_allow: str = Field("", max_length=4000)
+    """Comma-separated host patterns webhooks may target, e.g.
+    `hooks.slack.com,*.lab.example,127.0.0.1` (`*` any host); empty: none. Checked at
+    registration and again before each send."""
+    webhook_retries: int = Field(8, ge=1, le=50)
+    """Attempts of one delivery before it is marked failed."""
+    webhook_backoff_s: float = Field(2.0, gt=0, le=3600)
+    """Wait after a delivery's first failed attempt; doubles per attempt, at most
+    webhook_backoff_max_s."""
     webhook_backoff_max_s: float = Field(300.0, gt=0, le=86400)
-    webhook_timeout_s: float = Field(
-        5.0, gt=0, le=60, description="Connect and read timeout of one delivery POST."
-    )
-    webhook_poll_s: float = Field(
-        2.0, gt=0, le=3600, description="How often each worker's sender looks for due deliveries."
-    )
+    webhook_timeout_s: float = Field(5.0, gt=0, le=60)
+    """Connect and read timeout of one delivery POST."""
+    webhook_poll_s: float = Field(2.0, gt=0, le=3600)
+    """How often each worker's sender looks for due deliveries."""
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:

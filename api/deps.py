@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Protocol, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -19,6 +19,13 @@ from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.repository import users as users_repo
 from api.service import Submitter
+
+
+class _Owned(Protocol):
+    owner_id: uuid.UUID
+
+
+T = TypeVar("T", bound=_Owned)
 
 _bearer = HTTPBearer(auto_error=False, description="API token from `fedgen-lab users create`")
 
@@ -159,14 +166,19 @@ def load_own_run(run: RunDep, user: UserDep) -> Run:
 OwnRunDep = Annotated[Run, Depends(load_own_run)]
 
 
-def load_own_sweep(sweep_id: str, session: SessionDep, user: UserDep) -> tuple[Sweep, str]:
-    """The sweep of the path and its owner's name when the user owns it or is an admin; 404
-    when there is none, 403 for anyone else."""
-    found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
+def owned_or_404(found: tuple[T, str] | None, user: User, what: str, ident: str) -> tuple[T, str]:
+    """`found` (a row and its owner's name) when `user` owns it or is an admin; 404 when the
+    lookup found nothing, 403 for anyone else. `what` names the kind in the messages."""
     if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} not found")
-    require_owner(found[0].owner_id, user, "sweep")
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {ident} not found")
+    require_owner(found[0].owner_id, user, what)
     return found
+
+
+def load_own_sweep(sweep_id: str, session: SessionDep, user: UserDep) -> tuple[Sweep, str]:
+    """The sweep of the path and its owner's name (see `owned_or_404`)."""
+    found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
+    return owned_or_404(found, user, "sweep", sweep_id)
 
 
 OwnSweepDep = Annotated[tuple[Sweep, str], Depends(load_own_sweep)]

@@ -50,19 +50,22 @@ def install(app: FastAPI) -> None:
     oauth2_redirect_url = app.swagger_ui_oauth2_redirect_url or "/docs/oauth2-redirect"
     app.mount(STATIC_URL, StaticFiles(directory=assets_dir()), name="docs-static")
 
-    def root(request: Request) -> str:
+    def url(request: Request, path: str) -> str:
         # Behind a proxy that strips a prefix, the page's URLs must carry it again.
-        return str(request.scope.get("root_path", ""))
+        return f"{request.scope.get('root_path', '')}{path}"
+
+    def page(request: Request, name: str) -> dict[str, str]:
+        """What both pages take alike: the OpenAPI document's URL and the title."""
+        return {"openapi_url": url(request, openapi_url), "title": f"{app.title} - {name}"}
 
     async def swagger_ui(request: Request) -> HTMLResponse:
-        r = root(request)
+        static = url(request, STATIC_URL)
         return get_swagger_ui_html(
-            openapi_url=f"{r}{openapi_url}",
-            title=f"{app.title} - Swagger UI",
-            oauth2_redirect_url=f"{r}{oauth2_redirect_url}",
-            swagger_js_url=f"{r}{STATIC_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{r}{STATIC_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{r}{STATIC_URL}/favicon.png",
+            **page(request, "Swagger UI"),
+            oauth2_redirect_url=url(request, oauth2_redirect_url),
+            swagger_js_url=f"{static}/swagger-ui-bundle.js",
+            swagger_css_url=f"{static}/swagger-ui.css",
+            swagger_favicon_url=f"{static}/favicon.png",
             swagger_ui_parameters={**(app.swagger_ui_parameters or {}), "validatorUrl": None},
         )
 
@@ -70,12 +73,11 @@ def install(app: FastAPI) -> None:
         return get_swagger_ui_oauth2_redirect_html()
 
     async def redoc(request: Request) -> HTMLResponse:
-        r = root(request)
+        static = url(request, STATIC_URL)
         return get_redoc_html(
-            openapi_url=f"{r}{openapi_url}",
-            title=f"{app.title} - ReDoc",
-            redoc_js_url=f"{r}{STATIC_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{r}{STATIC_URL}/favicon.png",
+            **page(request, "ReDoc"),
+            redoc_js_url=f"{static}/redoc.standalone.js",
+            redoc_favicon_url=f"{static}/favicon.png",
             with_google_fonts=False,  # fonts from Google would need the internet too
         )
 

@@ -17,8 +17,8 @@ from api.deps import (
     SettingsDep,
     UserDep,
     check_page_size,
+    owned_or_404,
     parse_uuid,
-    require_owner,
 )
 from api.errors import FieldErrors
 from api.models import User, Webhook
@@ -56,10 +56,7 @@ def _public(hook: Webhook, owner: str) -> WebhookPublic:
 def load_own_webhook(webhook_id: str, session: SessionDep, user: UserDep) -> tuple[Webhook, str]:
     """The webhook of the path and its owner's name; 404, or 403 unless owner or admin."""
     found = hooks_repo.get_webhook(session, parse_uuid(webhook_id, "webhook"))
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"webhook {webhook_id} not found")
-    require_owner(found[0].owner_id, user, "webhook")
-    return found
+    return owned_or_404(found, user, "webhook", webhook_id)
 
 
 OwnWebhookDep = Annotated[tuple[Webhook, str], Depends(load_own_webhook)]
