@@ -20,7 +20,6 @@ import hmac
 import json
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.config import Settings
 from api.db import session_scope
 from api.repository import webhooks as hooks_repo
+from api.repository.webhooks import Attempt
 from api.webhook_schemas import host_allowed, refusal
 
 log = logging.getLogger(__name__)
@@ -55,20 +55,10 @@ def backoff_s(settings: Settings, attempts: int) -> float:
     )
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one POST came to."""
-
-    delivered: bool
-    status_code: int | None = None
-    error: str | None = None
-    final: bool = False  # no retry can help (the host is refused)
-
-
-def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) -> Outcome:
+def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) -> Attempt:
     """POST one claimed delivery; never raises."""
     if not host_allowed(claim.url, settings.webhook_allow):
-        return Outcome(False, error=refusal(claim.url, settings.webhook_allow), final=True)
+        return Attempt(False, error=refusal(claim.url, settings.webhook_allow), final=True)
     body = encode(claim.payload)
     headers = {
         "Content-Type": "application/json",
@@ -80,11 +70,11 @@ def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) ->
     try:
         resp = client.post(claim.url, content=body, headers=headers)
     except httpx.HTTPError as exc:
-        return Outcome(False, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS])
+        return Attempt(False, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS])
     if 200 <= resp.status_code < 300:
-        return Outcome(True, resp.status_code)
+        return Attempt(True, resp.status_code)
     text = resp.text.strip().replace("\n", " ")[:200]
-    return Outcome(False, resp.status_code, f"HTTP {resp.status_code}: {text}"[:MAX_ERROR_CHARS])
+    return Attempt(False, resp.status_code, f"HTTP {resp.status_code}: {text}"[:MAX_ERROR_CHARS])
 
 
 def send_one(factory: sessionmaker[Session], settings: Settings, client: httpx.Client) -> bool:
@@ -100,15 +90,7 @@ def send_one(factory: sessionmaker[Session], settings: Settings, client: httpx.C
     if not out.delivered and not out.final and claim.attempt < settings.webhook_retries:
         retry = backoff_s(settings, claim.attempt)
     with session_scope(factory) as s:
-        hooks_repo.record_attempt(
-            s,
-            claim.id,
-            claim.attempt,
-            status_code=out.status_code,
-            error=out.error,
-            delivered=out.delivered,
-            retry_in_s=retry,
-        )
+        hooks_repo.record_attempt(s, claim, out, retry_in_s=retry)
     if out.delivered:
         log.info("webhook %s delivery %s delivered (%s)", claim.event, claim.id, out.status_code)
     else:

@@ -361,21 +361,24 @@ def claim_due(session: Session, *, limit: int, hold_s: float) -> list[Claimed]:
     return [Claimed(r.id, attempt_of[r.id], r.event, r.payload, r.url, r.secret) for r in rows]
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """What one POST of a delivery came to."""
+
+    delivered: bool
+    status_code: int | None = None
+    error: str | None = None
+    final: bool = False  # no retry can help (the host is refused)
+
+
 def record_attempt(
-    session: Session,
-    delivery_id: uuid.UUID,
-    attempt: int,
-    *,
-    status_code: int | None,
-    error: str | None,
-    delivered: bool,
-    retry_in_s: float | None,
+    session: Session, claim: Claimed, out: Attempt, *, retry_in_s: float | None
 ) -> bool:
-    """Write attempt `attempt`'s outcome: delivered, pending again in `retry_in_s`, or failed
-    (no retry left); False when the row is gone or another sender took a later attempt."""
+    """Write the outcome of the claim's attempt: delivered, pending again in `retry_in_s`, or
+    failed (no retry left); False when the row is gone or another sender took a later attempt."""
     now = db_now(session)
-    values: dict[str, Any] = {"last_status_code": status_code, "last_error": error}
-    if delivered:
+    values: dict[str, Any] = {"last_status_code": out.status_code, "last_error": out.error}
+    if out.delivered:
         values |= {"status": "delivered", "delivered_at": now, "next_attempt_at": None}
     elif retry_in_s is None:
         values |= {"status": "failed", "next_attempt_at": None}
@@ -384,8 +387,8 @@ def record_attempt(
     stmt = (
         update(WebhookDelivery)
         .where(
-            WebhookDelivery.id == delivery_id,
-            WebhookDelivery.attempts == attempt,
+            WebhookDelivery.id == claim.id,
+            WebhookDelivery.attempts == claim.attempt,
             WebhookDelivery.status == "pending",
         )
         .values(**values)

@@ -31,31 +31,22 @@ def register(
     """
     now = db_now(session)
     since = started_at or now
+    renewed = {
+        "slots": slots,
+        "heartbeat_at": now,
+        "started_at": since,
+        "host": host,
+        "capabilities": capabilities,
+    }
     for queue in queues:
         done = session.execute(
             update(Worker)
             .where(Worker.name == name, Worker.queue == queue)
-            .values(
-                slots=slots,
-                heartbeat_at=now,
-                started_at=since,
-                host=host,
-                capabilities=capabilities,
-            )
+            .values(**renewed)
             .execution_options(synchronize_session=False)
         ).rowcount  # type: ignore[attr-defined]
         if not done:
-            session.add(
-                Worker(
-                    name=name,
-                    queue=queue,
-                    slots=slots,
-                    started_at=since,
-                    heartbeat_at=now,
-                    host=host,
-                    capabilities=capabilities,
-                )
-            )
+            session.add(Worker(name=name, queue=queue, **renewed))
     session.flush()
     return since
 
