@@ -12,6 +12,7 @@ from pydantic import (
     AliasPath,
     BaseModel,
     BeforeValidator,
+    ConfigDict,
     Field,
     WithJsonSchema,
     model_validator,
@@ -144,24 +145,27 @@ class Segment(BaseModel):
     """One start of a run's simulation: the first claim, then each resume (after a worker died,
     a database crash or a full disk)."""
 
-    attempt: int = Field(description="The run's attempt (claims so far) when it started.")
-    worker: str | None = Field(description="The worker (node name, slot@host) that ran it.")
-    host: str | None = Field(None, description="The host it ran on.")
-    slot: str | None = Field(None, description="The worker process (slot) on that host.")
-    code_version: str | None = Field(
-        None, description="The code it ran: git:<commit>[+dirty] or src:<hash of the sources>."
-    )
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    attempt: int
+    """The run's attempt (claims so far) when it started."""
+    worker: str | None
+    """The worker (node name, slot@host) that ran it."""
+    host: str | None = None
+    """The host it ran on."""
+    slot: str | None = None
+    """The worker process (slot) on that host."""
+    code_version: str | None = None
+    """The code it ran: git:<commit>[+dirty] or src:<hash of the sources>."""
     device: str | None
-    start_round: int = Field(description="The first round computed in this segment.")
-    last_round: int | None = Field(
-        None,
-        description="The last round it stored (for the last segment, the run's current round); "
-        "null before its first round. It may pass the next segment's start - 1: rounds a killed "
-        "worker stored after its last checkpoint are computed again by the next segment.",
-    )
-    resumed_from: int | None = Field(
-        description="The round of the checkpoint it resumed from; null when it started afresh."
-    )
+    start_round: int
+    """The first round computed in this segment."""
+    last_round: int | None = None
+    """The last round it stored (for the last segment, the run's current round); null before its
+    first round. It may pass the next segment's start - 1: rounds a killed worker stored
+    after its last checkpoint are computed again by the next segment."""
+    resumed_from: int | None
+    """The round of the checkpoint it resumed from; null when it started afresh."""
     started_at: datetime
     fedgen: str | None = None
     torch: str | None = None
@@ -189,6 +193,8 @@ def segments_out(stored: list[dict[str, Any]] | None, current_round: int) -> lis
 class RunPublic(_FromRow):
     """A run as the API shows it."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     # Read from a Run row whose owner is loaded (api.repository.runs loads it with the run).
 
     id: IdStr
@@ -203,77 +209,56 @@ class RunPublic(_FromRow):
     device: str | None
     current_round: int
     rounds: int
-    last_acc: float | None = Field(
-        description="Live progress: the test accuracy (a fraction) of the newest stored round; "
-        "not the run's final (see summary.final_acc, docs/metrics.md)."
-    )
-    best_acc: float | None = Field(
-        description="Live progress: the highest test accuracy (a fraction) over every stored "
-        "round, round R included even where the protocol never evaluates it "
-        "(eval_timing before_training); the protocol's best is summary.best_acc."
-    )
+    last_acc: float | None
+    """Live progress: the test accuracy (a fraction) of the newest stored round; not the run's
+    final (see summary.final_acc, docs/metrics.md)."""
+    best_acc: float | None
+    """Live progress: the highest test accuracy (a fraction) over every stored round, round R
+    included even where the protocol never evaluates it (eval_timing before_training); the
+    protocol's best is summary.best_acc."""
     error: str | None
-    summary: dict[str, Any] | None = Field(
-        None,
-        description="The end-of-run summary once succeeded (accuracies as fractions; "
-        "docs/metrics.md): final_acc and final_round, the accuracy of the last model the "
-        "protocol evaluates (round R-1 under eval_timing before_training, whose round R is "
-        "never evaluated; R otherwise); best_acc and best_round, the highest over the same "
-        "rounds; top5_mean and top5_std, the five best of them (the official statistic); "
-        "value, the fidelity profile's statistic; rounds_done, wall_s.",
-    )
+    summary: dict[str, Any] | None = None
+    """The end-of-run summary once succeeded (accuracies as fractions; docs/metrics.md):
+    final_acc and final_round, the accuracy of the last model the protocol evaluates (round
+    R-1 under eval_timing before_training, whose round R is never evaluated; R otherwise);
+    best_acc and best_round, the highest over the same rounds; top5_mean and top5_std, the
+    five best of them (the official statistic); value, the fidelity profile's statistic;
+    rounds_done, wall_s."""
     cancel_requested: bool
     priority: Priority
-    queue_position: int | None = Field(
-        None,
-        description="Queued runs: 1 = the next to get a free slot of its queue (fair-share order).",
-    )
-    expected_start: datetime | None = Field(
-        None,
-        description="Queued runs: estimated start (running runs' median round time x rounds "
-        "left, and the runs ahead per slot); null when unknown (no live worker, no round yet).",
-    )
-    waiting_reason: str | None = Field(
-        None,
-        description="A run waiting for a worker that no live worker can serve: why (e.g. 'no "
-        "live worker has dataset emnist-letters'); null while some live worker could take it.",
-    )
-    tags: TagList = Field(
-        validation_alias=AliasChoices("tags_csv", "tags"),
-        description="The run's tags: the spec's at submission, then as edited (PATCH).",
-    )
-    note: str = Field(description="The run's note: the spec's at submission, then as edited.")
+    queue_position: int | None = None
+    """Queued runs: 1 = the next to get a free slot of its queue (fair-share order)."""
+    expected_start: datetime | None = None
+    """Queued runs: estimated start (running runs' median round time x rounds left, and the runs
+    ahead per slot); null when unknown (no live worker, no round yet)."""
+    waiting_reason: str | None = None
+    """A run waiting for a worker that no live worker can serve: why (e.g. 'no live worker has
+    dataset emnist-letters'); null while some live worker could take it."""
+    tags: TagList = Field(validation_alias=AliasChoices("tags_csv", "tags"))
+    """The run's tags: the spec's at submission, then as edited (PATCH)."""
+    note: str
+    """The run's note: the spec's at submission, then as edited."""
     annotated_by: str | None = Field(None, description=ANNOTATED_BY)
     annotated_at: datetime | None = Field(None, description=ANNOTATED_AT)
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
     versions: dict[str, Any]
-    segments: list[Segment] = Field(
-        default_factory=list,
-        description="Each start and resume of the run, oldest first (see Segment).",
-    )
+    segments: list[Segment] = Field(default_factory=list)
+    """Each start and resume of the run, oldest first (see Segment)."""
     # What the run cost, over all its segments (stored at each heartbeat and at the end).
-    peak_rss_bytes: int | None = Field(
-        None,
-        description="Peak resident memory of the worker process while it ran the run (bytes; "
-        "sampled each round and heartbeat); null until measured.",
-    )
-    cpu_s: float | None = Field(
-        None,
-        description="CPU seconds (user + system, every thread) of the run, summed over its "
-        "segments; null until measured.",
-    )
-    gpu_peak_bytes: int | None = Field(
-        None,
-        description="On a GPU: peak memory its tensors took (torch.cuda.max_memory_allocated, "
-        "bytes); null on CPU.",
-    )
-    oom_count: int = Field(
-        0,
-        description="CUDA out-of-memory errors so far: the first hands the run back to the queue "
-        "for a GPU with more free memory, the second fails it.",
-    )
+    peak_rss_bytes: int | None = None
+    """Peak resident memory of the worker process while it ran the run (bytes; sampled each
+    round and heartbeat); null until measured."""
+    cpu_s: float | None = None
+    """CPU seconds (user + system, every thread) of the run, summed over its segments; null
+    until measured."""
+    gpu_peak_bytes: int | None = None
+    """On a GPU: peak memory its tensors took (torch.cuda.max_memory_allocated, bytes); null on
+    CPU."""
+    oom_count: int = 0
+    """CUDA out-of-memory errors so far: the first hands the run back to the queue for a GPU
+    with more free memory, the second fails it."""
 
     @model_validator(mode="after")
     def _segment_ends(self) -> RunPublic:

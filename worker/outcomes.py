@@ -72,22 +72,17 @@ def lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid
 
 
 def finish(
-    factory: sessionmaker[Session],
-    rid: uuid.UUID,
-    token: str,
-    status: str,
-    *,
-    error: str | None = None,
-    summary: dict[str, Any] | None = None,
-    cost: dict[str, Any] | None = None,
+    factory: sessionmaker[Session], rid: uuid.UUID, token: str, status: str, **end: Any
 ) -> None:
-    """Record the run's end state (if `token` still holds its lease)."""
+    """Record the run's end state (if `token` still holds its lease); `end`: the error, summary
+    and cost keywords of `api.repository.runs.finish`."""
     with session_scope(factory) as sess:
-        done = runs_repo.finish(
-            sess, rid, token, status=status, error=error, summary=summary, cost=cost
-        )
-        if not done:
-            log.warning("run %s: could not record %s (lease lost)", rid, status)
+        _record_end(sess, rid, token, status, **end)
+
+
+def _record_end(sess: Session, rid: uuid.UUID, token: str, status: str, **end: Any) -> None:
+    if not runs_repo.finish(sess, rid, token, status=status, **end):
+        log.warning("run %s: could not record %s (lease lost)", rid, status)
 
 
 def finish_succeeded(
@@ -108,12 +103,7 @@ def finish_succeeded(
         missing = metrics_repo.missing_rounds(sess, rid, last_round)
         if missing:
             return missing
-        status = "succeeded"
-        done = runs_repo.finish(
-            sess, rid, token, status=status, summary=summary.to_dict(), cost=cost
-        )
-        if not done:
-            log.warning("run %s: could not record %s (lease lost)", rid, status)
+        _record_end(sess, rid, token, "succeeded", summary=summary.to_dict(), cost=cost)
     return []
 
 
