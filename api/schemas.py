@@ -332,21 +332,35 @@ class RunInfoPublic(BaseModel):
     start_round) is null; a worker fills it in when it computes the split.
     """
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     run_id: str
     status: RunStatus
     pending: bool
+    """True until a worker has started the run and stored the partition part."""
     spec_hash: str
+    """The spec's sha256 over its canonical JSON (first 16 hex digits)."""
     num_users: int
+    """partition.num_users of the spec."""
     device: str
+    """The device the run ran on (`cpu`, `cuda:0`, ...), else the spec's device request."""
     partition_fingerprint: str | None = None
+    """sha256 (16 hex digits) of every user's train and test indices: equal splits, equal
+    fingerprints."""
     num_classes: int | None = None
     train_sizes: list[int] | None = None
+    """Training samples per user."""
     test_sizes: list[int] | None = None
+    """Test samples per user."""
     label_histogram: list[list[int]] | None = None
+    """users x classes counts of the training labels."""
     model_params: int | None = None
+    """Numbers in the global model's state (parameters and buffers)."""
     fidelity: dict[str, Any] | None = None
+    """The run's fidelity profile and its knobs' values (docs/fidelity.md)."""
     start_round: int | None = None
+    """The first round of the latest segment: 0 for a fresh run, r+1 when resumed from r."""
     versions: dict[str, Any]
-    segments: list[Segment] = Field(
-        default_factory=list, description="Each start and resume of the run, oldest first."
-    )
+    """Versions of the code and libraries the run used (fedgen, torch, any plugin)."""
+    segments: list[Segment] = Field(default_factory=list)
+    """Each start and resume of the run, oldest first."""

@@ -58,21 +58,14 @@ class PartitionError(ValueError):
 
 @dataclass(frozen=True)
 class Partition:
-    """Per-user index lists into a dataset's train and test sets.
-
-    Attributes
-    ----------
-    train_indices
-        One int64 array per user, indices into the training set, in assignment order.
-    test_indices
-        One int64 array per user, indices into the test set (label-matched per-user split).
-    num_classes
-        Number of classes of the dataset.
-    """
+    """Per-user index lists into a dataset's train and test sets."""
 
     train_indices: list[IntArray]
+    """One int64 array per user, indices into the training set, in assignment order."""
     test_indices: list[IntArray]
+    """One int64 array per user, indices into the test set (label-matched per-user split)."""
     num_classes: int
+    """Number of classes of the dataset."""
 
     @property
     def num_users(self) -> int:
