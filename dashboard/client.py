@@ -319,23 +319,10 @@ class LabClient:
         run_ids: list[str],
         max_points: int | None = None,
         metrics: list[str] | None = None,
+        since_round: int | None = None,
     ) -> dict[str, Any]:
-        """GET /compare: several runs with (downsampled) curves; only `metrics` when given."""
-        params = {
-            "run_ids": ",".join(run_ids),
-            "max_points": max_points,
-            "metrics": ",".join(metrics) if metrics else None,
-        }
-        return self._json("GET", "/compare", params=params)
-
-    def compare_since(
-        self,
-        run_ids: list[str],
-        since_round: int,
-        max_points: int | None = None,
-        metrics: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """GET /compare with `since_round`: only each run's rounds after it (a live refresh)."""
+        """GET /compare: several runs with (downsampled) curves; only `metrics` when given, and
+        only each run's rounds after `since_round` when given (a live refresh)."""
         params = {
             "run_ids": ",".join(run_ids),
             "since_round": since_round,
@@ -387,15 +374,11 @@ class LabClient:
         """GET /spec/defaults: the full spec an empty submission gets (the Submit form's start)."""
         return dict(self._json("GET", "/spec/defaults")["spec"])
 
-    def difference(self, a: list[str], b: list[str], statistic: str = "final") -> dict[str, Any]:
-        """GET /difference: group a − group b with Welch's 95 % CI and p-value."""
-        params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic}
-        return self._json("GET", "/difference", params=params)
-
-    def difference_ordered(
-        self, a: list[str], b: list[str], statistic: str = "final", order: str = "better_first"
+    def difference(
+        self, a: list[str], b: list[str], statistic: str = "final", order: str | None = None
     ) -> dict[str, Any]:
-        """GET /difference with `order` (better_first: the higher group first, `swapped`)."""
+        """GET /difference: group a − group b with Welch's 95 % CI and p-value; with
+        order="better_first" the higher group comes first (the answer says `swapped`)."""
         params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic, "order": order}
         return self._json("GET", "/difference", params=params)
 

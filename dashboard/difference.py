@@ -153,7 +153,7 @@ def difference_block(
     failure: ApiError | None = None
     sent = (labels[0], labels[1])  # the groups the server calls a and b in its messages
     if not st.session_state.get(picked):
-        d, failure = _better_first(groups, statistic, key, finished)
+        d, failure = _difference(groups, sent, statistic, key, finished, "better_first")
         st.session_state[ka], st.session_state[kb] = default_pair(
             labels, bool(d.get("swapped")) if d else None, hint
         )
@@ -168,7 +168,7 @@ def difference_block(
         return None
     if st.session_state.get(picked):
         sent = (a, b)
-        d, failure = _as_picked(groups, a, b, statistic, key, finished)
+        d, failure = _difference(groups, sent, statistic, key, finished)
     if d is None:
         _not_computed(failure, sent)
         return None
@@ -176,39 +176,24 @@ def difference_block(
     return d
 
 
-def _better_first(
-    groups: dict[str, list[str]], statistic: str, key: str, finished: frozenset[str] | None
-) -> tuple[dict[str, Any] | None, ApiError | None]:
-    """The server's difference of the first two groups, the better one first (or its error)."""
-    from dashboard import ui
-    from dashboard.client import ApiError
-
-    first, second = list(groups)[:2]
-    try:
-        return _asked(
-            key, finished, (statistic, "better_first", *groups[first], "|", *groups[second]),
-            lambda: ui.client().difference_ordered(groups[first], groups[second], statistic),
-        ), None  # fmt: skip
-    except ApiError as exc:
-        return None, exc
-
-
-def _as_picked(
+def _difference(
     groups: dict[str, list[str]],
-    a: str,
-    b: str,
+    sides: tuple[str, str],
     statistic: str,
     key: str,
     finished: frozenset[str] | None,
+    order: str = "given",
 ) -> tuple[dict[str, Any] | None, ApiError | None]:
-    """The server's difference of the picked groups A − B (or its error)."""
+    """The server's difference of the groups `sides` (A − B; with order="better_first" the
+    better one first), or its error."""
     from dashboard import ui
     from dashboard.client import ApiError
 
+    a, b = groups[sides[0]], groups[sides[1]]
     try:
         return _asked(
-            key, finished, (statistic, "given", *groups[a], "|", *groups[b]),
-            lambda: ui.client().difference(groups[a], groups[b], statistic),
+            key, finished, (statistic, order, *a, "|", *b),
+            lambda: ui.client().difference(a, b, statistic, order),
         ), None  # fmt: skip
     except ApiError as exc:
         return None, exc

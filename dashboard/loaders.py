@@ -54,39 +54,44 @@ def sweeps(url: str, token: str) -> list[dict[str, Any]]:
     return _call(url, token, lambda c: _rows(c.list_sweeps()))
 
 
-@st.cache_data(ttl=5, show_spinner=False)
-def compare(
-    url: str,
-    token: str,
-    run_ids: tuple[str, ...],
-    max_points: int,
-    metrics: tuple[str, ...] | None = None,
+Ids = tuple[str, ...]  # hashable, ordered run ids or metric names (cache keys)
+
+
+def _compare(
+    url: str, token: str, run_ids: Ids, max_points: int, metrics: Ids | None, since: int | None
 ) -> dict[str, Any]:
-    """GET /compare for a fixed, ordered set of runs (only `metrics` when given)."""
+    """GET /compare (the body of the two cached loaders below, which differ by their TTL)."""
     return _call(
         url,
         token,
-        lambda c: c.compare(list(run_ids), max_points=max_points, metrics=list(metrics or ())),
+        lambda c: c.compare(
+            list(run_ids), max_points=max_points, metrics=list(metrics or ()), since_round=since
+        ),
     )
+
+
+# Two cached functions, not one: st.cache_data keeps one cache per function, and the whole
+# fetch (shared with other viewers for 5 s) and the live refresh (1 s, called on every rerun
+# of a live Compare page) want different TTLs.
+@st.cache_data(ttl=5, show_spinner=False)
+def compare(
+    url: str, token: str, run_ids: Ids, max_points: int, metrics: Ids | None = None
+) -> dict[str, Any]:
+    """GET /compare for a fixed, ordered set of runs (only `metrics` when given)."""
+    return _compare(url, token, run_ids, max_points, metrics, None)
 
 
 @st.cache_data(ttl=1, show_spinner=False)
 def compare_since(
     url: str,
     token: str,
-    run_ids: tuple[str, ...],
+    run_ids: Ids,
     since_round: int,
     max_points: int,
-    metrics: tuple[str, ...] | None = None,
+    metrics: Ids | None = None,
 ) -> dict[str, Any]:
     """GET /compare of the rounds after `since_round` (a live refresh; shared for 1 s)."""
-    return _call(
-        url,
-        token,
-        lambda c: c.compare_since(
-            list(run_ids), since_round, max_points=max_points, metrics=list(metrics or ())
-        ),
-    )
+    return _compare(url, token, run_ids, max_points, metrics, since_round)
 
 
 @st.cache_data(ttl=5, show_spinner=False)

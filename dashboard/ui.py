@@ -76,6 +76,12 @@ def try_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         return None
 
 
+def text_columns(helps: dict[str, str]) -> dict[str, Any]:
+    """`st.dataframe` column configs of text columns from column name -> help (the tooltip of
+    its header); merge them with other configs in a page's `column_config`."""
+    return {name: st.column_config.TextColumn(name, help=text) for name, text in helps.items()}
+
+
 def run_label(run: dict[str, Any], name: str | None = None) -> str:
     """A run for select boxes: its name among the runs listed (`compare_view.run_names`; the
     run alone when not given), its status, the short id last."""

@@ -30,29 +30,19 @@ def workers_table(workers: list[dict], now: datetime, tz: tzinfo) -> None:
         lab_view.table(workers, now, tz),
         hide_index=True,
         key="lab_workers",
-        column_config={
-            "slot": st.column_config.TextColumn(
-                "slot", help="The worker process (its node name is slot@host)"
-            ),
-            "queues": st.column_config.TextColumn("queues", help="The run queues it serves"),
-            "threads": st.column_config.TextColumn("threads", help="Torch threads per run"),
-            "code version": st.column_config.TextColumn(
-                "code version",
-                help="git:<first 12 of the commit>[+dirty] or src:<hash of the sources>; "
-                "the full values are under the table",
-            ),
-            "datasets": st.column_config.TextColumn(
-                "datasets", help="The datasets it can load (it is sent only runs on these)"
-            ),
-            "running": st.column_config.TextColumn(
-                "running", help="Short run id, algorithm · dataset, rounds done / rounds"
-            ),
-            "heartbeat": st.column_config.TextColumn(
-                "heartbeat",
-                help="When it last said it is alive; one silent for longer than the worker TTL "
-                "drops out",
-            ),
-        },
+        column_config=ui.text_columns(
+            {
+                "slot": "The worker process (its node name is slot@host)",
+                "queues": "The run queues it serves",
+                "threads": "Torch threads per run",
+                "code version": "git:<first 12 of the commit>[+dirty] or src:<hash of the "
+                "sources>; the full values are under the table",
+                "datasets": "The datasets it can load (it is sent only runs on these)",
+                "running": "Short run id, algorithm · dataset, rounds done / rounds",
+                "heartbeat": "When it last said it is alive; one silent for longer than the "
+                "worker TTL drops out",
+            }
+        ),
     )
     line = lab_view.versions_line(workers)
     if line:

@@ -346,48 +346,36 @@ COLUMNS = {
         help="Named by the spec fields that differ among the runs shown, and the seed (the "
         "caption says what they all share)",
     ),
-    "status": st.column_config.TextColumn(
-        "status",
-        help="claimed: a worker took it, no round stored yet; cancelling: a cancel was "
-        "asked, it stops after its current round",
+    **ui.text_columns(
+        {
+            "status": "claimed: a worker took it, no round stored yet; cancelling: a cancel was "
+            "asked, it stops after its current round",
+            "progress": "Rounds stored / rounds",
+            "duration": "Start to finish (to now while running); queued: how long it waits",
+            "age": "Since submission; tick the run for the full times (local and UTC)",
+            "ETA": "Running runs: median round time × rounds left (finish time)",
+            "queue": "Position among queued runs",
+            "waiting for": "A run that no live worker can take: the worker it needs (a dataset, "
+            "a queue). It starts once such a worker is up.",
+            "error": "A failed run: the round it stopped at and its error",
+            "note": "Its first line; tick the run for all",
+            "id": "The first 8 characters; tick the run for the full id (the CSV has it too)",
+        }
     ),
-    "progress": st.column_config.TextColumn("progress", help="Rounds stored / rounds"),
     "final acc (%)": st.column_config.NumberColumn(
         "final acc (%)",
         format=_PCT,
         help="Test accuracy of the last round the protocol evaluates (succeeded runs)",
     ),
-    "duration": st.column_config.TextColumn(
-        "duration", help="Start to finish (to now while running); queued: how long it waits"
-    ),
-    "age": st.column_config.TextColumn(
-        "age", help="Since submission; tick the run for the full times (local and UTC)"
-    ),
     "best acc (%)": st.column_config.NumberColumn("best acc (%)", format=_PCT),
     "last acc (%)": st.column_config.NumberColumn(
         "last acc (%)", format=_PCT, help="The newest stored round's test accuracy"
     ),
-    "ETA": st.column_config.TextColumn(
-        "ETA", help="Running runs: median round time × rounds left (finish time)"
-    ),
-    "queue": st.column_config.TextColumn("queue", help="Position among queued runs"),
-    "waiting for": st.column_config.TextColumn(
-        "waiting for",
-        help="A run that no live worker can take: the worker it needs (a dataset, a "
-        "queue). It starts once such a worker is up.",
-    ),
-    "error": st.column_config.TextColumn(
-        "error", help="A failed run: the round it stopped at and its error"
-    ),
-    "note": st.column_config.TextColumn("note", help="Its first line; tick the run for all"),
     "peak RSS (MiB)": st.column_config.NumberColumn(
         "peak RSS (MiB)", format="%.0f", help="Largest resident memory of a worker running it"
     ),
     "CPU (s)": st.column_config.NumberColumn("CPU (s)", format="%.1f"),
     "GPU peak (MiB)": st.column_config.NumberColumn("GPU peak (MiB)", format="%.0f"),
-    "id": st.column_config.TextColumn(
-        "id", help="The first 8 characters; tick the run for the full id (the CSV has it too)"
-    ),
 }
 
 try:  # whether to refresh: any run active (the fragment says why a load failed)

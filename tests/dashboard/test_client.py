@@ -133,3 +133,40 @@ def test_workers_reads_the_live_workers() -> None:
 
     # Execute / Assert
     assert _client(handler).workers() == body
+
+
+def _params_of(call: object) -> dict[str, str]:
+    """The query string one client call sends (`call` gets the client)."""
+    seen: dict[str, str] = {}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.update(dict(req.url.params), path=req.url.path)
+        return httpx.Response(200, json={"runs": []})
+
+    call(_client(handler))  # type: ignore[operator]
+    return seen
+
+
+def test_compare_sends_since_round_only_when_given() -> None:
+    """One `compare`: a whole fetch has no since_round; a live refresh sends it (0 included)."""
+    # Execute
+    whole = _params_of(lambda c: c.compare(["r1", "r2"], max_points=50, metrics=["test_acc"]))
+    since = _params_of(lambda c: c.compare(["r1"], metrics=None, since_round=0))
+    # Assert
+    assert whole == {
+        "path": "/api/v1/compare", "run_ids": "r1,r2", "max_points": "50", "metrics": "test_acc"
+    }  # fmt: skip
+    assert since == {"path": "/api/v1/compare", "run_ids": "r1", "since_round": "0"}
+
+
+def test_difference_sends_order_only_when_given() -> None:
+    """One `difference`: `order` is sent when asked (better_first), else the server's default."""
+    # Execute
+    given = _params_of(lambda c: c.difference(["a1"], ["b1", "b2"], "best"))
+    better = _params_of(lambda c: c.difference(["a1"], ["b1"], order="better_first"))
+    # Assert
+    assert given == {"path": "/api/v1/difference", "a": "a1", "b": "b1,b2", "statistic": "best"}
+    assert better == {
+        "path": "/api/v1/difference", "a": "a1", "b": "b1", "statistic": "final",
+        "order": "better_first",
+    }  # fmt: skip

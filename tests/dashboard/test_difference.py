@@ -1,8 +1,12 @@
-"""The difference line the Compare page shows (pure formatting of GET /difference)."""
+"""The difference line the Compare page shows (pure formatting of GET /difference), and the
+Compare page's difference block against the real API (the last test)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dashboard.difference import default_pair, format_difference, format_p, round_note, short_name
+from tests.dashboard.lab import Lab
 
 
 def test_format_difference_reads_as_the_issue_asks() -> None:
@@ -57,3 +61,32 @@ def test_the_servers_sides_are_named_by_the_groups_sent() -> None:
         "algorithm=fedavg: needs at least 2 finished runs, has 0; "
         "algorithm=fedgen: needs at least 2 finished runs, has 1"
     )
+
+
+def test_picked_groups_give_the_difference_as_named(
+    app_path: str, lab_env: dict[str, Any], lab: Lab
+) -> None:
+    """Groups picked by hand are sent as named (order=given): the worse group first gives a
+    negative difference, the server's a − b."""
+    from tests.dashboard.test_pages import open_page
+
+    # Prepare
+    ids = lab_env["run_ids"]
+    at = open_page(app_path, "app_pages/compare.py", {"compare_ids": ids})
+    first, second = at.selectbox(key="cmp_diff_a").value, at.selectbox(key="cmp_diff_b").value
+    with lab.client() as c:
+        runs = [c.get(f"/runs/{i}").json() for i in ids]
+        by = {r["id"]: r["spec"]["algorithm"]["name"] for r in runs}
+        side = {f"algorithm={name}": [i for i in ids if by[i] == name] for name in set(by.values())}
+        want = c.get(
+            "/difference",
+            params={"a": ",".join(side[second]), "b": ",".join(side[first]), "statistic": "final"},
+        ).json()  # fmt: skip
+    # Execute: the default (better first) turned round by hand
+    at.selectbox(key="cmp_diff_a").set_value(second)
+    at.selectbox(key="cmp_diff_b").set_value(first).run()
+    # Assert
+    assert not at.exception
+    shown = "\n".join(m.value for m in at.markdown)
+    assert want["diff"] < 0
+    assert f"{short_name(second)} − {short_name(first)}: {100 * want['diff']:+.1f} points" in shown
