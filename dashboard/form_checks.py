@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dashboard.spec_form import FormField, coerce, number_text
@@ -24,6 +25,8 @@ def check(f: FormField, value: Any) -> str | None:
     """
     if value is None:
         return None if f.nullable else "is required"
+    if f.kind == "names":
+        return check_names(f, value)
     if f.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"must be a number (got {value!r})"
@@ -55,6 +58,28 @@ def check(f: FormField, value: Any) -> str | None:
     return None
 
 
+def _got(msg: str, value: Any) -> str:
+    """`msg` naming the value refused ('must be at least 0 (got -1)'), once."""
+    return msg if "(got" in msg else f"{msg} (got {value!r})"
+
+
+def check_names(f: FormField, value: Any) -> str | None:
+    """A count (the count's limits) or a list of names (how many, and each name's limits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check(replace(f, kind="int"), value)
+    if not isinstance(value, list):
+        return f"must be a count or comma-separated names (got {value!r})"
+    if f.min_items is not None and len(value) < f.min_items:
+        return f"needs at least {f.min_items} names (got {len(value)}), or a count"
+    if f.max_items is not None and len(value) > f.max_items:
+        return f"takes at most {f.max_items} names (got {len(value)})"
+    for name in value:
+        msg = check(replace(f, kind="str"), name)
+        if msg is not None:
+            return f"each name {_got(msg, name)}"
+    return None
+
+
 def check_list(f: FormField, values: list[Any]) -> str | None:
     """The first refused value of a sweep list, with the value ('must be at least 0 (got -1)')."""
     if not values:
@@ -62,7 +87,7 @@ def check_list(f: FormField, values: list[Any]) -> str | None:
     for v in values:
         msg = check(f, v)
         if msg is not None:
-            return msg if "(got" in msg else f"{msg} (got {v!r})"
+            return _got(msg, v)
     return None
 
 
@@ -93,7 +118,7 @@ def read_tags(text: str, tag: FormField, schema: Mapping[str, Any]) -> tuple[lis
     for t in tags:
         msg = check(tag, t)
         if msg is not None:
-            return tags, f"each tag {msg}" + ("" if "(got" in msg else f" (got {t!r})")
+            return tags, f"each tag {_got(msg, t)}"
     return tags, None
 
 

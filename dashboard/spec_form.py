@@ -5,7 +5,9 @@ submission gets, equal to `fedgen validate` of an empty file) and takes its fiel
 `GET /spec/schema`: choices from the schema's enums (the spec's Literals), bounds from its
 Fields, help from their descriptions. An untouched form therefore submits exactly the
 defaults. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
-are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`.
+are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`; the
+`data.folder` section's fields belong to `data.name` 'folder' the same way (`only_of`, from
+the schema's if/then rule: dashboard.spec_form_folder).
 
 What is shown is what is sent: the widgets take any number (a bounded Streamlit input keeps
 its last in-range value while showing the typed one in red), and `check` / `check_list`
@@ -24,6 +26,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dashboard.spec_form_folder import (
+    ALGORITHM,
+    count_or_names,
+    names_allowed,
+    section_rules,
+    single_option,
+    sweeps_whole,
+    zip_sections,
+)
 from fedgen import paper
 from fedgen.algorithms.registry import algorithm_names
 from fedgen.data.registry import dataset_names
@@ -41,6 +52,10 @@ ALGORITHM_NAMES = list(algorithm_names())
 MAIN: dict[str, str] = {
     "data.name": "data",
     "data.synthetic_samples": "data",
+    "data.folder.path": "data",
+    "data.folder.classes": "data",
+    "data.folder.channels": "data",
+    "data.folder.image_size": "data",
     "partition.num_users": "data",
     "partition.alpha": "data",
     "partition.sampling_ratio": "data",
@@ -59,6 +74,8 @@ MAIN_ALGORITHM_PARAMS = ("mu", "variant", "reg_alpha", "preset", "gen_batch_size
 SEPARATE = ("tags", "note")
 LABELS = {
     "data.name": "Dataset",
+    "data.folder.path": "Folder path",
+    "data.folder.classes": "Classes (count or names)",
     "partition.alpha": "Dirichlet α",
     "partition.num_users": "Users",
     "algorithm.name": "Algorithm",
@@ -73,11 +90,13 @@ LABELS = {
 
 @dataclass(frozen=True)
 class FormField:
-    """One input: dotted spec path, label, kind (`int|float|str|bool|choice`), default, limits.
+    """One input: dotted spec path, label, kind (`int|float|str|bool|choice|names`), default, limits.
 
     `nullable`: None is allowed (a knob left to the fidelity profile, an optional size);
-    `only`: the algorithms this parameter belongs to; `section`: data, algorithm, run or
-    advanced. Bounds are the schema's (`exclusive_minimum` for `gt`).
+    `only`: the values of the field `only_of` this one belongs to (an algorithm parameter's
+    algorithms; `folder` for data.folder.*, of data.name); `section`: data, algorithm, run or
+    advanced. Bounds are the schema's (`exclusive_minimum` for `gt`); kind `names` (a count
+    or class names) has the count's bounds, `min_items`/`max_items` and each name's lengths.
     """
 
     path: str
@@ -88,6 +107,7 @@ class FormField:
     help: str = ""
     only: tuple[str, ...] = ()
     section: str = "advanced"
+    only_of: str = ALGORITHM
     nullable: bool = False
     minimum: float | None = None
     maximum: float | None = None
@@ -96,6 +116,8 @@ class FormField:
     min_length: int | None = None
     max_length: int | None = None
     pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
 
 
 # -- help --------------------------------------------------------------------------------
@@ -182,6 +204,8 @@ def number_text(x: float) -> str:
 
 def limits(f: FormField) -> str:
     """The field's limits in words ('at least 1, at most 10000'); '' when it has none."""
+    if f.kind == "names":
+        return names_allowed(f)
     parts = []
     if f.minimum is not None:
         parts.append(f"at least {number_text(f.minimum)}")
@@ -240,15 +264,15 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
             # Literal["heldout"] | DatasetName: one choice list
             values = [v for o in options for v in (o["enum"] if "enum" in o else [o["const"]])]
             body = {"type": "string", "enum": values}
+        elif (names := count_or_names(options)) is not None:
+            body = names  # int | list[str]: a count or class names
         elif len(options) != 1:
             return None
         else:
             body = options[0]
     if "const" in body:
         return None
-    kind = {"integer": "int", "number": "float", "boolean": "bool", "string": "str"}.get(
-        str(body.get("type"))
-    )
+    kind = {"integer": "int", "number": "float", "boolean": "bool", "string": "str", "names": "names"}.get(str(body.get("type")))  # fmt: skip
     choices: tuple[Any, ...] = ()
     if "enum" in body:
         kind, choices = "choice", tuple(body["enum"])
@@ -273,6 +297,8 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
         min_length=body.get("minLength"),
         max_length=body.get("maxLength"),
         pattern=body.get("pattern"),
+        min_items=body.get("minItems"),
+        max_items=body.get("maxItems"),
     )
     described = str(prop.get("description") or body.get("description") or "")
     return replace(field, help=help_text(field, described))
@@ -281,68 +307,84 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
 def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[FormField]:
     """Every editable spec field, from GET /spec/schema, with defaults from GET /spec/defaults.
 
-    Nested sections are walked; each algorithm's parameters come from its own schema
-    (default: that algorithm's default, not the default algorithm's); `algorithm.name`
-    lists every algorithm the schema's discriminator knows.
+    Nested sections are walked (an optional one, `data.folder`, too: its fields belong to the
+    values of `data.name` the schema's if/then names); each algorithm's parameters come from
+    its own schema (default: that algorithm's default, not the default algorithm's);
+    `algorithm.name` lists every algorithm the schema's discriminator knows.
     """
+    return _walk(schema, schema, defaults, "", None)
+
+
+def _walk(schema: Mapping[str, Any], node: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str, when: tuple[str, tuple[Any, ...]] | None) -> list[FormField]:  # fmt: skip
+    """The fields of one object schema at `prefix`; `when`: (only_of, only) of its section."""
     out: list[FormField] = []
-
-    def walk(node: Mapping[str, Any], prefix: str) -> None:
-        for key, prop in node.get("properties", {}).items():
-            path = f"{prefix}{key}"
-            if path in SEPARATE:
-                continue
-            if path == "algorithm":
-                algorithms(prop)
-                continue
-            target = _resolve(schema, prop)
-            if target.get("type") == "object" and "properties" in target:
-                walk(target, f"{path}.")
-                continue
-            found = _leaf(path, prop, get_dotted(defaults, path), (), MAIN.get(path, "advanced"))
-            if found is not None:
-                out.append(found)
-
-    def algorithms(prop: Mapping[str, Any]) -> None:
-        mapping: dict[str, str] = prop["discriminator"]["mapping"]
-        names = tuple(mapping)
-        out.append(
-            FormField(
-                "algorithm.name",
-                LABELS["algorithm.name"],
-                "choice",
-                get_dotted(defaults, "algorithm.name"),
-                names,
-                help=_named("The method. The paper's names:", paper.PAPER_LABELS, names),
-                section="algorithm",
-            )
-        )
-        params: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-        for name in names:
-            sub = _resolve(schema, {"$ref": mapping[name]})
-            for key, p in sub.get("properties", {}).items():
-                if key != "name":
-                    params.setdefault(key, []).append((name, p))
-        for key, owners in params.items():
-            # One field per (parameter, default): algorithms that share a parameter with the
-            # same schema share the field (feddistill and feddistill-plus: reg_alpha).
-            groups: dict[str, list[str]] = {}
-            for name, p in owners:
-                groups.setdefault(repr(sorted(p.items())), []).append(name)
-            for names_ in groups.values():
-                p = dict(owners[[n for n, _ in owners].index(names_[0])][1])
-                section = "algorithm" if key in MAIN_ALGORITHM_PARAMS else "advanced"
-                found = _leaf(f"algorithm.{key}", p, p.get("default"), tuple(names_), section)
-                if found is not None:
-                    out.append(found)
-
-    walk(schema, "")
+    rules = section_rules(node)
+    for key, prop in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        if path in SEPARATE:
+            continue
+        if path == "algorithm":
+            out += _algorithm_fields(schema, prop, defaults)
+            continue
+        inner = (f"{prefix}{rules[key][0]}", rules[key][1]) if key in rules else when
+        target = _resolve(schema, single_option(prop))
+        if target.get("type") == "object" and "properties" in target:
+            out += _walk(schema, target, defaults, f"{path}.", inner)
+            continue
+        default = get_dotted(defaults, path, prop.get("default"))
+        found = _leaf(path, prop, default, (), MAIN.get(path, "advanced"))
+        if found is not None:
+            out.append(replace(found, only_of=inner[0], only=inner[1]) if inner else found)
     return out
 
 
-def applies(f: FormField, algorithms: Iterable[str]) -> bool:
-    """Whether the field is shown for the chosen algorithm(s)."""
-    return not f.only or bool(set(f.only) & set(algorithms))
+def _algorithm_fields(
+    schema: Mapping[str, Any], prop: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> list[FormField]:
+    """`algorithm.name` and every algorithm's parameters (`only`: the algorithms they belong to)."""
+    mapping: dict[str, str] = prop["discriminator"]["mapping"]
+    names = tuple(mapping)
+    out = [
+        FormField(
+            "algorithm.name",
+            LABELS["algorithm.name"],
+            "choice",
+            get_dotted(defaults, "algorithm.name"),
+            names,
+            help=_named("The method. The paper's names:", paper.PAPER_LABELS, names),
+            section="algorithm",
+        )
+    ]
+    params: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name in names:
+        sub = _resolve(schema, {"$ref": mapping[name]})
+        for key, p in sub.get("properties", {}).items():
+            if key != "name":
+                params.setdefault(key, []).append((name, p))
+    for key, owners in params.items():
+        # One field per (parameter, default): algorithms that share a parameter with the
+        # same schema share the field (feddistill and feddistill-plus: reg_alpha).
+        groups: dict[str, list[str]] = {}
+        for name, p in owners:
+            groups.setdefault(repr(sorted(p.items())), []).append(name)
+        for names_ in groups.values():
+            p = dict(owners[[n for n, _ in owners].index(names_[0])][1])
+            section = "algorithm" if key in MAIN_ALGORITHM_PARAMS else "advanced"
+            found = _leaf(f"algorithm.{key}", p, p.get("default"), tuple(names_), section)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def applies(f: FormField, chosen: Mapping[str, Iterable[Any]]) -> bool:
+    """Whether the field is shown for the chosen values, e.g. {'algorithm.name': ['fedgen'],
+    'data.name': ['folder']}: a field with `only` when its `only_of` has one of them."""
+    return not f.only or bool(set(f.only) & set(chosen.get(f.only_of, ())))
+
+
+def _param_of(f: FormField, name: str) -> bool:
+    """Whether `f` is a parameter of the algorithm `name`."""
+    return f.only_of == ALGORITHM and name in f.only
 
 
 def parse_list(text: str, kind: str) -> list[Any]:
@@ -376,7 +418,7 @@ def algorithm_block(
     """The `algorithm` mapping for `name` with only the parameters that algorithm accepts."""
     block: dict[str, Any] = {"name": name}
     for f in fields:
-        if f.only and name in f.only and f.path in values:
+        if _param_of(f, name) and f.path in values:
             block[f.path.split(".", 1)[1]] = values[f.path]
     return block
 
@@ -387,11 +429,17 @@ def build_spec(
     """Single-run values (one per dotted field) over the defaults -> the nested spec to send.
 
     Fields not in `values` keep their default; the algorithm block holds only the chosen
-    algorithm's parameters. An untouched form gives back `defaults` exactly.
+    algorithm's parameters, and a section only for its values (data.folder for data.name
+    'folder') is left out otherwise. An untouched form gives back `defaults` exactly.
     """
     spec: dict[str, Any] = copy.deepcopy(dict(defaults))
     name = values.get("algorithm.name", get_dotted(defaults, "algorithm.name"))
+    by_path = {f.path: f for f in fields}
     for path, value in values.items():
+        f = by_path.get(path)
+        if f is not None and sweeps_whole(f):
+            if values.get(f.only_of, get_dotted(defaults, f.only_of)) not in f.only:
+                continue
         if not path.startswith("algorithm."):
             set_dotted(spec, path, value)
     spec["algorithm"] = algorithm_block(name, values, fields)
@@ -405,7 +453,8 @@ def build_sweep(
 
     Fields with one value go to the base. Algorithm names and their parameters become
     a list of whole `algorithm` mappings (each algorithm with its own parameter grid),
-    so e.g. fedavg x fedgen(B_G in 16, 32) is three algorithm entries.
+    so e.g. fedavg x fedgen(B_G in 16, 32) is three algorithm entries. A swept data.name
+    with folder among its values is zipped with data.folder (`zip_sections`).
     """
     names = lists.get("algorithm.name") or [get_dotted(defaults, "algorithm.name")]
     singles = {k: v[0] for k, v in lists.items() if len(v) == 1}
@@ -417,14 +466,14 @@ def build_sweep(
     }
     entries: list[dict[str, Any]] = []
     for name in names:
-        params = [f.path for f in fields if f.only and name in f.only and f.path in lists]
+        params = [f.path for f in fields if _param_of(f, name) and f.path in lists]
         for combo in itertools.product(*(lists[p] for p in params)):
             entries.append(algorithm_block(name, dict(zip(params, combo, strict=True)), fields))
     if len(entries) > 1:
         grid["algorithm"] = entries
     else:
         base["algorithm"] = entries[0]
-    return base, grid
+    return base, zip_sections(grid, singles, fields)
 
 
 def sweep_size(grid: Mapping[str, list[Any]]) -> int:

@@ -2,8 +2,10 @@
 
 The form starts from GET /spec/defaults (what an empty submission gets, equal to `fedgen
 validate` of an empty file) and is generated from GET /spec/schema, so an untouched form
-submits exactly the defaults. Only the chosen algorithm's parameters are shown; every
-other spec field is under "Advanced". The spec that will be sent is shown as YAML.
+submits exactly the defaults. Only the chosen algorithm's parameters are shown, and the
+folder's fields (data.folder: path, classes as a count or names, channels, image size) only
+for the `folder` dataset (FormField.only, dashboard.spec_form_folder); every other spec field
+is under "Advanced". The spec that will be sent is shown as YAML.
 
 What is shown is what is sent: inputs take any value and a value outside the schema's limits
 is named under its field ("rounds: must be at least 1"); Validate and Submit refuse while any
@@ -33,6 +35,13 @@ from dashboard.spec_form import (
     sweep_size,
     text_field,
     text_fields,
+)
+from dashboard.spec_form_folder import (
+    ALGORITHM,
+    beside_their_field,
+    names_text,
+    parse_names,
+    sweeps_whole,
 )
 from dashboard.worker_offer import Offer, offer
 from fedgen.spec import SpecError, format_validation_error
@@ -131,6 +140,12 @@ def single(f: FormField, key: str) -> Any:
             f.label, options, index=options.index(f.default), key=key, help=f.help,
             format_func=dataset_label, on_change=_forget,
         )  # fmt: skip
+    if f.kind == "names":  # a count ('3') or comma-separated names ('cat, dog, bird')
+        text = st.text_input(
+            f.label, names_text(f.default), key=key, help=f.help, on_change=_forget,
+            placeholder="3, or cat, dog, bird",
+        )  # fmt: skip
+        return parse_names(text)
     if f.kind == "bool":
         return st.checkbox(f.label, value=bool(f.default), key=key, help=f.help, on_change=_forget)
     if f.kind == "int":
@@ -172,9 +187,15 @@ def listed(f: FormField, key: str) -> list[Any]:
     return values
 
 
+def in_list(f: FormField) -> bool:
+    """Whether `f` takes a list: in sweep mode's columns, but a conditional section's fields
+    (data.folder: one object, zipped with data.name) and nullable ones take one value."""
+    return sweep and f.section != "advanced" and not f.nullable and not sweeps_whole(f)
+
+
 def widget(f: FormField) -> Any:
     """One input with the reason it is refused right below it (a list in sweep mode's columns)."""
-    as_list = sweep and f.section != "advanced" and not f.nullable
+    as_list = in_list(f)
     key = f"submit_{'sw' if as_list else 'one'}_{f.path}"
     value = listed(f, key) if as_list else single(f, key)
     chosen = value if as_list else [value]
@@ -215,28 +236,38 @@ def combination_errors(sweep_body: dict[str, Any]) -> dict[str, str]:
 
 
 values: dict[str, Any] = {}
-by_path = {f.path: f for f in FIELDS}
-algo_field = by_path["algorithm.name"]
+# Each drawn field's picked values: a field with `only` is drawn when the field it belongs to
+# (algorithm.name, drawn first; data.name, drawn before data.folder.*) has one of them.
+picked: dict[str, list[Any]] = {}
+
+
+def draw(f: FormField) -> None:
+    """`f`'s widget when it applies to what is picked so far; its value in `values`."""
+    if applies(f, picked):
+        values[f.path] = widget(f)
+        picked[f.path] = values[f.path] if in_list(f) else [values[f.path]]
+
+
+algo_field = next(f for f in FIELDS if f.path == ALGORITHM)
 sections = {"data": "Data and partition", "algorithm": "Algorithm", "run": "Training"}
 cols = st.columns(3)
 with cols[1]:
     st.subheader(sections["algorithm"])
-    values[algo_field.path] = widget(algo_field)
-algos = values["algorithm.name"] if sweep else [values["algorithm.name"]]
-shown = [f for f in FIELDS if f is not algo_field and applies(f, algos)]
+    draw(algo_field)
 for col, (section, title) in zip(cols, sections.items(), strict=True):
     with col:
         if section != "algorithm":
             st.subheader(title)
-        for f in (x for x in shown if x.section == section):
-            values[f.path] = widget(f)
+        for f in beside_their_field(FIELDS):  # the folder's fields right under the dataset
+            if f.section == section and f is not algo_field:
+                draw(f)
 
 with st.expander("Advanced: every other spec field"):
     st.caption(
         "Left at the server's defaults unless changed. Knobs set to "
         f"“{UNSET}” take the fidelity profile's value (docs/fidelity.md)."
     )
-    advanced = [f for f in shown if f.section == "advanced"]
+    advanced = [f for f in FIELDS if f.section == "advanced" and applies(f, picked)]
     groups: dict[str, list[FormField]] = {}
     for f in advanced:
         groups.setdefault(f.path.split(".")[0] if "." in f.path else "training", []).append(f)
@@ -245,7 +276,7 @@ with st.expander("Advanced: every other spec field"):
         acols = st.columns(3)
         for i, f in enumerate(members):
             with acols[i % 3]:
-                values[f.path] = widget(f)
+                draw(f)
 
 with st.expander("Tags and note"):
     tag = TEXT["tags"]
@@ -271,7 +302,8 @@ with st.expander("Tags and note"):
 extra: dict[str, Any] = {"tags": tags, "note": note}
 
 if sweep:
-    lists = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
+    # A list-valued single field (class names) stays one value: only listed fields are lists.
+    lists = {f.path: values[f.path] if in_list(f) else [values[f.path]] for f in FIELDS if f.path in values}  # fmt: skip
     base, grid = build_sweep(lists, FIELDS, defaults)
     base.update(extra)
     body: dict[str, Any] = {"name": sweep_name, "base": base, "grid": grid}

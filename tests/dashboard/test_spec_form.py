@@ -51,13 +51,14 @@ def test_fields_take_choices_and_bounds_from_the_schema() -> None:
     assert BY_PATH["algorithm.gen_batch_size"].only == ("fedgen",)
     assert BY_PATH["algorithm.reg_alpha"].only == ("feddistill", "feddistill-plus")
     assert "heldout" in BY_PATH["algorithm.proxy"].choices
-    assert applies(BY_PATH["algorithm.mu"], ["fedprox"])
-    assert not applies(BY_PATH["algorithm.mu"], ["fedgen"])
+    assert applies(BY_PATH["algorithm.mu"], {"algorithm.name": ["fedprox"]})
+    assert not applies(BY_PATH["algorithm.mu"], {"algorithm.name": ["fedgen"]})
 
 
 def test_untouched_values_build_the_defaults() -> None:
     """Every field at its default (FedAvg) builds exactly GET /spec/defaults' spec."""
-    values = {f.path: f.default for f in FIELDS if applies(f, ["fedavg"])}
+    chosen = {"algorithm.name": ["fedavg"], "data.name": [DEFAULTS["data"]["name"]]}
+    values = {f.path: f.default for f in FIELDS if applies(f, chosen)}
     spec = {**build_spec(values, FIELDS, DEFAULTS), "tags": [], "note": ""}
     assert spec == DEFAULTS
 
@@ -154,9 +155,12 @@ def test_check_refuses_exactly_what_the_spec_refuses(path: str, refused: float, 
     built into the spec is the one entered, never a default."""
     # Prepare
     f = BY_PATH[path]
-    algorithm = f.only[0] if f.only else "fedavg"
+    algorithm = f.only[0] if f.only and f.only_of == "algorithm.name" else "fedavg"
+    # a data.folder.* field: with the folder dataset and the folder's required fields
+    folder = {"data.name": "folder", "data.folder.path": "imgs", "data.folder.classes": 3}
+    extra = folder if f.only_of == "data.name" else {}
     # Execute
-    spec = build_spec({"algorithm.name": algorithm, path: refused}, FIELDS, DEFAULTS)
+    spec = build_spec({"algorithm.name": algorithm, **extra, path: refused}, FIELDS, DEFAULTS)
     # Assert
     assert get_dotted(spec, path) == refused
     with pytest.raises(SpecError) as exc:
