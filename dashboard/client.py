@@ -263,6 +263,17 @@ class LabClient:
         params = {"since_round": since_round, "max_points": max_points}
         return self._json("GET", f"/runs/{run_id}/metrics", params=params)
 
+    def users(
+        self, run_id: str, round_from: int | None = None, round_to: int | None = None
+    ) -> dict[str, Any]:
+        """GET /runs/{id}/users: per-user metrics per round."""
+        params = {"round_from": round_from, "round_to": round_to}
+        return self._json("GET", f"/runs/{run_id}/users", params=params)
+
+    def info(self, run_id: str) -> dict[str, Any]:
+        """GET /runs/{id}/info: partition histogram, sizes, device, fidelity."""
+        return self._json("GET", f"/runs/{run_id}/info")
+
     def stream_token(self, run_id: str) -> dict[str, Any]:
         """POST /runs/{id}/stream-token: a short-lived `?token=` for that run's event stream."""
         return self._json("POST", f"/runs/{run_id}/stream-token")
@@ -330,17 +341,6 @@ class LabClient:
             "metrics": ",".join(metrics) if metrics else None,
         }
         return self._json("GET", "/compare", params=params)
-
-    def users(
-        self, run_id: str, round_from: int | None = None, round_to: int | None = None
-    ) -> dict[str, Any]:
-        """GET /runs/{id}/users: per-user metrics per round."""
-        params = {"round_from": round_from, "round_to": round_to}
-        return self._json("GET", f"/runs/{run_id}/users", params=params)
-
-    def info(self, run_id: str) -> dict[str, Any]:
-        """GET /runs/{id}/info: partition histogram, sizes, device, fidelity."""
-        return self._json("GET", f"/runs/{run_id}/info")
 
     def checkpoints(self, run_id: str) -> dict[str, Any]:
         """GET /runs/{id}/checkpoints."""
