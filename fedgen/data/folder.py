@@ -175,7 +175,7 @@ def check_files(f: FolderSpec, root: Path) -> Problems:
     """What is wrong with the files `f` points to under data root `root` (empty: fine)."""
     path = folder_path(f, root)
     if not path.is_dir():
-        return [(FIELD, f"folder {path} does not exist (data.folder.path {f.path!r})")]
+        return [(f"{FIELD}.path", f"folder {path} does not exist (data.folder.path {f.path!r})")]
     kind = layout_of(path)
     if kind == "npz":
         return _check_npz(f, path)
@@ -183,7 +183,7 @@ def check_files(f: FolderSpec, root: Path) -> Problems:
         return _check_imagefolder(f, path)
     return [
         (
-            FIELD,
+            f"{FIELD}.path",
             f"{path} holds neither train.npz (and test.npz) nor train/<class>/ image folders",
         )
     ]

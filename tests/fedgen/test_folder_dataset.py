@@ -121,8 +121,8 @@ def test_validate_names_the_missing_folder(
     a run of it fails with the same words (DatasetError)."""
     spec = folder_spec(tmp_path, "nowhere")
     err = _validate(tmp_path, spec, capsys)
-    assert f"data.folder: folder {tmp_path / 'nowhere'} does not exist" in err
-    with pytest.raises(DatasetError, match=r"data\.folder: folder .*nowhere does not exist"):
+    assert f"data.folder.path: folder {tmp_path / 'nowhere'} does not exist" in err
+    with pytest.raises(DatasetError, match=r"data\.folder\.path: folder .*nowhere does not exist"):
         load_dataset(spec.data, spec.partition)
 
 
