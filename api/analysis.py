@@ -130,58 +130,72 @@ def sweep_summary(
     runs = sweeps_repo.runs_of_sweep(session, sweep_id)
     groups = group_runs(runs, by)
     curves = metrics_repo.acc_curves(session, [r.id for r in groups_finished(groups)])
-    rows: list[dict[str, Any]] = []
-    for g in groups:
-        # The accuracies each run's fidelity profile reports (official: not the post-final model).
-        done: list[list[float]] = []
-        finals: list[CurveSummary] = []
-        counted: list[Run] = []
-        last_rounds: list[int] = []
-        for r in g.finished:
-            if not curves.get(r.id):
-                continue
-            spec = ExperimentSpec.model_validate(r.spec)
-            timing = resolve(spec).eval_timing
-            done.append(reported_curve(curves[r.id], timing, spec.rounds))
-            finals.append(summarize_curve(curves[r.id], timing, spec.rounds))
-            counted.append(r)
-            last_rounds.append(spec.rounds)
-        final_m, final_s = mean_std([c.final for c in finals])
-        best_m, best_s = mean_std([c.best for c in finals])
-        top_m, top_s = pooled_top5(done)
-        named = statistic_round("final", finals, last_rounds)
-        best_rounds = {c.best_round for c in finals}
-        rows.append(
-            {
-                "label": g.label,
-                "fields": g.fields,
-                "varying": g.varying,
-                "n": len(counted),
-                "n_succeeded": len(counted),
-                "n_total": len(g.members),
-                "status_counts": dict(Counter(r.status for r in g.members)),
-                "excluded": g.excluded(),
-                "seeds": sorted(int(r.spec.get("seed", 0)) for r in counted),
-                "final_mean": _nan_none(final_m),
-                "final_std": _nan_none(final_s),
-                # The round the final figures are from (R-1 under before_training, where the
-                # official code never evaluates round R); None if the members differ.
-                "final_round": common_final_round(finals),
-                # The runs' R: final_round differs from it under before_training ("final @R-1").
-                "last_round": named["last_round"],
-                "final_label": named["statistic_label"],
-                # Best: each run's highest evaluated accuracy (same rounds as final), mean ± std;
-                # best_round only when every run peaked at one round.
-                "best_mean": _nan_none(best_m),
-                "best_std": _nan_none(best_s),
-                "best_round": best_rounds.pop() if len(best_rounds) == 1 else None,
-                "top5_mean": _nan_none(top_m),
-                "top5_std": _nan_none(top_s),
-                "run_ids": [str(r.id) for r in counted],
-                "all_run_ids": [str(r.id) for r in g.members],
-            }
-        )
+    rows = [_summary_row(g, _counted(g, curves)) for g in groups]
     return {"group_by": by, "groups": rows, "warnings": warnings_of(groups)}
+
+
+@dataclass
+class _Counted:
+    """A group's runs that count (succeeded, with a curve), each with what its profile reports."""
+
+    runs: list[Run] = field(default_factory=list)
+    reported: list[list[float]] = field(default_factory=list)  # the curve its profile reports
+    summaries: list[CurveSummary] = field(default_factory=list)
+    last_rounds: list[int] = field(default_factory=list)  # each run's R
+
+
+def _counted(group: RunGroup, curves: dict[uuid.UUID, list[float]]) -> _Counted:
+    """The group's succeeded runs that have a curve, read under each run's fidelity profile
+    (official: the post-final model is not among the reported rounds)."""
+    out = _Counted()
+    for r in group.finished:
+        if not curves.get(r.id):
+            continue
+        spec = ExperimentSpec.model_validate(r.spec)
+        timing = resolve(spec).eval_timing
+        out.reported.append(reported_curve(curves[r.id], timing, spec.rounds))
+        out.summaries.append(summarize_curve(curves[r.id], timing, spec.rounds))
+        out.runs.append(r)
+        out.last_rounds.append(spec.rounds)
+    return out
+
+
+def _summary_row(g: RunGroup, counted: _Counted) -> dict[str, Any]:
+    """One group's row of the sweep summary (its CSV columns: `summary_csv`)."""
+    finals = counted.summaries
+    final_m, final_s = mean_std([c.final for c in finals])
+    best_m, best_s = mean_std([c.best for c in finals])
+    top_m, top_s = pooled_top5(counted.reported)
+    named = statistic_round("final", finals, counted.last_rounds)
+    best_rounds = {c.best_round for c in finals}
+    return {
+        "label": g.label,
+        "fields": g.fields,
+        "varying": g.varying,
+        "n": len(counted.runs),
+        "n_succeeded": len(counted.runs),
+        "n_total": len(g.members),
+        "status_counts": dict(Counter(r.status for r in g.members)),
+        "excluded": g.excluded(),
+        "seeds": sorted(int(r.spec.get("seed", 0)) for r in counted.runs),
+        "final_mean": _nan_none(final_m),
+        "final_std": _nan_none(final_s),
+        # The round the final figures are from (R-1 under before_training, where the
+        # official code never evaluates round R); None if the members differ.
+        "final_round": common_final_round(finals),
+        # The runs' R: final_round differs from it under before_training ("final @R-1").
+        "last_round": named["last_round"],
+        "final_label": named["statistic_label"],
+        # Best: each run's highest evaluated accuracy (same rounds as final), mean ± std;
+        # best_round only when every run peaked at one round.
+        "best_mean": _nan_none(best_m),
+        "best_std": _nan_none(best_s),
+        "best_round": best_rounds.pop() if len(best_rounds) == 1 else None,
+        "top5_mean": _nan_none(top_m),
+        "top5_std": _nan_none(top_s),
+        "run_ids": [str(r.id) for r in counted.runs],
+        "all_run_ids": [str(r.id) for r in g.members],
+    }
 
 
 def groups_finished(groups: list[RunGroup]) -> list[Run]:

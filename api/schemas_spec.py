@@ -1,10 +1,11 @@
-"""Responses about specs and tokens: /spec/validate, /spec/defaults, /runs/{id}/stream-token."""
+"""Responses about specs and tokens: /spec/validate, /spec/defaults, /spec/schema,
+/runs/{id}/stream-token."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SpecValidated(BaseModel):
@@ -33,6 +34,27 @@ class SpecDefaults(BaseModel):
     spec: dict[str, Any]
     spec_hash: str
     algorithms: list[AlgorithmInfo]
+
+
+class SpecJsonSchema(BaseModel):
+    """GET /spec/schema: the JSON Schema (draft 2020-12) of ExperimentSpec, as pydantic writes it.
+
+    A JSON Schema document is open by nature: the keywords pydantic writes are listed (in its
+    order, so the document reads as before), any other keyword is passed through unchanged.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    defs: dict[str, Any] = Field(
+        alias="$defs", description="the nested models' schemas, referenced as #/$defs/<name>"
+    )
+    additional_properties: bool = Field(
+        alias="additionalProperties", description="false: unknown spec fields are rejected"
+    )
+    description: str
+    properties: dict[str, Any] = Field(description="one JSON Schema per top-level spec field")
+    title: str
+    type: Literal["object"]
 
 
 class StreamToken(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, status
 
@@ -11,6 +11,7 @@ from api import analysis
 from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
 from api.schemas import AUTHED, error_responses
+from api.schemas_analysis import Difference
 
 router = APIRouter(tags=["metrics"])
 _WS = r"[ \t\n\r\f\v]*"
@@ -63,7 +64,7 @@ def difference(
             "first, so the difference is not negative (`swapped` says whether a and b traded)"
         ),
     ] = "given",
-) -> dict[str, Any]:
+) -> Difference:
     """Group a − group b: means, diff, 95 % CI (Welch–Satterthwaite), Welch's p, n_a, n_b.
 
     Each run contributes one value (its final, best or top-5 accuracy under its fidelity
@@ -74,7 +75,8 @@ def difference(
     differ in a setting give a `warnings` entry.
     """
     try:
-        return analysis.difference(session, _ids("a", a), _ids("b", b), statistic, order)
+        found = analysis.difference(session, _ids("a", a), _ids("b", b), statistic, order)
     except analysis.DifferenceError as exc:
         code = status.HTTP_404_NOT_FOUND if exc.unknown else status.HTTP_409_CONFLICT
         raise HTTPException(code, str(exc)) from None
+    return Difference.model_validate(found)

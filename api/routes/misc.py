@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import JSONResponse
@@ -14,7 +14,7 @@ from api.errors import RETRY_AFTER_S
 from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
 from api.schemas_analysis import TimingTable
-from api.schemas_spec import AlgorithmInfo, SpecDefaults, SpecValidated
+from api.schemas_spec import AlgorithmInfo, SpecDefaults, SpecJsonSchema, SpecValidated
 from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
 
@@ -115,9 +115,9 @@ def spec_defaults(_user: UserDep) -> SpecDefaults:
 
 
 @router.get("/spec/schema", tags=["spec"], responses=error_responses(*AUTHED))
-def spec_schema(_user: UserDep) -> dict[str, Any]:
+def spec_schema(_user: UserDep) -> SpecJsonSchema:
     """The JSON schema of ExperimentSpec (the dashboard builds its form from it)."""
-    return ExperimentSpec.model_json_schema()
+    return SpecJsonSchema.model_validate(ExperimentSpec.model_json_schema())
 
 
 @router.get("/me", tags=["users"], responses=error_responses(*AUTHED))

@@ -12,7 +12,7 @@ The definitions, the paper's numbers and the verdicts live in `fedgen.studies`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import ValidationError
@@ -22,40 +22,40 @@ from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
 from api.schemas import AUTHED, BODY, error_responses
-from api.schemas_analysis import StudiesPublic, StudyLaunched, StudySummary
-from fedgen.spec import MAX_ROUNDS, SpecError, format_validation_error
-from fedgen.studies import (
-    MAX_STUDY_SEEDS,
-    STUDIES,
-    Plan,
-    Study,
-    StudyOverrides,
-    UnknownStudy,
-    get_study,
-    plan,
-    study_dict,
+from api.schemas_analysis import (
+    StudiesPublic,
+    StudyDefinition,
+    StudyLaunched,
+    StudyResults,
+    StudySummary,
 )
+from fedgen import studies
+from fedgen.spec import MAX_ROUNDS, SpecError, format_validation_error
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 
 
-def _study(name: str) -> Study:
+def _study(name: str) -> studies.Study:
     try:
-        return get_study(name)
-    except UnknownStudy as exc:
+        return studies.get_study(name)
+    except studies.UnknownStudy as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, exc.message) from None
 
 
-def _plan(study: Study, overrides: StudyOverrides) -> Plan:
+def _plan(study: studies.Study, overrides: studies.StudyOverrides) -> studies.Plan:
     try:
-        return plan(study, overrides)
+        return studies.plan(study, overrides)
     except SpecError as exc:  # a study that does not expand on this dataset: say where
         raise FieldErrors(exc.errors) from None
 
 
-def _overrides(dataset: str | None, seeds: int | None, rounds: int | None) -> StudyOverrides:
+def _overrides(
+    dataset: str | None, seeds: int | None, rounds: int | None
+) -> studies.StudyOverrides:
     try:
-        return StudyOverrides.model_validate({"dataset": dataset, "seeds": seeds, "rounds": rounds})
+        return studies.StudyOverrides.model_validate(
+            {"dataset": dataset, "seeds": seeds, "rounds": rounds}
+        )
     except ValidationError as exc:
         raise FieldErrors(format_validation_error(exc)) from None
 
@@ -64,11 +64,11 @@ def _overrides(dataset: str | None, seeds: int | None, rounds: int | None) -> St
 def list_studies(_user: UserDep) -> StudiesPublic:
     """Every study with its defaults, number of runs and estimated CPU time (one core)."""
     data = []
-    for s in STUDIES.values():
-        p = plan(s)
+    for s in studies.STUDIES.values():
+        p = studies.plan(s)
         data.append(
             StudySummary.model_validate(
-                {**study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)}
+                {**studies.study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)}
             )
         )
     return StudiesPublic(data=data, count=len(data))
@@ -80,16 +80,16 @@ def get_study_definition(
     session: SessionDep,
     _user: UserDep,
     dataset: Annotated[str | None, Query(max_length=100)] = None,
-    seeds: Annotated[int | None, Query(ge=1, le=MAX_STUDY_SEEDS)] = None,
+    seeds: Annotated[int | None, Query(ge=1, le=studies.MAX_STUDY_SEEDS)] = None,
     rounds: Annotated[int | None, Query(ge=1, le=MAX_ROUNDS)] = None,
-) -> dict[str, Any]:
+) -> StudyDefinition:
     """Definition, the sweep for these overrides, the paper's numbers, the launched sweeps."""
     study = _study(name)
     p = _plan(study, _overrides(dataset, seeds, rounds))
     launched = [
         study_queries.launched(session, s, o) for s, o in study_queries.sweeps_of(session, study)
     ]
-    return {**p.to_dict(), "launched": launched}
+    return StudyDefinition.model_validate({**p.to_dict(), "launched": launched})
 
 
 @router.post(
@@ -97,21 +97,13 @@ def get_study_definition(
     status_code=status.HTTP_202_ACCEPTED,
     responses=error_responses(*AUTHED, *BODY, 404),
 )
-def launch_study(name: str, sub: SubmitterDep, body: StudyOverrides | None = None) -> StudyLaunched:
+def launch_study(
+    name: str, sub: SubmitterDep, body: studies.StudyOverrides | None = None
+) -> StudyLaunched:
     """Create the study's sweep (the paper's original, or the overrides) and queue its runs."""
-    study = _study(name)
-    p = _plan(study, body or StudyOverrides())
+    p = _plan(_study(name), body or studies.StudyOverrides())
     sweep, _ = service.submit_sweep(sub, p.sweep.name, p.sweep.base, p.sweep.grid)
-    return StudyLaunched(
-        study=study.name,
-        version=study.version,
-        dataset=p.dataset,
-        seeds=p.seeds,
-        rounds=p.rounds,
-        runs=p.runs,
-        est_cpu_s=round(p.est_cpu_s, 1),
-        sweep=sweep_public(sub.session, sweep, sub.user.name),
-    )
+    return StudyLaunched.of_plan(p, sweep_public(sub.session, sweep, sub.user.name))
 
 
 @router.get("/{name}/results", responses=error_responses(*AUTHED, 404, 422))
@@ -120,7 +112,7 @@ def study_results(
     session: SessionDep,
     _user: UserDep,
     sweep_id: Annotated[str | None, Query()] = None,
-) -> dict[str, Any]:
+) -> StudyResults:
     """The study's table for a sweep of it: per cell ours, the paper's, Δ and the verdict."""
     study = _study(name)
     if sweep_id:
@@ -136,4 +128,4 @@ def study_results(
                 status.HTTP_404_NOT_FOUND, f"study {name} has not been launched yet"
             )
         sweep = mine[0][0]
-    return study_queries.results(session, study, sweep)
+    return StudyResults.model_validate(study_queries.results(session, study, sweep))

@@ -1,24 +1,18 @@
-"""Sweeps: submit a grid, list, get, and the grouped summary (JSON or CSV)."""
+"""Sweeps: submit a grid, list, get, annotate; the grouped summary and plot data (JSON or CSV)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import PlainTextResponse
+from fastapi.types import DecoratedCallable
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api import analysis, plot_data, service
-from api.deps import (
-    OwnSweepDep,
-    SessionDep,
-    SettingsDep,
-    SubmitterDep,
-    UserDep,
-    check_page_size,
-    parse_uuid,
-)
+from api import analysis, deps, plot_data, service
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
@@ -33,6 +27,7 @@ from api.schemas import (
     SweepsPublic,
     error_responses,
 )
+from api.schemas_analysis import SweepSummary
 from fedgen.specdict import group_fields
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -61,7 +56,7 @@ def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
-def submit_sweep(body: SweepCreate, sub: SubmitterDep) -> SweepPublic:
+def submit_sweep(body: SweepCreate, sub: deps.SubmitterDep) -> SweepPublic:
     """Expand a grid into runs (all validated first) and queue them."""
     sweep, _ = service.submit_sweep(sub, body.name, body.base, body.grid, priority=body.priority)
     return _public(sub.session, sweep, sub.user.name)
@@ -69,9 +64,9 @@ def submit_sweep(body: SweepCreate, sub: SubmitterDep) -> SweepPublic:
 
 @router.get("", responses=error_responses(*AUTHED, 422))
 def list_sweeps(
-    session: SessionDep,
-    settings: SettingsDep,
-    _user: UserDep,
+    session: deps.SessionDep,
+    settings: deps.SettingsDep,
+    _user: deps.UserDep,
     q: Annotated[
         str | None,
         Query(
@@ -84,27 +79,27 @@ def list_sweeps(
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> SweepsPublic:
     """Sweeps, newest first."""
-    check_page_size(limit, settings)
+    deps.check_page_size(limit, settings)
     rows, count = sweeps_repo.list_sweeps(session, limit, offset, q=q or None)
     return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
 
 
 def _load(session: Session, sweep_id: str) -> tuple[Sweep, str]:
-    found = sweeps_repo.get_sweep(session, parse_uuid(sweep_id, "sweep"))
+    found = sweeps_repo.get_sweep(session, deps.parse_uuid(sweep_id, "sweep"))
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"sweep {sweep_id} not found")
     return found
 
 
 @router.get("/{sweep_id}", responses=error_responses(*AUTHED, 404))
-def get_sweep(sweep_id: str, session: SessionDep, _user: UserDep) -> SweepPublic:
+def get_sweep(sweep_id: str, session: deps.SessionDep, _user: deps.UserDep) -> SweepPublic:
     """One sweep with its run ids and status counts."""
     return _public(session, *_load(session, sweep_id))
 
 
 @router.patch("/{sweep_id}", responses=error_responses(*AUTHED, *BODY, 403, 404))
 def annotate_sweep(
-    found: OwnSweepDep, body: AnnotationsUpdate, session: SessionDep, user: UserDep
+    found: deps.OwnSweepDep, body: AnnotationsUpdate, session: deps.SessionDep, user: deps.UserDep
 ) -> SweepPublic:
     """Change a sweep's tags and/or note (owner or admin); who and when are recorded."""
     sweep, owner = found
@@ -112,24 +107,38 @@ def annotate_sweep(
     return _public(session, sweep, owner)
 
 
-@router.get(
-    "/{sweep_id}/summary",
-    response_model=None,
-    responses={
-        200: {
-            "description": "JSON (format=json) or CSV (format=csv), one row per group",
-            "content": {
-                "application/json": {"schema": {"type": "object"}},
-                "text/csv": {"schema": {"type": "string"}},
+def _get_json_or_csv(
+    path: str, model: type[BaseModel], rows: str
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """A GET route answering `model` as JSON, or CSV with `format=csv` (the route returns
+    `_csv`); the OpenAPI document gives its 200 both media types."""
+    return router.get(
+        path,
+        response_model=model,
+        responses={
+            200: {
+                "description": f"JSON (format=json) or CSV (format=csv, {rows})",
+                "content": {"text/csv": {"schema": {"type": "string"}}},
             },
+            **error_responses(*AUTHED, 404, 422),
         },
-        **error_responses(*AUTHED, 404, 422),
-    },
-)
+    )
+
+
+def _csv(text: str, filename: str) -> PlainTextResponse:
+    """A CSV download named `filename`."""
+    return PlainTextResponse(
+        text,
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@_get_json_or_csv("/{sweep_id}/summary", SweepSummary, "one row per group")
 def sweep_summary(
     sweep_id: str,
-    session: SessionDep,
-    _user: UserDep,
+    session: deps.SessionDep,
+    _user: deps.UserDep,
     format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
     group_by: Annotated[
         str | None,
@@ -140,7 +149,7 @@ def sweep_summary(
             " (each must be a field of this sweep's specs; 422 names the unknown ones)",
         ),
     ] = None,
-) -> dict[str, Any] | PlainTextResponse:
+) -> SweepSummary | PlainTextResponse:
     """Runs grouped by every field but the seed: mean ± std of final and top-5 accuracy.
 
     n counts the succeeded runs only; the others are counted and listed apart (`excluded`).
@@ -164,12 +173,8 @@ def sweep_summary(
     summary = analysis.sweep_summary(session, sweep.id, by)
     rows = summary["groups"]
     if format == "csv":
-        return PlainTextResponse(
-            analysis.summary_csv(rows),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="sweep-{sweep.id}.csv"'},
-        )
-    return {"sweep_id": str(sweep.id), "name": sweep.name, **summary}
+        return _csv(analysis.summary_csv(rows), f"sweep-{sweep.id}.csv")
+    return SweepSummary.model_validate({"sweep_id": str(sweep.id), "name": sweep.name, **summary})
 
 
 _DOTTED = Query(
@@ -180,22 +185,11 @@ _DOTTED = Query(
 )
 
 
-@router.get(
-    "/{sweep_id}/plot-data",
-    response_model=None,
-    responses={
-        200: {
-            "description": "JSON (format=json) or CSV (format=csv, one row per point)",
-            "model": PlotData,
-            "content": {"text/csv": {"schema": {"type": "string"}}},
-        },
-        **error_responses(*AUTHED, 404, 422),
-    },
-)
+@_get_json_or_csv("/{sweep_id}/plot-data", PlotData, "one row per point")
 def sweep_plot_data(
     sweep_id: str,
-    session: SessionDep,
-    _user: UserDep,
+    session: deps.SessionDep,
+    _user: deps.UserDep,
     x: Annotated[str, _DOTTED],
     by: Annotated[str, _DOTTED] = "algorithm",
     statistic: Annotated[
@@ -214,7 +208,7 @@ def sweep_plot_data(
         Query(gt=0.0, le=1.0, description="accuracy to reach (a fraction, 0 < target <= 1)"),
     ] = None,
     format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
-) -> dict[str, Any] | PlainTextResponse:
+) -> PlotData | PlainTextResponse:
     """A statistic against the swept field `x`, one series per value of `by`, over seeds.
 
     Each point: mean, std, the bar's ends lo/hi, n succeeded runs of n_total, their ids and
@@ -228,9 +222,5 @@ def sweep_plot_data(
     except plot_data.PlotDataError as exc:
         raise FieldErrors(exc.errors) from None
     if format == "csv":
-        return PlainTextResponse(
-            plot_data.plot_csv(data),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="sweep-{sweep.id}-plot.csv"'},
-        )
-    return PlotData.model_validate(data).model_dump(mode="json")
+        return _csv(plot_data.plot_csv(data), f"sweep-{sweep.id}-plot.csv")
+    return PlotData.model_validate(data)
