@@ -8,12 +8,26 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class SpecWarning(BaseModel):
+    """A field of a valid spec the server has doubts about: sent anyway, said beside it."""
+
+    field: str = Field(description="dotted field name, e.g. spec.data.folder.path")
+    msg: str
+
+
 class SpecValidated(BaseModel):
     """POST /spec/validate: the spec in canonical form (every default written out)."""
 
     ok: Literal[True]
     spec: dict[str, Any] = Field(description="an ExperimentSpec, every field present")
     spec_hash: str
+    warnings: list[SpecWarning] = Field(
+        default_factory=list,
+        description="What the dataset's own check finds on the server's host for a dataset "
+        "whose files the spec names (`folder`): a missing folder, a wrong shape or class count. "
+        "Not an error: the worker that runs it may be another host that has the files, and it "
+        "checks them again (the run fails naming the field when they are wrong there too).",
+    )
 
 
 class AlgorithmInfo(BaseModel):

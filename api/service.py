@@ -70,6 +70,24 @@ def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec
     return spec
 
 
+def host_warnings(spec: ExperimentSpec, prefix: str = "spec.") -> list[tuple[str, str]]:
+    """The dataset's own file check on this (the API's) host, for a dataset whose files each
+    spec names (`folder`): (field, message) pairs to show, not to refuse, since the worker that
+    runs the spec may be another host, with the files. Other datasets: nothing (the workers'
+    offers say who has them)."""
+    from fedgen.data.registry import get_dataset
+
+    decl = get_dataset(spec.data.name)
+    if not decl.files_in_spec:
+        return []
+    try:
+        problems = decl.problems(spec.data)
+    except Exception as exc:  # a plugin's check must not turn a valid spec into a 500
+        problems = [("data", f"the dataset's check failed: {type(exc).__name__}: {exc}")]
+    where = "seen from the lab server's host; a worker on another host may have the files"
+    return [(f"{prefix}{field}", f"{msg}; {where}") for field, msg in problems]
+
+
 def partition_problem(spec: ExperimentSpec) -> str | None:
     """Why the spec's split cannot be drawn (checked without loading data), or None."""
     from fedgen.data.partition import (

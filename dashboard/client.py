@@ -43,11 +43,13 @@ class ApiNotFound(ApiError):
 
 @dataclass(frozen=True)
 class Validation:
-    """The outcome of POST /spec/validate: the normalised spec or field -> message errors."""
+    """The outcome of POST /spec/validate: the normalised spec or field -> message errors, and
+    field -> message warnings of a valid spec (e.g. a folder the server's host cannot see)."""
 
     ok: bool
     spec: dict[str, Any] | None = None
     errors: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, str] = field(default_factory=dict)
 
 
 def normalize_base_url(url: str) -> str:
@@ -363,8 +365,11 @@ class LabClient:
             return Validation(
                 ok=False, errors=error_fields(body.get("detail") or body.get("errors"))
             )
-        spec_out = body.get("spec") if isinstance(body, dict) else None
-        return Validation(ok=True, spec=spec_out)
+        if not isinstance(body, dict):
+            return Validation(ok=True)
+        return Validation(
+            ok=True, spec=body.get("spec"), warnings=error_fields(body.get("warnings"))
+        )
 
     def spec_schema(self) -> dict[str, Any]:
         """GET /spec/schema (JSON schema of ExperimentSpec)."""

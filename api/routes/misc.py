@@ -14,7 +14,13 @@ from api.errors import RETRY_AFTER_S
 from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
 from api.schemas_analysis import TimingTable
-from api.schemas_spec import AlgorithmInfo, SpecDefaults, SpecJsonSchema, SpecValidated
+from api.schemas_spec import (
+    AlgorithmInfo,
+    SpecDefaults,
+    SpecJsonSchema,
+    SpecValidated,
+    SpecWarning,
+)
 from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
 
@@ -81,9 +87,15 @@ def ready(request: Request) -> JSONResponse:
 
 @router.post("/spec/validate", tags=["spec"], responses=error_responses(*AUTHED, *BODY))
 def validate_spec(body: SpecValidate, _user: UserDep) -> SpecValidated:
-    """Validate a spec; returns its canonical form (every default written out)."""
+    """Validate a spec; returns its canonical form (every default written out) and, for a
+    `folder` dataset, what its files look like from the server's host (`warnings`)."""
     spec = service.validate_spec(body.spec)
-    return SpecValidated(ok=True, spec=spec.model_dump(mode="json"), spec_hash=spec.spec_hash())
+    return SpecValidated(
+        ok=True,
+        spec=spec.model_dump(mode="json"),
+        spec_hash=spec.spec_hash(),
+        warnings=[SpecWarning(field=f, msg=m) for f, m in service.host_warnings(spec)],
+    )
 
 
 @router.get("/spec/defaults", tags=["spec"], responses=error_responses(*AUTHED))

@@ -366,3 +366,7 @@ elif validate or submit:
             st.page_link(
                 "app_pages/live.py", label="Watch it on the Live page", icon=":material/monitoring:"
             )
+    # A valid spec the server still has doubts about (a folder its host cannot see): said, not
+    # refused, since the worker that runs it may be on another host.
+    for name, msg in result.warnings.items():
+        st.warning(f"{name}: {msg}", icon=":material/warning:")

@@ -175,7 +175,8 @@ def check_files(f: FolderSpec, root: Path) -> Problems:
     """What is wrong with the files `f` points to under data root `root` (empty: fine)."""
     path = folder_path(f, root)
     if not path.is_dir():
-        return [(f"{FIELD}.path", f"folder {path} does not exist (data.folder.path {f.path!r})")]
+        given = "" if Path(f.path) == path else f" (data.folder.path {f.path!r})"
+        return [(f"{FIELD}.path", f"folder {path} does not exist{given}")]
     kind = layout_of(path)
     if kind == "npz":
         return _check_npz(f, path)
