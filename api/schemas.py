@@ -316,6 +316,12 @@ class SweepsPublic(BaseModel):
     count: int
 
 
+class Health(BaseModel):
+    """GET /health: the process is up (readiness, with the database and broker: GET /ready)."""
+
+    status: Literal["ok"]
+
+
 class UserPublic(_FromRow):
     """GET /me."""
 

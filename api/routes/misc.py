@@ -12,7 +12,7 @@ from api import analysis, service
 from api.deps import SessionDep, UserDep, parse_uuid
 from api.errors import RETRY_AFTER_S
 from api.routes.runs import NO_NUL
-from api.schemas import AUTHED, BODY, SpecValidate, UserPublic, error_responses
+from api.schemas import AUTHED, BODY, Health, SpecValidate, UserPublic, error_responses
 from api.schemas_analysis import TimingTable
 from api.schemas_spec import (
     AlgorithmInfo,
@@ -37,9 +37,9 @@ READY = {
 
 
 @router.get("/health", tags=["health"])
-def health() -> dict[str, str]:
+def health() -> Health:
     """The process is up."""
-    return {"status": "ok"}
+    return Health(status="ok")
 
 
 def _why(exc: BaseException) -> str:

@@ -147,3 +147,27 @@ def test_bodies_have_exactly_the_models_fields(
     assert set(_ok_schema(openapi, "/spec/schema")["required"]) <= set(spec)
     assert "$defs" in spec
     assert spec["additionalProperties"] is False
+
+
+def _typed(doc: dict[str, Any], media: str, schema: dict[str, Any]) -> bool:
+    """A model (a $ref to a component with properties), an object with its properties listed,
+    or, for a non-JSON body (CSV, a download), a string."""
+    if "$ref" in schema:
+        return bool(_component(doc, schema).get("properties"))
+    if media == "application/json" or "properties" in schema:
+        return bool(schema.get("properties"))
+    return schema.get("type") == "string"
+
+
+def test_every_success_response_of_every_route_has_a_schema(openapi: dict[str, Any]) -> None:
+    """No route answers an untyped body: each 2xx response (204 aside) names its fields."""
+    untyped = [
+        (method, path, code, media)
+        for path, ops in openapi["paths"].items()
+        for method, op in ops.items()
+        for code, resp in op["responses"].items()
+        if code.startswith("2") and code != "204"
+        for media, body in (resp.get("content") or {"(none)": {}}).items()
+        if not _typed(openapi, media, body.get("schema", {}))
+    ]
+    assert untyped == []
