@@ -110,7 +110,10 @@ class FolderSpec(StrictModel):
     )
     classes: (
         Annotated[int, Field(ge=2, le=MAX_CLASSES)]
-        | Annotated[list[ClassName], Field(min_length=2, max_length=MAX_CLASSES)]
+        | Annotated[
+            list[ClassName],
+            Field(min_length=2, max_length=MAX_CLASSES, json_schema_extra={"uniqueItems": True}),
+        ]
     ) = Field(
         description="How many classes (labels 0..n-1), or their names (ImageFolder: the class "
         "folders, in this order; npz: label i is the i-th name)."

@@ -27,6 +27,9 @@ MAX_FIELD_DEPTH = 6
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 Scalar = str | int | float | bool | None
+# What json.loads skips around a value; stripping more (str.strip's Unicode blanks) would turn
+# a string value such as "\x1c[1]" into a JSON list.
+JSON_WHITESPACE = " \t\n\r"
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ def parse_where(clauses: list[str]) -> tuple[list[SpecWhere], list[str]]:
             )
             continue
         try:
-            value = _value(raw.strip())
+            value = _value(raw.strip(JSON_WHITESPACE))
         except ValueError as exc:
             problems.append(f"{shown!r}: {exc}")
             continue

@@ -30,6 +30,7 @@ from api.schemas_analysis import (
     StudySummary,
 )
 from fedgen import studies
+from fedgen.data_spec import StudyDatasetName
 from fedgen.spec import MAX_ROUNDS, SpecError, format_validation_error
 
 router = APIRouter(prefix="/studies", tags=["studies"])
@@ -79,7 +80,7 @@ def get_study_definition(
     name: str,
     session: SessionDep,
     _user: UserDep,
-    dataset: Annotated[str | None, Query(max_length=100)] = None,
+    dataset: Annotated[StudyDatasetName | None, Query()] = None,
     seeds: Annotated[int | None, Query(ge=1, le=studies.MAX_STUDY_SEEDS)] = None,
     rounds: Annotated[int | None, Query(ge=1, le=MAX_ROUNDS)] = None,
 ) -> StudyDefinition:

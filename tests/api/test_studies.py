@@ -125,6 +125,21 @@ def test_bad_overrides_are_422_naming_the_field(
     assert enqueued == []
 
 
+@pytest.mark.parametrize("dataset", ["cifar10", "folder"])
+def test_a_definition_for_a_dataset_no_study_can_use_is_422(
+    client: TestClient, auth: dict, dataset: str
+) -> None:
+    """GET /studies/{name}?dataset=...: the query's enum lists the datasets a study can use; any
+    other is a 422 naming `dataset` and saying why."""
+    # Execute
+    r = client.get(f"{API}/studies/table1", params={"dataset": dataset}, headers=auth)
+    # Assert
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["detail"]
+    assert error["field"] == "dataset"
+    assert dataset in error["msg"]
+
+
 def test_results_table_with_verdicts(client: TestClient, auth: dict, session: Session) -> None:
     """Finished runs of a table1 sweep: each cell is pooled top-5 of its seeds, with a verdict."""
     # Prepare
