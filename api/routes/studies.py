@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
-from pydantic import ValidationError
 
 from api import service, study_queries
 from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
@@ -30,8 +29,7 @@ from api.schemas_analysis import (
     StudySummary,
 )
 from fedgen import studies
-from fedgen.data_spec import StudyDatasetName
-from fedgen.spec import MAX_ROUNDS, SpecError, format_validation_error
+from fedgen.spec import SpecError
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 
@@ -48,17 +46,6 @@ def _plan(study: studies.Study, overrides: studies.StudyOverrides) -> studies.Pl
         return studies.plan(study, overrides)
     except SpecError as exc:  # a study that does not expand on this dataset: say where
         raise FieldErrors(exc.errors) from None
-
-
-def _overrides(
-    dataset: str | None, seeds: int | None, rounds: int | None
-) -> studies.StudyOverrides:
-    try:
-        return studies.StudyOverrides.model_validate(
-            {"dataset": dataset, "seeds": seeds, "rounds": rounds}
-        )
-    except ValidationError as exc:
-        raise FieldErrors(format_validation_error(exc)) from None
 
 
 @router.get("", responses=error_responses(*AUTHED))
@@ -80,13 +67,12 @@ def get_study_definition(
     name: str,
     session: SessionDep,
     _user: UserDep,
-    dataset: Annotated[StudyDatasetName | None, Query()] = None,
-    seeds: Annotated[int | None, Query(ge=1, le=studies.MAX_STUDY_SEEDS)] = None,
-    rounds: Annotated[int | None, Query(ge=1, le=MAX_ROUNDS)] = None,
+    overrides: Annotated[studies.StudyOverrides, Query()],
 ) -> StudyDefinition:
-    """Definition, the sweep for these overrides, the paper's numbers, the launched sweeps."""
+    """Definition, the sweep for these overrides (the query takes POST's body fields: dataset,
+    seeds, rounds), the paper's numbers, the launched sweeps."""
     study = _study(name)
-    p = _plan(study, _overrides(dataset, seeds, rounds))
+    p = _plan(study, overrides)
     launched = [
         study_queries.launched(session, s, o) for s, o in study_queries.sweeps_of(session, study)
     ]
