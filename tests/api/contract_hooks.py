@@ -1,7 +1,8 @@
 """Schemathesis hooks of the contract run (`make contract`, tests/api/test_contract.py).
 
 The schema cannot express the spec's documented cross-field rules (users_per_round <=
-partition.num_users; share='predictor' with some algorithms only; a partition the dataset
+partition.num_users; share='predictor' with some algorithms only; data.folder with data.name
+'folder' only, which a sweep grid's separate axes cannot state; a partition the dataset
 can satisfy; a GPU device no live worker serves; a full checkpoint within
 FEDGEN_MAX_CHECKPOINT_BYTES; a grid's product at most 1000 runs; a summary's `group_by`
 naming fields the sweep has), nor that a clone's `changes` are merged over the run's own
@@ -47,7 +48,14 @@ EVERY_SPEC_FIELD = frozenset(flatten(ExperimentSpec().model_dump(mode="json"))) 
 )
 _GROUP_BY = re.compile(GROUP_BY_PATTERN)
 
-CROSS_FIELD_MESSAGES = ("exceeds partition.num_users", "share='predictor' is supported by")
+CROSS_FIELD_MESSAGES = (
+    "exceeds partition.num_users",
+    "share='predictor' is supported by",
+    # data.folder with data.name 'folder' only: a spec's schema says so (if/then/else), a
+    # sweep grid's separate `data.folder` and `data.name` axes cannot.
+    "only for data.name 'folder'",
+    "required when data.name is 'folder'",
+)
 
 
 def _cross_field(loc: str, msg: str) -> bool:
