@@ -1,4 +1,5 @@
-"""The Submit form's model, built from the spec's own JSON schema and defaults; pure builders.
+"""The Submit form's fields, built from the spec's own JSON schema and defaults (what the
+form's values become, a spec or a sweep: dashboard.spec_build).
 
 One set of defaults: the form starts from `GET /spec/defaults` (the spec an empty
 submission gets, equal to `fedgen validate` of an empty file) and takes its fields from
@@ -13,15 +14,14 @@ What is shown is what is sent: the widgets take any number (a bounded Streamlit 
 its last in-range value while showing the typed one in red), and `check` / `check_list`
 (dashboard.form_checks) refuse a value outside the schema's limits with the field's limit
 ("must be at least 1"). `Offer` (dashboard.worker_offer) says which datasets the live
-workers (GET /workers) can load, as the dispatcher (api/dispatch.py) decides it. `help_text` gives each field its help: the schema's
-description, the fidelity knob's paper and official values (fedgen.knobs), the generator
-presets (fedgen.generator_presets), and `HELP` only where the spec has no description.
+workers (GET /workers) can load, as the dispatcher (api/dispatch.py) decides it.
+`help_text` gives each field its help: the schema's description, the fidelity knob's paper
+and official values (fedgen.knobs), the generator presets (fedgen.generator_presets), and
+`HELP` only where the spec has no description.
 """
 
 from __future__ import annotations
 
-import copy
-import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,15 +32,13 @@ from dashboard.spec_form_folder import (
     names_allowed,
     section_rules,
     single_option,
-    sweeps_whole,
-    zip_sections,
 )
 from fedgen import paper
 from fedgen.algorithms.registry import algorithm_names
 from fedgen.data.registry import dataset_names
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
-from fedgen.specdict import get_dotted, set_dotted
+from fedgen.specdict import get_dotted
 
 # The Runs page's filters (the form itself takes its choices from the schema); the datasets
 # registered in this process (fedgen.data.registry: built-ins, and plugins installed here).
@@ -90,7 +88,8 @@ LABELS = {
 
 @dataclass(frozen=True)
 class FormField:
-    """One input: dotted spec path, label, kind (`int|float|str|bool|choice|names`), default, limits.
+    """One input: dotted spec path, label, kind (`int|float|str|bool|choice|names`), default,
+    limits.
 
     `nullable`: None is allowed (a knob left to the fidelity profile, an optional size);
     `only`: the values of the field `only_of` this one belongs to (an algorithm parameter's
@@ -272,7 +271,13 @@ def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...
             body = options[0]
     if "const" in body:
         return None
-    kind = {"integer": "int", "number": "float", "boolean": "bool", "string": "str", "names": "names"}.get(str(body.get("type")))  # fmt: skip
+    kind = {
+        "integer": "int",
+        "number": "float",
+        "boolean": "bool",
+        "string": "str",
+        "names": "names",
+    }.get(str(body.get("type")))
     choices: tuple[Any, ...] = ()
     if "enum" in body:
         kind, choices = "choice", tuple(body["enum"])
@@ -315,7 +320,13 @@ def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -
     return _walk(schema, schema, defaults, "", None)
 
 
-def _walk(schema: Mapping[str, Any], node: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str, when: tuple[str, tuple[Any, ...]] | None) -> list[FormField]:  # fmt: skip
+def _walk(
+    schema: Mapping[str, Any],
+    node: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    prefix: str,
+    when: tuple[str, tuple[Any, ...]] | None,
+) -> list[FormField]:
     """The fields of one object schema at `prefix`; `when`: (only_of, only) of its section."""
     out: list[FormField] = []
     rules = section_rules(node)
@@ -376,17 +387,6 @@ def _algorithm_fields(
     return out
 
 
-def applies(f: FormField, chosen: Mapping[str, Iterable[Any]]) -> bool:
-    """Whether the field is shown for the chosen values, e.g. {'algorithm.name': ['fedgen'],
-    'data.name': ['folder']}: a field with `only` when its `only_of` has one of them."""
-    return not f.only or bool(set(f.only) & set(chosen.get(f.only_of, ())))
-
-
-def _param_of(f: FormField, name: str) -> bool:
-    """Whether `f` is a parameter of the algorithm `name`."""
-    return f.only_of == ALGORITHM and name in f.only
-
-
 def parse_list(text: str, kind: str) -> list[Any]:
     """'0.1, 1' -> [0.1, 1.0]; raises ValueError naming the bad item."""
     items = [t.strip() for t in str(text).replace(";", ",").split(",") if t.strip()]
@@ -410,78 +410,6 @@ def coerce(value: Any, kind: str) -> Any:
             f"{value!r} is not a valid {'integer' if kind == 'int' else 'number'}"
         ) from None
     return str(value)
-
-
-def algorithm_block(
-    name: str, values: Mapping[str, Any], fields: list[FormField]
-) -> dict[str, Any]:
-    """The `algorithm` mapping for `name` with only the parameters that algorithm accepts."""
-    block: dict[str, Any] = {"name": name}
-    for f in fields:
-        if _param_of(f, name) and f.path in values:
-            block[f.path.split(".", 1)[1]] = values[f.path]
-    return block
-
-
-def build_spec(
-    values: Mapping[str, Any], fields: list[FormField], defaults: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Single-run values (one per dotted field) over the defaults -> the nested spec to send.
-
-    Fields not in `values` keep their default; the algorithm block holds only the chosen
-    algorithm's parameters, and a section only for its values (data.folder for data.name
-    'folder') is left out otherwise. An untouched form gives back `defaults` exactly.
-    """
-    spec: dict[str, Any] = copy.deepcopy(dict(defaults))
-    name = values.get("algorithm.name", get_dotted(defaults, "algorithm.name"))
-    by_path = {f.path: f for f in fields}
-    for path, value in values.items():
-        f = by_path.get(path)
-        if f is not None and sweeps_whole(f):
-            if values.get(f.only_of, get_dotted(defaults, f.only_of)) not in f.only:
-                continue
-        if not path.startswith("algorithm."):
-            set_dotted(spec, path, value)
-    spec["algorithm"] = algorithm_block(name, values, fields)
-    return spec
-
-
-def build_sweep(
-    lists: Mapping[str, list[Any]], fields: list[FormField], defaults: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """Sweep values (a list per field) -> (base spec, grid of dotted field -> values).
-
-    Fields with one value go to the base. Algorithm names and their parameters become
-    a list of whole `algorithm` mappings (each algorithm with its own parameter grid),
-    so e.g. fedavg x fedgen(B_G in 16, 32) is three algorithm entries. A swept data.name
-    with folder among its values is zipped with data.folder (`zip_sections`).
-    """
-    names = lists.get("algorithm.name") or [get_dotted(defaults, "algorithm.name")]
-    singles = {k: v[0] for k, v in lists.items() if len(v) == 1}
-    base = build_spec({**singles, "algorithm.name": names[0]}, fields, defaults)
-    grid: dict[str, list[Any]] = {
-        path: vals
-        for path, vals in lists.items()
-        if len(vals) > 1 and not path.startswith("algorithm.")
-    }
-    entries: list[dict[str, Any]] = []
-    for name in names:
-        params = [f.path for f in fields if _param_of(f, name) and f.path in lists]
-        for combo in itertools.product(*(lists[p] for p in params)):
-            entries.append(algorithm_block(name, dict(zip(params, combo, strict=True)), fields))
-    if len(entries) > 1:
-        grid["algorithm"] = entries
-    else:
-        base["algorithm"] = entries[0]
-    return base, zip_sections(grid, singles, fields)
-
-
-def sweep_size(grid: Mapping[str, list[Any]]) -> int:
-    """How many runs a grid expands to."""
-    n = 1
-    for vals in grid.values():
-        n *= len(vals)
-    return n
 
 
 def split_errors(

@@ -49,8 +49,12 @@ def section_rules(node: Mapping[str, Any]) -> dict[str, tuple[str, tuple[Any, ..
         return {}
     ((of, rule),) = cond.items()
     values = tuple(rule["enum"]) if "enum" in rule else (rule["const"],) if "const" in rule else ()
-    nulls = {k for k, p in node.get("else", {}).get("properties", {}).items() if p.get("type") == "null"}  # fmt: skip
-    return {k: (of, values) for k in node.get("then", {}).get("required", []) if k in nulls and values}  # fmt: skip
+    nulls = {
+        k for k, p in node.get("else", {}).get("properties", {}).items() if p.get("type") == "null"
+    }
+    return {
+        k: (of, values) for k in node.get("then", {}).get("required", []) if k in nulls and values
+    }
 
 
 def single_option(prop: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -99,7 +103,9 @@ def names_text(value: Any) -> str:
 def names_allowed(f: Any) -> str:
     """The limits of a `names` field in words ('a count 2..1000, or 2..1000 comma-separated
     names of at most 64 characters each')."""
-    count = f"a count {f.minimum:g}..{f.maximum:g}" if None not in (f.minimum, f.maximum) else "a count"  # fmt: skip
+    count = (
+        f"a count {f.minimum:g}..{f.maximum:g}" if None not in (f.minimum, f.maximum) else "a count"
+    )
     many = f"{f.min_items}..{f.max_items} " if None not in (f.min_items, f.max_items) else ""
     each = f" of at most {f.max_length} characters each" if f.max_length is not None else ""
     return f"{count}, or {many}comma-separated names{each}"

@@ -25,14 +25,11 @@ from pydantic import ValidationError
 from dashboard import loaders, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.form_checks import check, read_list, read_tags, refusals
+from dashboard.spec_build import applies, build_spec, build_sweep, sweep_size
 from dashboard.spec_form import (
     FormField,
-    applies,
-    build_spec,
-    build_sweep,
     fields_from_schema,
     split_errors,
-    sweep_size,
     text_field,
     text_fields,
 )
@@ -303,7 +300,11 @@ extra: dict[str, Any] = {"tags": tags, "note": note}
 
 if sweep:
     # A list-valued single field (class names) stays one value: only listed fields are lists.
-    lists = {f.path: values[f.path] if in_list(f) else [values[f.path]] for f in FIELDS if f.path in values}  # fmt: skip
+    lists = {
+        f.path: values[f.path] if in_list(f) else [values[f.path]]
+        for f in FIELDS
+        if f.path in values
+    }
     base, grid = build_sweep(lists, FIELDS, defaults)
     base.update(extra)
     body: dict[str, Any] = {"name": sweep_name, "base": base, "grid": grid}

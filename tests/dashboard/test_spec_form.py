@@ -8,15 +8,12 @@ from typing import Any
 import pytest
 
 from dashboard.form_checks import check, read_list, read_tags, refusals
+from dashboard.spec_build import applies, build_spec, build_sweep, sweep_size
 from dashboard.spec_form import (
     HELP,
-    applies,
-    build_spec,
-    build_sweep,
     fields_from_schema,
     parse_list,
     split_errors,
-    sweep_size,
     text_field,
     text_fields,
 )

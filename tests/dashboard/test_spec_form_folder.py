@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dashboard.form_checks import check
-from dashboard.spec_form import applies, build_spec, build_sweep, fields_from_schema, split_errors
+from dashboard.spec_build import applies, build_spec, build_sweep
+from dashboard.spec_form import fields_from_schema, split_errors
 from dashboard.spec_form_folder import (
     beside_their_field,
     names_text,

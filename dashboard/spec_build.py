@@ -1,0 +1,102 @@
+"""From the Submit form's values to what is sent: one spec, or a sweep's base and grid.
+
+`applies` says which fields the form draws for what is picked (an algorithm's parameters for
+that algorithm, data.folder.* for the `folder` dataset); `build_spec` lays single values over
+the server's defaults, `build_sweep` turns lists into a base and a grid (algorithms with
+their own parameter grids; data.folder zipped with a swept data.name). The fields come from
+`dashboard.spec_form`.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dashboard.spec_form import FormField
+from dashboard.spec_form_folder import ALGORITHM, sweeps_whole, zip_sections
+from fedgen.specdict import get_dotted, set_dotted
+
+
+def applies(f: FormField, chosen: Mapping[str, Iterable[Any]]) -> bool:
+    """Whether the field is shown for the chosen values, e.g. {'algorithm.name': ['fedgen'],
+    'data.name': ['folder']}: a field with `only` when its `only_of` has one of them."""
+    return not f.only or bool(set(f.only) & set(chosen.get(f.only_of, ())))
+
+
+def _param_of(f: FormField, name: str) -> bool:
+    """Whether `f` is a parameter of the algorithm `name`."""
+    return f.only_of == ALGORITHM and name in f.only
+
+
+def algorithm_block(
+    name: str, values: Mapping[str, Any], fields: list[FormField]
+) -> dict[str, Any]:
+    """The `algorithm` mapping for `name` with only the parameters that algorithm accepts."""
+    block: dict[str, Any] = {"name": name}
+    for f in fields:
+        if _param_of(f, name) and f.path in values:
+            block[f.path.split(".", 1)[1]] = values[f.path]
+    return block
+
+
+def build_spec(
+    values: Mapping[str, Any], fields: list[FormField], defaults: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Single-run values (one per dotted field) over the defaults -> the nested spec to send.
+
+    Fields not in `values` keep their default; the algorithm block holds only the chosen
+    algorithm's parameters, and a section only for its values (data.folder for data.name
+    'folder') is left out otherwise. An untouched form gives back `defaults` exactly.
+    """
+    spec: dict[str, Any] = copy.deepcopy(dict(defaults))
+    name = values.get("algorithm.name", get_dotted(defaults, "algorithm.name"))
+    by_path = {f.path: f for f in fields}
+    for path, value in values.items():
+        f = by_path.get(path)
+        if f is not None and sweeps_whole(f):
+            if values.get(f.only_of, get_dotted(defaults, f.only_of)) not in f.only:
+                continue
+        if not path.startswith("algorithm."):
+            set_dotted(spec, path, value)
+    spec["algorithm"] = algorithm_block(name, values, fields)
+    return spec
+
+
+def build_sweep(
+    lists: Mapping[str, list[Any]], fields: list[FormField], defaults: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Sweep values (a list per field) -> (base spec, grid of dotted field -> values).
+
+    Fields with one value go to the base. Algorithm names and their parameters become
+    a list of whole `algorithm` mappings (each algorithm with its own parameter grid),
+    so e.g. fedavg x fedgen(B_G in 16, 32) is three algorithm entries. A swept data.name
+    with folder among its values is zipped with data.folder (`zip_sections`).
+    """
+    names = lists.get("algorithm.name") or [get_dotted(defaults, "algorithm.name")]
+    singles = {k: v[0] for k, v in lists.items() if len(v) == 1}
+    base = build_spec({**singles, "algorithm.name": names[0]}, fields, defaults)
+    grid: dict[str, list[Any]] = {
+        path: vals
+        for path, vals in lists.items()
+        if len(vals) > 1 and not path.startswith("algorithm.")
+    }
+    entries: list[dict[str, Any]] = []
+    for name in names:
+        params = [f.path for f in fields if _param_of(f, name) and f.path in lists]
+        for combo in itertools.product(*(lists[p] for p in params)):
+            entries.append(algorithm_block(name, dict(zip(params, combo, strict=True)), fields))
+    if len(entries) > 1:
+        grid["algorithm"] = entries
+    else:
+        base["algorithm"] = entries[0]
+    return base, zip_sections(grid, singles, fields)
+
+
+def sweep_size(grid: Mapping[str, list[Any]]) -> int:
+    """How many runs a grid expands to."""
+    n = 1
+    for vals in grid.values():
+        n *= len(vals)
+    return n
