@@ -24,12 +24,20 @@ MAX_WHERE = 8
 MAX_WHERE_CHARS = 300
 #: A dotted field: identifiers, at most this many levels deep.
 MAX_FIELD_DEPTH = 6
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_FIELD = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
 
 Scalar = str | int | float | bool | None
 # What json.loads skips around a value; stripping more (str.strip's Unicode blanks) would turn
 # a string value such as "\x1c[1]" into a JSON list.
 JSON_WHITESPACE = " \t\n\r"
+_WS = r" \t\n\r"  # JSON_WHITESPACE, as written inside a regular expression's [...]
+#: What `parse_where` accepts, as a regular expression for the API's schema: a dotted field of
+#: at most MAX_FIELD_DEPTH names, `=`, and a value that is not a JSON list or object.
+WHERE_PATTERN = (
+    rf"^[ \t]*{_IDENT}(\.{_IDENT}){{0,{MAX_FIELD_DEPTH - 1}}}[ \t]*="
+    rf"[{_WS}]*([^\[{{\x00{_WS}][^\x00]*)?$"
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from api.deps import (
 )
 from api.errors import FieldErrors
 from api.repository import runs as runs_repo
-from api.repository.spec_filter import MAX_FIELD_DEPTH, MAX_WHERE, MAX_WHERE_CHARS, parse_where
+from api.repository.spec_filter import MAX_WHERE, MAX_WHERE_CHARS, WHERE_PATTERN, parse_where
 from api.schemas import (
     AUTHED,
     BODY,
@@ -36,14 +36,6 @@ from fedgen.status import RunStatus
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
-# field=value: a dotted field of at most MAX_FIELD_DEPTH names, then a value that is not a
-# JSON list or object: exactly what parse_where accepts, so the schema promises what is answered.
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_JSON_WS = r"[ \t\n\r]"
-WHERE_PATTERN = (
-    rf"^[ \t]*{_IDENT}(\.{_IDENT}){{0,{MAX_FIELD_DEPTH - 1}}}[ \t]*="
-    rf"{_JSON_WS}*([^\[{{\x00 \t\n\r][^\x00]*)?$"
-)
 WhereClause = Annotated[
     str,
     Field(
