@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from api.client_address import parse_proxies
+
 SEVEN_DAYS_S = 7 * 24 * 3600
 RATE_PATTERN = r"^\s*[1-9][0-9]{0,8}\s*/\s*(second|minute|hour|day)\s*$"
 
@@ -79,7 +81,32 @@ class Settings(BaseSettings):
     """Submissions (POST /runs, /sweeps, /runs/{id}/clone, /studies/{name}) per token, as
     N/second|minute|hour|day; a token bucket per API process."""
     auth_fail_rate: str = Field("20/minute", pattern=RATE_PATTERN)
-    """Failed authentications per client address before 429 (per API process)."""
+    """Failed authentications per (client address, presented token's prefix) before 429 (per
+    API process); a valid token is never refused because of other requests' failures."""
+    trusted_proxies: str = Field("", max_length=4000)
+    """Comma-separated CIDRs or addresses of proxies (e.g. the dashboard's container,
+    `172.18.0.0/16`) whose `X-Forwarded-For` names the real client; empty: the socket's peer is
+    the client."""
+    token_max_days: int | None = Field(None, ge=1, le=36500)
+    """The longest lifetime a new API token may have, in days; None: tokens may never expire."""
+    trash_days: float = Field(7.0, ge=0, le=3650)
+    """How long a deleted run or sweep stays in the trash, restorable, before it is purged."""
+    max_streams_per_token: int = Field(8, ge=1, le=1000)
+    """Event streams (GET /runs/{id}/events) open at once per API token (per API process)."""
+    webhook_test_rate: str = Field("6/minute", pattern=RATE_PATTERN)
+    """POST /webhooks/{id}/test per token, as N/second|minute|hour|day."""
+    max_run_hours: float = Field(72.0, gt=0, le=24 * 3650)
+    """A run that has been running (over all its segments) longer than this fails, saying so."""
+    max_attempts: int = Field(5, ge=1, le=1000)
+    """A run claimed this many times whose worker died each time fails with that reason instead
+    of being claimed again."""
+    data_roots: str = Field("", max_length=4000)
+    """Comma-separated folders data may be read from (`data.root` and `data.folder.path` must
+    resolve inside one); empty: FEDGEN_DATA (else ~/.fedgen/data) and Debian's dataset folder
+    (/usr/share/datasets)."""
+    public_url: str = Field("", max_length=500)
+    """The lab's address as members reach it (e.g. `https://lab.example`): makes webhook and
+    printed links absolute; empty: links stay relative."""
     # Webhooks (api/routes/webhooks.py, worker/webhook_sender.py). Empty allow list: no
     # webhook can be registered or sent, so a fresh lab never POSTs to hosts nobody vetted.
     webhook_allow: str = Field("", max_length=4000)
@@ -107,6 +134,7 @@ class Settings(BaseSettings):
             self.broker_url = f"sqla+sqlite:///{self.home / 'broker.db'}"
         if self.checkpoint_dir is None:
             self.checkpoint_dir = self.home / "checkpoints"
+        parse_proxies(self.trusted_proxies)  # a wrong entry stops the start, naming it
         return self
 
     @property

@@ -10,11 +10,13 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.client_address import client_address
 from api.config import Settings
 from api.db import session_scope
 from api.errors import FieldErrors
 from api.limits import Limits
 from api.models import Run, Sweep, User
+from api.repository import audit
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.repository import users as users_repo
@@ -85,6 +87,14 @@ def authenticate(
 
 
 UserDep = Annotated[User, Depends(current_user)]
+
+
+def current_actor(request: Request, user: UserDep, settings: SettingsDep) -> audit.Actor:
+    """The token's user and the client's address (FEDGEN_TRUSTED_PROXIES), for the audit log."""
+    return audit.Actor.of(user, client_address(request, settings.trusted_proxies))
+
+
+ActorDep = Annotated[audit.Actor, Depends(current_actor)]
 
 
 def submitting_user(request: Request, user: UserDep) -> User:

@@ -75,7 +75,9 @@ class User(Base):
 
 
 class ApiToken(Base):
-    """A hashed bearer token of a user (a user may hold several)."""
+    """A hashed bearer token of a user (a user may hold several). A token authenticates while
+    `revoked_at` is unset and `expires_at` is unset or in the future; a revoked row is kept, so
+    the audit log and `tokens list` can still say which token it was."""
 
     __tablename__ = "api_tokens"
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
@@ -83,7 +85,11 @@ class ApiToken(Base):
         ForeignKey("users.id", ondelete="CASCADE"), index=True
     )
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(100), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
 
 
 class Sweep(Base):
@@ -101,6 +107,9 @@ class Sweep(Base):
     tags_csv: Mapped[str] = mapped_column(Text, default=",", server_default=",")
     annotated_by: Mapped[str | None] = mapped_column(String(100))
     annotated_at: Mapped[datetime | None]
+    # In the trash since (DELETE), by whom; hidden from lists, restorable until purged.
+    deleted_at: Mapped[datetime | None] = mapped_column(index=True)
+    deleted_by: Mapped[str | None] = mapped_column(String(100))
 
 
 class Run(Base):
@@ -168,6 +177,10 @@ class Run(Base):
     gpu_peak_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # CUDA out-of-memory failures so far (one re-queue on a slot with more free memory, then fail).
     oom_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # In the trash since (DELETE of the run or of its sweep), by whom; hidden from lists and
+    # restorable until FEDGEN_TRASH_DAYS have passed, then purged with its rounds and checkpoints.
+    deleted_at: Mapped[datetime | None] = mapped_column(index=True)
+    deleted_by: Mapped[str | None] = mapped_column(String(100))
 
 
 class RoundMetrics(Base):
@@ -287,6 +300,24 @@ class WebhookDelivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     delivered_at: Mapped[datetime | None]
+
+
+class AuditEvent(Base):
+    """One destructive or security-relevant act: who (a user, kept by name when the user is
+    gone), what (`action`, e.g. run.delete), on what (`subject_kind`, `subject_id`), when and
+    from which client address; `detail` holds what else the act needs to be understood."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_actor_at", "actor_id", "at"),)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    actor_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    actor_name: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(32))
+    subject_kind: Mapped[str] = mapped_column(String(16))
+    subject_id: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
 class DispatcherLease(Base):
