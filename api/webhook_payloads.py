@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from fedgen.specdict import run_label
+from fedgen.status import stopped_at
 
 PRODUCT = "FedGen Lab"
 MAX_ERROR_CHARS = 300  # of the error's first line, in `text` and `run.error`
@@ -47,8 +48,7 @@ def run_payload(
     err = _first_line(error)
     final = _finite(last_acc)
     if status == "failed":
-        # current_round is the last round stored: the failure happened in the next one.
-        text = f"{PRODUCT}: run {label} failed at round {current_round + 1}"
+        text = f"{PRODUCT}: run {label} failed {stopped_at(current_round, rounds)}"
         text += f": {err}" if err else ""
     else:
         acc = f", final accuracy {final * 100:.2f}%" if final is not None else ""
@@ -107,6 +107,20 @@ def sweep_payload(
         "api": f"/api/v1/sweeps/{sweep_id}",
         "time": time.isoformat(),
     }
+
+
+def with_public_url(payload: dict[str, Any], public_url: str) -> dict[str, Any]:
+    """`payload` with its `link` and `api` made absolute under FEDGEN_PUBLIC_URL (the lab's
+    address as members reach it), so a chat message has something to click; unchanged when
+    no public URL is set."""
+    base = public_url.rstrip("/")
+    if not base:
+        return payload
+    out = dict(payload)
+    for key in ("link", "api"):
+        if isinstance(out.get(key), str) and out[key].startswith("/"):
+            out[key] = base + out[key]
+    return out
 
 
 def ping_payload(*, webhook_id: str, owner: str, url: str, time: datetime) -> dict[str, Any]:

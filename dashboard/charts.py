@@ -23,6 +23,14 @@ LEGEND_RIGHT = {
 }  # fmt: skip
 
 PALETTE = qualitative.Plotly
+# Mean lines drawn earlier are wider, so a curve that another (nearly equal) one covers still
+# shows as a rim around it: FedAvg under FedProx with a tiny mu, say.
+MEAN_WIDTH, MEAN_WIDTH_STEP, MEAN_WIDTH_MAX = 2.0, 1.25, 6.0
+
+
+def mean_width(i: int, groups: int) -> float:
+    """The width of the i-th of `groups` mean lines (the last drawn, on top, is the thinnest)."""
+    return min(MEAN_WIDTH_MAX, MEAN_WIDTH + MEAN_WIDTH_STEP * (groups - 1 - i))
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, revision: str) -> go.Figure:
@@ -80,6 +88,8 @@ def _compare_layout(
     _layout(fig, title, _x_title(x), y_title, revision)
     # Taller with many legend entries, so the legend needs less scrolling (capped).
     fig.update_layout(height=int(min(max(450, 18 * entries + 80), 800)))
+    # One hover box lists every curve at that x: two that overlap are both read off.
+    fig.update_layout(hovermode="x unified")
     if log_y:
         fig.update_yaxes(type="log")
     return fig
@@ -212,7 +222,11 @@ def band_chart(
                 y=gdf["mean"].to_numpy(),
                 mode="lines" if len(gdf) > 1 else "lines+markers",
                 name=legend.get(str(group), f"{group} (n={n})"),
-                line={"color": color, "dash": style.get("dash", "solid"), "width": 2},
+                line={
+                    "color": color,
+                    "dash": style.get("dash", "solid"),
+                    "width": mean_width(i, len(groups)),
+                },
                 legendgroup=str(group),
                 customdata=gdf["n"].to_numpy() if "n" in gdf else None,
                 hovertemplate=f"{x_name} %{{x}}: %{{y:.2f}} (n=%{{customdata}})",

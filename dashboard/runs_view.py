@@ -17,15 +17,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
-from dashboard.compare_view import run_names
+from dashboard.run_name import compact_names
 from fedgen import specdict
+from fedgen import status as status_words
 from fedgen.status import RUN_STATUSES
 
 DASH = "—"
-# The first six are what one reads a run by: they fit without scrolling (the label is pinned).
+# What a researcher scans first comes first and fits 1,280 px (the compact name is pinned):
+# status, accuracy, seed, where it stands (round, ETA, queue, what it waits for), the error.
 TABLE_COLUMNS = [
-    "run", "status", "progress", "final acc (%)", "duration", "age",
-    "best acc (%)", "last acc (%)", "ETA", "queue", "expected start", "waiting for", "error",
+    "run", "status", "final acc (%)", "seed", "progress", "ETA", "queue", "waiting for",
+    "error", "last acc (%)", "best acc (%)", "duration", "age", "expected start",
     "tags", "note", "peak RSS (MiB)", "CPU (s)", "GPU peak (MiB)",
     "started", "finished", "owner", "id",
 ]  # fmt: skip
@@ -189,16 +191,11 @@ def state(run: dict[str, Any], status: str | None = None) -> str:
 
 
 def stopped_at(run: dict[str, Any]) -> str:
-    """Where a run that ended early stopped: `in round 3 of 30`, `before round 0`, or `after
-    its last round` (the round it was computing: one past the last round stored)."""
+    """Where a run that ended early stopped (fedgen.status.stopped_at's words)."""
     current = run.get("current_round")
-    last = -1 if current is None else int(current)
-    rounds = int(run.get("rounds") or 0)
-    if last < 0:
-        return "before round 0"
-    if rounds and last >= rounds:
-        return f"after its last round ({rounds})"
-    return f"in round {last + 1} of {rounds}" if rounds else f"in round {last + 1}"
+    return status_words.stopped_at(
+        None if current is None else int(current), int(run.get("rounds") or 0)
+    )
 
 
 def split_error(error: str | None) -> tuple[str, str | None]:
@@ -218,6 +215,13 @@ def failure(run: dict[str, Any]) -> str:
         return DASH
     message = split_error(run.get("error"))[0].splitlines()
     return f"{stopped_at(run)}: {message[0] if message else 'no error message recorded'}"
+
+
+def full_failure(run: dict[str, Any]) -> str:
+    """A failed run's whole error message (every line, no traceback) with where it stopped:
+    what the table's one-line, width-cut "error" cell leaves out."""
+    message = split_error(run.get("error"))[0] or "no error message recorded"
+    return f"Failed {stopped_at(run)}:\n{message}"
 
 
 def shown_columns(df: pd.DataFrame) -> list[str]:
@@ -282,9 +286,9 @@ def table(
 ) -> pd.DataFrame:
     """One row per run with the columns the Runs page shows (same order as `runs`).
 
-    `names`: run id -> its name among the runs listed (default `compare_view.run_names`).
+    `names`: run id -> its name among the runs listed (default `run_name.compact_names`).
     """
-    names = names if names is not None else run_names(runs)
+    names = names if names is not None else compact_names(runs)
     rows = []
     for r in runs:
         rid, status = str(r.get("id")), r.get("status")
@@ -302,6 +306,7 @@ def table(
                 "status": state(r),
                 "progress": f"{max(current, 0)}/{rounds}",
                 "final acc (%)": _pct(final_acc(r)),
+                "seed": specdict.get_dotted(r.get("spec") or {}, "seed"),
                 "duration": run_duration(r, now),
                 "age": age(r.get("created_at"), now),
                 "best acc (%)": _pct(r.get("best_acc")),
@@ -352,7 +357,7 @@ def csv_frame(
 ) -> pd.DataFrame:
     """The table for download: real values, not the words the page shows (numbers, ISO-8601
     UTC timestamps, full ids, empty where there is no value)."""
-    names = names if names is not None else run_names(runs)
+    names = names if names is not None else compact_names(runs)
     rows = []
     for r in runs:
         spec = r.get("spec") or {}

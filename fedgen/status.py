@@ -19,3 +19,15 @@ CANCELLED: RunStatus = "cancelled"
 ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
 # End states: nothing changes a run's status after one of these.
 TERMINAL: tuple[RunStatus, ...] = ("succeeded", "failed", "cancelled")
+
+
+def stopped_at(current_round: int | None, rounds: int) -> str:
+    """Where a run that ended early stopped, in the words every page and alert uses:
+    `in round 3 of 30`, `before round 0`, or `after its last round (30)`. `current_round` is
+    the last round stored; the run was computing the one after it."""
+    last = -1 if current_round is None else int(current_round)
+    if last < 0:
+        return "before round 0"
+    if rounds and last >= rounds:
+        return f"after its last round ({rounds})"
+    return f"in round {last + 1} of {rounds}" if rounds else f"in round {last + 1}"

@@ -29,6 +29,7 @@ import threading
 import time
 import webbrowser
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +37,7 @@ import httpx
 import yaml
 
 from fedgen.stats import format_mean_std, mean_std, summary_text
+from fedgen.status import stopped_at
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -120,9 +122,9 @@ def run_result(run: dict[str, Any]) -> str:
             s["final_acc"], s.get("final_round", -1), s["best_acc"], s.get("best_round", -1),
             s["top5_mean"], s["top5_std"], run["rounds"],
         )  # fmt: skip
-    at = f" at round {run['current_round']}" if run.get("current_round", -1) >= 0 else ""
+    at = stopped_at(run.get("current_round"), int(run.get("rounds") or 0))
     error = f": {run['error']}" if run.get("error") else ""
-    return f"{run['status']}{at}{error}"
+    return f"{run['status']} {at}{error}"
 
 
 def _rounds_text(rounds: Sequence[int]) -> str:
@@ -230,6 +232,26 @@ def progress_line(runs: Iterable[dict[str, Any]]) -> str:
     return f"  {parts} · rounds {done}/{total}"
 
 
+def timing_line(runs: Iterable[dict[str, Any]]) -> str:
+    """How the lab's slots were used: the span from the first start to the last end, against
+    back-to-back time (each run's own time, summed, over the slots that ran them)."""
+    runs = list(runs)
+    spans = [
+        (datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["finished_at"]))
+        for r in runs
+        if r.get("started_at") and r.get("finished_at")
+    ]
+    if not spans:
+        return "timing: no run started"
+    slots = max(1, len({r.get("worker") for r in runs if r.get("worker")}))
+    wall = (max(e for _, e in spans) - min(s for s, _ in spans)).total_seconds()
+    busy = sum((e - s).total_seconds() for s, e in spans) / slots
+    return (
+        f"timing: {len(spans)} runs on {slots} slots in {wall:.1f} s (first start to last end);"
+        f" back to back {busy:.1f} s (run times summed / slots): {wall / busy:.2f}x"
+    )
+
+
 def main() -> int:
     env = dict(os.environ)
     env.setdefault("FEDGEN_HOME", str(Path.home() / ".fedgen"))
@@ -301,6 +323,7 @@ def main() -> int:
         summary = httpx.get(f"{api}/sweeps/{sweep_id}/summary", headers=headers, timeout=30)
         summary.raise_for_status()
         print("\n" + summary_table(summary.json()["groups"], runs), flush=True)
+        print(timing_line(runs.values()), flush=True)
         print(f"\ndashboard: {compare}", flush=True)
         if env.get("FEDGEN_DEMO_EXIT") == "1":
             return 0

@@ -56,7 +56,7 @@ def test_run_result_is_the_one_format_or_the_failure() -> None:
     )
     failed = {"status": "failed", "rounds": 30, "current_round": 4, "summary": None,
               "error": "mnist: dataset files not found"}  # fmt: skip
-    assert run_result(failed) == "failed at round 4: mnist: dataset files not found"
+    assert run_result(failed) == "failed in round 5 of 30: mnist: dataset files not found"
 
 
 def test_progress_line_counts_runs_and_rounds() -> None:

@@ -12,6 +12,13 @@ Right after this process could not reach the database, a pass does not declare h
 2 x FEDGEN_HEARTBEAT_S: every worker's heartbeats failed during the outage too, and the live ones
 must get the time to beat again before their runs are taken from them.
 
+A slot that ends a run does not wait for the next tick: the task calls `nudge_dispatcher`, which
+wakes this process's loop for a pass at once, so the slot takes the next queued run (still in
+fair order) instead of idling up to FEDGEN_REAPER_S between runs.
+
+The same loop purges the trash (`api.trash.purge_pass`): runs and sweeps deleted more than
+FEDGEN_TRASH_DAYS ago go for good, at most 50 of each per pass, each recorded in the audit log.
+
 `register_worker` is also what a supervisor starting several worker processes (`--slots`)
 calls for each of them (each with its own name and 1 slot) if it runs no loop of its own.
 """
@@ -29,6 +36,7 @@ from datetime import datetime
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from api import trash
 from api.config import Settings
 from api.db import session_scope
 from api.dispatch import PassReport, dispatch_pass, liveness
@@ -37,6 +45,25 @@ from api.repository import workers as workers_repo
 from worker.capabilities import Advertised, host_name
 
 log = logging.getLogger(__name__)
+_wakes: set[threading.Event] = set()  # one per dispatch loop of this process
+
+
+class _Stop(threading.Event):
+    """The event that stops a dispatch loop; setting it also wakes the loop from its wait."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        super().__init__()
+        self._wake = wake
+
+    def set(self) -> None:
+        super().set()
+        self._wake.set()
+
+
+def nudge_dispatcher() -> None:
+    """Run this process's dispatch pass now rather than at its next tick (a run just ended)."""
+    for wake in list(_wakes):
+        wake.set()
 
 
 def register_worker(
@@ -89,18 +116,25 @@ def start_dispatcher(
 ) -> threading.Event:
     """A daemon thread: register, then every reaper_s renew the row (with `advertised`, what
     this process can run) and dispatch. Set the event to stop."""
-    stop = threading.Event()
+    wake = threading.Event()
+    stop = _Stop(wake)
+    _wakes.add(wake)
     holder = f"{name}:{socket.gethostname()}:{os.getpid()}"
     started_at: datetime | None = None  # by the database's clock, at the first registration
     last_failure = -float("inf")  # time.monotonic() of the last pass that failed
+    last_purge = -float("inf")  # time.monotonic() of the last trash purge
 
     def tick() -> None:
-        nonlocal started_at
+        nonlocal started_at, last_purge
         started_at = register_worker(factory, name, queues, slots, started_at, advertised)
         settled = time.monotonic() - last_failure >= 2 * settings.heartbeat_s
         report = dispatch_once(factory, sender, settings, holder, find_gone=settled)
         if report.sent or report.resent:
             log.info("dispatched %s, re-sent %s", report.sent, report.resent)
+        # Once per FEDGEN_REAPER_S at most, even when a nudge brings the pass sooner.
+        if time.monotonic() - last_purge >= settings.reaper_s:
+            last_purge = time.monotonic()
+            trash.purge_pass(factory, settings)
 
     def loop() -> None:
         nonlocal last_failure
@@ -113,8 +147,11 @@ def start_dispatcher(
             except Exception:  # keep going through any other outage
                 last_failure = time.monotonic()
                 log.exception("dispatch pass failed")
-            if stop.wait(settings.reaper_s):
+            wake.wait(settings.reaper_s)
+            wake.clear()
+            if stop.is_set():
                 break
+        _wakes.discard(wake)
         try:
             unregister_worker(factory, name)
         except Exception:  # noqa: BLE001 - the row ages out anyway

@@ -19,6 +19,7 @@ from api.config import Settings, get_settings
 from api.queue import TASK_NAME
 from worker.celery_app import celery_app, worker_sessionmaker
 from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
+from worker.reaper import nudge_dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +37,17 @@ def run_simulation(
     outage_since: float | None = None,
     outage_tries: int = 0,
 ) -> str:
-    """Execute one run; database outages are retried, simulation errors are not."""
+    """Execute one run; database outages are retried, simulation errors are not. When the run
+    ends, this slot's dispatcher passes at once, so the slot takes the next queued run."""
     try:
-        return execute_run(
+        outcome = execute_run(
             str(run_id),
             worker_sessionmaker(),
             worker_name=self.request.hostname,
             release_token=release_token,
         )
+        nudge_dispatcher()
+        return outcome
     except RunNotFound as exc:
         log.warning("%s; dropping the task", exc)
         return "missing"

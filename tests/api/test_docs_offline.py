@@ -61,3 +61,13 @@ def test_oauth2_redirect_is_served(client: TestClient) -> None:
     r = client.get("/docs/oauth2-redirect")
     assert r.status_code == 200
     assert "oauth2" in r.text.lower()
+
+
+def test_redoc_bundle_asks_no_cdn_for_its_logo(client: TestClient) -> None:
+    """ReDoc's footer logo comes from Redocly's CDN in the shipped bundle; the served copy
+    points it at the local favicon, and the page loads that copy."""
+    (js,) = [u for u in _urls(client.get("/redoc").text) if u.endswith(".js")]
+    bundle = client.get(js).content
+    assert b"cdn.redoc.ly" not in bundle
+    assert b'src:"docs/static/favicon.png"' in bundle
+    assert client.get("/docs/static/favicon.png").status_code == 200

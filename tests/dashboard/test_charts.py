@@ -81,3 +81,20 @@ def test_band_hover_gives_n_per_round_and_run_lines_mark_states() -> None:
     assert [t.name for t in lines.data] == ["run r · running", "run f · failed @0", "run s"]
     assert [t.line.dash for t in lines.data] == ["dash", "dot", "solid"]
     assert lines.data[0].meta["status"] == "running"
+
+
+def test_a_curve_under_a_nearly_equal_one_stays_visible() -> None:
+    """FedAvg drawn first and FedProx (tiny mu) on top at the same values: FedAvg's line is
+    wider, so its rim shows, and one hover box lists both."""
+    rounds = np.arange(5)
+    acc = np.linspace(0.5, 0.7, 5)
+    agg = pd.concat(
+        [
+            pd.DataFrame({"group": g, "round": rounds, "mean": acc, "std": 0.0, "n": 1})
+            for g in ("fedavg", "fedprox")
+        ]
+    )
+    fig = charts.band_chart(agg, "t", revision="r")
+    widths = {t.name.split(" ")[0]: t.line.width for t in fig.data if t.meta["kind"] == "mean"}
+    assert widths["fedavg"] > widths["fedprox"]
+    assert fig.layout.hovermode == "x unified"

@@ -143,7 +143,9 @@ def test_failing_run_sends_one_signed_run_failed(
     assert body["event"] == "run.failed"
     assert body["run"]["id"] == str(run.id)
     assert body["run"]["error"] == "RuntimeError: simulated failure in round 1"
-    assert body["text"].endswith("failed at round 1: RuntimeError: simulated failure in round 1")
+    # The dashboard's words: the run stored round 0 and failed computing round 1.
+    assert " failed in round 1 of " in body["text"]
+    assert body["text"].endswith(": RuntimeError: simulated failure in round 1")
     assert receiver.got[0]["headers"]["Content-Type"] == "application/json"
     (row,) = _rows(session)
     assert (row.status, row.attempts, row.last_status_code) == ("delivered", 1, 200)
