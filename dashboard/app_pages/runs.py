@@ -3,7 +3,7 @@ cancel, clone or delete the runs picked in the table; one picked run's details, 
 
 The filters live in the URL (`?status=running&algorithm=fedgen&owner=...&where=...&q=...`), so
 a link reproduces the view. Each run is named by the spec fields that differ among the runs
-shown (`compare_view.run_names`, as Compare names them). Cancel and delete ask first, and are
+shown, abbreviated, seed last (`run_name.compact_names`: "FedProx · FMNIST · T=40 · s1"). Cancel and delete ask first, and are
 offered for the signed-in user's own runs (any run for an admin). Queued runs show their queue position and expected start as the API
 reports them, and, when no live worker can take them, what they wait for (the API's
 waiting_reason); running runs an ETA from their own median round time.
@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from dashboard import annotate, compare_view, loaders, runs_view, ui
+from dashboard import annotate, loaders, run_name, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
@@ -212,8 +212,9 @@ def details(run: dict[str, Any], me: dict[str, Any] | None, now: datetime) -> No
 
 
 def failures(runs: list[dict[str, Any]], now: datetime) -> None:
-    """The newest failed runs with their error and the round they stopped at (open while one
-    failed in the last day), each linked to its Live page."""
+    """The newest failed runs, each linked to its Live page, with its whole error message and
+    the round it stopped at (the table's error cell is one line, cut to the column's width);
+    open while one failed in the last day."""
     shown, total, recent = runs_view.recent_failures(runs, now)
     if not shown:
         return
@@ -224,11 +225,11 @@ def failures(runs: list[dict[str, Any]], now: datetime) -> None:
         for run in shown:
             st.page_link(
                 "app_pages/live.py",
-                label=f"{run['_name']} · {runs_view.short_id(run['id'])} "
-                f"failed {runs_view.failure(run)}",
+                label=f"{run['_name']} · {runs_view.short_id(run['id'])}",
                 icon=":material/error:",
                 query_params={"run": str(run["id"])},
             )
+            st.code(runs_view.full_failure(run), language=None, wrap_lines=True)
 
 
 def load(status: str | None = None) -> list[dict[str, Any]] | None:
@@ -299,7 +300,7 @@ def table() -> None:
         for r in runs
         if r.get("status") == RUNNING
     }
-    names = compare_view.run_names(runs)
+    names = run_name.compact_names(runs)
     runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
     df = runs_view.table(runs, now, tz, times, names)
     st.caption(table_caption(len(df), runs, tz))
@@ -343,21 +344,26 @@ COLUMNS = {
     "run": st.column_config.TextColumn(
         "run",
         pinned=True,
-        help="Named by the spec fields that differ among the runs shown, and the seed (the "
-        "caption says what they all share)",
+        help="Named by what differs among the runs shown, abbreviated, and the seed last ("
+        + run_name.LEGEND
+        + "); the caption says what they all share",
     ),
+    "seed": st.column_config.NumberColumn("seed", format="%d"),
     **ui.text_columns(
         {
             "status": "claimed: a worker took it, no round stored yet; cancelling: a cancel was "
             "asked, it stops after its current round",
-            "progress": "Rounds stored / rounds",
+            "progress": "The last round stored / the run's rounds R (round 0 is the initial "
+            "model's evaluation, round r the model after r aggregations: a finished run reads "
+            "R/R)",
             "duration": "Start to finish (to now while running); queued: how long it waits",
             "age": "Since submission; tick the run for the full times (local and UTC)",
             "ETA": "Running runs: median round time × rounds left (finish time)",
             "queue": "Position among queued runs",
             "waiting for": "A run that no live worker can take: the worker it needs (a dataset, "
             "a queue). It starts once such a worker is up.",
-            "error": "A failed run: the round it stopped at and its error",
+            "error": "A failed run: the round it stopped at and its error's first line; the "
+            "whole message is in the failed runs list above the table",
             "note": "Its first line; tick the run for all",
             "id": "The first 8 characters; tick the run for the full id (the CSV has it too)",
         }

@@ -147,6 +147,46 @@ def test_runs_filters_live_in_the_url(app_path: str, lab_env: dict[str, Any]) ->
     assert not at.exception
     assert set(shown["status"]) == {"succeeded"}
     assert len(shown) == 2
-    assert all("algorithm=fedgen" in r for r in shown["run"])
+    assert all(r.startswith("FedGen · ") for r in shown["run"])  # compact: what differs, seed
     assert at.selectbox(key="runs_data").value == ""
     assert dict(at.query_params) == {"status": "succeeded", "algorithm": "fedavg"}
+
+
+LONG_ERROR = (
+    "data.folder.path: folder /nonexistent/lab/data/fashion-mnist-folder does not exist on "
+    "this worker (give a path every worker of the queue can read, or a dataset by name)"
+)
+
+
+def test_runs_table_columns_and_a_failed_runs_whole_error(
+    app_path: str, lab_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The columns one scans first lead the table (compact name, status, accuracy, seed, where
+    it stands, error); a failed run's whole message is on the page, not only its cut cell."""
+    # Prepare: one finished run reported as failed with a long, two-line error
+    real = LabClient.list_runs
+    failed_id = lab_env["run_ids"][0]
+
+    def with_failure(self: LabClient, **filters: Any) -> dict[str, Any]:
+        body = real(self, **filters)
+        for run in body.get("data") or []:
+            if run["id"] == failed_id:
+                run.update(status="failed", current_round=2, error=LONG_ERROR + "\nsee the docs")
+        return body
+
+    monkeypatch.setattr(LabClient, "list_runs", with_failure)
+    # Execute
+    at = open_page(app_path, "app_pages/runs.py")
+    # Assert
+    assert not at.exception
+    table = at.dataframe[0]
+    order = list(table.proto.column_order)
+    assert order[:6] == ["run", "status", "final acc (%)", "seed", "progress", "ETA"]
+    assert order.index("error") < order.index("duration")
+    df = table.value
+    row = df[df["id"] == failed_id[:8]].iloc[0]
+    assert row["error"] == f"in round 3 of 6: {LONG_ERROR}"
+    assert len(row["run"]) <= 42
+    assert row["run"].endswith(("s0", "s1"))
+    codes = [c.value for c in at.code]
+    assert f"Failed in round 3 of 6:\n{LONG_ERROR}\nsee the docs" in codes

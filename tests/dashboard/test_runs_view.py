@@ -128,15 +128,16 @@ def test_runs_are_named_by_the_fields_that_differ() -> None:
     alone = runs_view.table(runs[:1], NOW, UTC)
     # Assert
     assert list(df["run"]) == [
-        "algorithm.gen_batch_size=32, lr=0.01, seed=0",
-        "algorithm.gen_batch_size=64, lr=0.01, seed=0",
-        "algorithm.gen_batch_size=32, lr=0.05, seed=0",
+        "B_G=32 · lr=0.01 · s0",
+        "B_G=64 · lr=0.01 · s0",
+        "B_G=32 · lr=0.05 · s0",
     ]
-    assert list(alone["run"]) == ["algorithm=fedgen, dataset=mnist, seed=0"]
+    assert list(alone["run"]) == ["FedGen · MNIST · s0"]
     assert list(df["id"]) == ["aaaaaaaa", "bbbbbbbb", "cccccccc"]
     assert runs_view.common_fields(runs) == "algorithm=fedgen, dataset=mnist, alpha=0.1"
-    assert runs_view.TABLE_COLUMNS[:6] == [
-        "run", "status", "progress", "final acc (%)", "duration", "age",
+    assert runs_view.TABLE_COLUMNS[:9] == [
+        "run", "status", "final acc (%)", "seed", "progress", "ETA", "queue", "waiting for",
+        "error",
     ]  # fmt: skip
 
 
@@ -197,3 +198,60 @@ def test_who_may_change_a_run_and_the_typed_filters() -> None:
     )
     assert details["id"] == "f" * 36
     assert "2026-12-01T11:00:00Z" in details["submitted"]
+
+
+def test_compact_name_abbreviates_and_puts_the_seed_last() -> None:
+    """The issue's example fits about 40 characters: the paper's symbols, the algorithm's
+    label, the dataset's short name, the seed last whatever the field order."""
+    from dashboard.run_name import compact_name
+
+    # Prepare
+    fields = {
+        "users_per_round": 20,
+        "rounds": 30,
+        "local_steps": 40,
+        "data.name": "fashion-mnist",
+        "algorithm.name": "fedprox",
+    }
+    # Execute
+    name = compact_name(fields, 1)
+    # Assert
+    assert name == "FedProx · FMNIST · T=40 · R=30 · u=20 · s1"
+    assert len(name) <= 42
+    assert name.endswith("· s1")
+    assert compact_name({"partition.alpha": 0.1, "model.name": "mcmahan-cnn"}, 0) == (
+        "model=mcmahan-cnn · α=0.1 · s0"
+    )
+
+
+def test_compact_names_tell_runs_apart() -> None:
+    """Only what differs is named; a repeated spec gets " #2"; the seed is always there."""
+    from dashboard.run_name import compact_names
+
+    # Prepare
+    runs = [_t2("a", 32, 0.01), _t2("b", 32, 0.01), {**_t2("c", 32, 0.01), "id": "c"}]
+    runs[2]["spec"] = {**runs[2]["spec"], "seed": 1}
+    # Execute
+    names = compact_names(runs)
+    # Assert
+    assert names == {
+        "a": "FedGen · MNIST · s0",
+        "b": "FedGen · MNIST · s0 #2",
+        "c": "FedGen · MNIST · s1",
+    }
+
+
+def test_failed_runs_whole_error_is_kept() -> None:
+    """The table's cell is the first line; full_failure keeps every line of the message (the
+    traceback left to the Live page) with the round it stopped at."""
+    # Prepare
+    long = "data.folder.path: folder /nonexistent/lab/data/fashion does not exist on worker w1"
+    error = f"{long}\nsecond line\n\nTraceback (most recent call last):\n  x"
+    run = _run(status="failed", rounds=6, current_round=2, error=error)
+    # Execute
+    cell = runs_view.table([run], NOW, UTC).loc[0, "error"]
+    full = runs_view.full_failure(run)
+    # Assert
+    assert cell == f"in round 3 of 6: {long}"
+    assert full == f"Failed in round 3 of 6:\n{long}\nsecond line"
+    assert "Traceback" not in full
