@@ -4,7 +4,8 @@ A clause is parsed once (`parse_where`) and turned into a condition on `runs.spe
 session's dialect (`spec_equals`), so the filter runs in the database and pagination and the
 total count stay right. Values compare as the spec's JSON values: a number matches a number of
 the same value whatever its spelling (32, 32.0), a string only the same string, true/false
-only booleans, null only a null. The JSON type is checked before any cast, so a number never
+only booleans, null only a null. A clause that could match no spec (an unknown field, a value
+its type cannot hold: `field_problems`, from `api.repository.spec_fields`) is refused. The JSON type is checked before any cast, so a number never
 matches a string field (SQLite would read 'fedgen' as 0) and Postgres never casts text to a
 float (which would fail the query).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, and_, case, func, literal
 
 from api.models import Run
+from api.repository.spec_fields import where_problem
 
 #: At most this many `where` clauses per request, each at most this long.
 MAX_WHERE = 8
@@ -90,6 +92,15 @@ def parse_where(clauses: list[str]) -> tuple[list[SpecWhere], list[str]]:
             continue
         out.append(SpecWhere(tuple(field.split(".")), value))
     return out, problems
+
+
+def field_problems(clauses: list[SpecWhere]) -> list[str]:
+    """What makes parsed clauses unable to match any spec: an unknown field (with the nearest
+    known ones), an object or list, or a value the field's type cannot hold.
+
+    Kept apart from `parse_where`, which checks only the syntax `WHERE_PATTERN` states."""
+    found = (where_problem(w.path, w.value) for w in clauses)
+    return [p for p in found if p is not None]
 
 
 def spec_equals(where: SpecWhere, dialect: str) -> ColumnElement[bool]:

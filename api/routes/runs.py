@@ -1,14 +1,15 @@
-"""Runs: submit, list, get, cancel, delete, clone."""
+"""Runs: submit, list, get, cancel, delete (to the trash), restore, clone."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from pydantic import Field
 
-from api import service
+from api import service, trash
 from api.deps import (
+    ActorDep,
     OwnRunDep,
     RunDep,
     SessionDep,
@@ -17,10 +18,19 @@ from api.deps import (
     UserDep,
     check_page_size,
     parse_uuid,
+    require_owner,
 )
 from api.errors import FieldErrors
+from api.models import Run
 from api.repository import runs as runs_repo
-from api.repository.spec_filter import MAX_WHERE, MAX_WHERE_CHARS, WHERE_PATTERN, parse_where
+from api.repository import sweeps as sweeps_repo
+from api.repository.spec_filter import (
+    MAX_WHERE,
+    MAX_WHERE_CHARS,
+    WHERE_PATTERN,
+    field_problems,
+    parse_where,
+)
 from api.schemas import (
     AUTHED,
     BODY,
@@ -47,7 +57,9 @@ WhereClause = Annotated[
 WHERE_DOC = (
     f"Repeatable, at most {MAX_WHERE}: `field=value`, a dotted spec field equal to a JSON value, "
     "e.g. `algorithm.gen_batch_size=32` (matches 32 and 32.0), `partition.alpha=0.1`, "
-    '`algorithm.name=fedgen` (strings exact; `"32"` is the string). Every clause must hold.'
+    '`algorithm.name=fedgen` (strings exact; `"32"` is the string). Every clause must hold. '
+    "An unknown field, or a value the field's type cannot hold, is a 422 naming the field "
+    "(with the nearest known ones)."
 )
 
 
@@ -86,6 +98,7 @@ def list_runs(
     """Runs, newest first, filtered and paginated."""
     check_page_size(limit, settings)
     clauses, problems = parse_where(where or [])
+    problems += field_problems(clauses)  # unknown fields, values their type cannot hold
     if problems:
         raise FieldErrors([("where", p) for p in problems])
     filters = runs_repo.RunFilters(
@@ -127,17 +140,51 @@ def annotate_run(
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)
-def cancel_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
-    """Ask a run to stop (queued: at once; running: between rounds); its checkpoint files go."""
-    service.withdraw_run(session, settings, run, delete=False)
+def cancel_run(run: OwnRunDep, session: SessionDep, actor: ActorDep) -> RunPublic:
+    """Ask a run to stop (queued: at once; running: between rounds); recorded as run.cancel.
+
+    Cancel stops the run and keeps every checkpoint it has committed (full, generator, final);
+    they go only when the run is purged from the trash.
+    """
+    service.withdraw_run(session, run, actor)
     return service.run_public(run)
 
 
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, responses=OWNER_ONLY)
-def delete_run(run: OwnRunDep, session: SessionDep, settings: SettingsDep) -> Response:
-    """Delete a run, its metrics and its checkpoint files (owner or admin)."""
-    service.withdraw_run(session, settings, run, delete=True)
+def delete_run(run: OwnRunDep, session: SessionDep, actor: ActorDep) -> Response:
+    """Move a run to the trash (owner or admin), cancelling it if it has not ended; restorable
+    with POST /runs/{id}/restore for FEDGEN_TRASH_DAYS, then purged. Recorded as run.delete."""
+    trash.delete_run(session, run, actor)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def load_trashed_run(run_id: str, session: SessionDep, user: UserDep) -> Run:
+    """The trashed run of the path when the user owns it or is an admin: 404 when no run of
+    that id is in the trash, 403 for another member."""
+    run = runs_repo.get_run(session, parse_uuid(run_id), in_trash=True)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found in the trash")
+    require_owner(run.owner_id, user, "run")
+    return run
+
+
+@router.post("/{run_id}/restore", responses=error_responses(*AUTHED, 403, 404, 409))
+def restore_run(
+    run: Annotated[Run, Depends(load_trashed_run)],
+    session: SessionDep,
+    settings: SettingsDep,
+    actor: ActorDep,
+) -> RunPublic:
+    """Take a run out of the trash with every round, per-user row and checkpoint it had (a
+    cancelled run stays cancelled). 409 while its sweep is in the trash: restore the sweep."""
+    if run.sweep_id is not None and sweeps_repo.get_sweep(session, run.sweep_id, in_trash=True):
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"run {run.id} belongs to sweep {run.sweep_id}, which is in the trash: "
+            "restore the sweep (POST /sweeps/{id}/restore)",
+        )
+    trash.restore_run(session, run, actor)
+    return service.runs_public(session, [run], settings)[0]
 
 
 @router.post(
