@@ -190,3 +190,24 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
     assert row["run"].endswith(("s0", "s1"))
     codes = [c.value for c in at.code]
     assert f"Failed in round 3 of 6:\n{LONG_ERROR}\nsee the docs" in codes
+
+
+def test_a_filter_on_an_unknown_spec_field_says_so(app_path: str, lab_env: dict[str, Any]) -> None:
+    """`alpha=0.1` (the field is partition.alpha) or a value its type cannot hold: the API's
+    message under the filters, not "No runs match"; the right field still lists runs."""
+    # Execute
+    unknown = open_page(app_path, "app_pages/runs.py", {"runs_where": "alpha=0.1"})
+    mistyped = open_page(app_path, "app_pages/runs.py", {"runs_where": "partition.alpha=abc"})
+    right = open_page(app_path, "app_pages/runs.py", {"runs_where": "partition.alpha=0.1"})
+    # Assert
+    for at in (unknown, mistyped, right):
+        assert not at.exception
+        assert "No runs match these filters." not in texts(at)
+    said = " ".join(e.value for e in unknown.error)
+    assert "alpha is not a spec field; did you mean partition.alpha" in said
+    assert not unknown.dataframe
+    assert "partition.alpha is a number; 'abc' cannot match" in " ".join(
+        e.value for e in mistyped.error
+    )
+    assert not right.error
+    assert right.dataframe[0].value.shape[0] >= 1
