@@ -22,7 +22,6 @@ than x and by that still differ inside a point are named in `warnings`.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -38,6 +37,7 @@ from api.analysis import FINISHED, flat_spec
 from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
+from fedgen.csv_cells import SafeWriter
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec
 from fedgen.specdict import (
@@ -415,13 +415,27 @@ def _groups(
 
 
 CSV_COLUMNS = ("mean", "std", "lo", "hi", "n", "n_total", "reached", "censored")
+#: The columns holding the statistic (mean, spread, the bar's ends): written in the unit the
+#: Paper tables page shows, rounded as it shows them.
+CSV_SCALED = frozenset({"mean", "std", "lo", "hi"})
+CSV_DECIMALS = 2
+
+
+def csv_unit(data: dict[str, Any]) -> tuple[str, float]:
+    """(header suffix, factor): accuracies as percent (`mean_pct`), times to target in rounds
+    (`mean_rounds`)."""
+    return ("rounds", 1.0) if data.get("unit") == "round" else ("pct", 100.0)
 
 
 def plot_csv(data: dict[str, Any]) -> str:
-    """The plot data as CSV: one row per point, numbers as numbers (accuracies as fractions)."""
+    """The plot data as CSV: one row per point. The statistic's columns carry their unit in the
+    header (`mean_pct`: test accuracy in percent; `mean_rounds`) and are rounded to
+    CSV_DECIMALS, as the Paper tables show them; counts stay counts."""
+    suffix, factor = csv_unit(data)
     buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow([data["by"], data["x"], "statistic", "interval", *CSV_COLUMNS, "run_ids"])
+    w = SafeWriter(buf)  # text a spreadsheet would run as a formula is quoted
+    names = [f"{c}_{suffix}" if c in CSV_SCALED else c for c in CSV_COLUMNS]
+    w.writerow([data["by"], data["x"], "statistic", "interval", *names, "run_ids"])
     for s in data["series"]:
         for p in s["points"]:
             w.writerow(
@@ -430,8 +444,18 @@ def plot_csv(data: dict[str, Any]) -> str:
                     "" if p["x"] is None else p["x"],
                     data["statistic"],
                     data["interval"],
-                    *("" if p[c] is None else p[c] for c in CSV_COLUMNS),
+                    *(_csv_cell(p[c], factor if c in CSV_SCALED else None) for c in CSV_COLUMNS),
                     " ".join(p["run_ids"]),
                 ]
             )
     return buf.getvalue()
+
+
+def _csv_cell(value: Any, factor: float | None) -> Any:
+    """A CSV cell: empty for None; the statistic scaled and rounded (a float's binary noise,
+    75.94800000000001, never reaches the file)."""
+    if value is None:
+        return ""
+    if factor is None or isinstance(value, bool):
+        return value
+    return round(float(value) * factor, CSV_DECIMALS)

@@ -150,9 +150,11 @@ def test_top5_pools_like_the_sweep_table_and_csv_has_the_same_numbers(
                 r for r in rows
                 if r["algorithm.name"] == s["by_value"] and float(r["partition.alpha"]) == p["x"]
             )  # fmt: skip
-            assert [float(row[c]) for c in ("mean", "std", "lo", "hi")] == pytest.approx(
-                [p["mean"], p["std"], p["lo"], p["hi"]]
-            )
+            # Percent, rounded as the Paper tables show them; the header says the unit.
+            cols = ("mean_pct", "std_pct", "lo_pct", "hi_pct")
+            assert [row[c] for c in cols] == [
+                str(round(p[k] * 100, 2)) for k in ("mean", "std", "lo", "hi")
+            ]
             assert int(row["n"]) == 3
             assert row["statistic"] == "top5"
 
@@ -210,8 +212,12 @@ def test_time_to_target_counts_rounds_and_censors_runs_that_never_reach(
     # Execute
     url = f"{API}/sweeps/{sweep_id}/plot-data?x=alpha&statistic=time_to_target&target=0.55"
     data = client.get(url, headers=auth).json()
+    rows = list(csv.DictReader(io.StringIO(client.get(url + "&format=csv", headers=auth).text)))
     # Assert
     assert data["unit"] == "round"
+    # Rounds, not percent: the header says so and the values are not scaled.
+    assert {float(r["partition.alpha"]): r["mean_rounds"] for r in rows} == {0.1: "1.5", 1.0: "2.5"}
+    assert "mean_pct" not in rows[0]
     assert data["target"] == 0.55
     by_x = {p["x"]: p for p in data["series"][0]["points"]}
     low = by_x[0.1]
