@@ -2,7 +2,8 @@
 
 `plot_figure` draws a statistic against a swept field, one line per value of another, each
 point the mean over seeds with its bar (± std or the 95 % interval, as the server sent it);
-α gets a log x axis. Runs without the x field (FedAvg in a B_G sweep) become a level line.
+α gets a log x axis; a non-numeric x (algorithms, datasets) is a category axis with markers
+and no joining line. Runs without the x field (FedAvg in a B_G sweep) become a level line.
 `parcoords_figure` shows every group of a sweep where three or more fields vary.
 `pick_fields` chooses the pickers' options and defaults from the fields that vary.
 """
@@ -126,11 +127,12 @@ def _series_trace(
     numeric: bool,
 ) -> go.Scatter:
     """One series' line: its points at their x, bars from lo/hi, "n/n_total" beside a point
-    not yet complete, an open marker where the value is censored."""
+    not yet complete, an open marker where the value is censored. On a categorical x
+    (algorithms, datasets) markers only: a line would claim an order between categories."""
     return go.Scatter(
         x=[p["x"] if numeric else format_value(p["x"]) for p in placed],
         y=[p["mean"] * scale for p in placed],
-        mode="lines+markers+text",
+        mode="lines+markers+text" if numeric else "markers+text",
         name=name,
         line={"color": color, "width": 2},
         marker={
@@ -197,6 +199,9 @@ def plot_figure(data: dict[str, Any], revision: str = "sweep-plot") -> go.Figure
     )
     if data.get("log_x") and numeric:
         fig.update_xaxes(type="log")
+    if not numeric:  # categories in the server's order; series side by side, not on top
+        fig.update_xaxes(type="category")
+        fig.update_layout(scattermode="group")
     ticks = sorted(set(all_x)) if numeric else []
     if 0 < len(ticks) <= 12:  # the swept values themselves, as the grid spelled them
         fig.update_xaxes(tickvals=ticks, ticktext=[format_value(v) for v in ticks])

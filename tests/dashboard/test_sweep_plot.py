@@ -76,6 +76,30 @@ def test_linear_x_for_a_narrow_field_and_a_level_line_for_runs_without_it() -> N
     assert "no B_G" in level.name
 
 
+def test_algorithms_on_x_are_categories_drawn_as_markers_without_a_line() -> None:
+    """Algorithm names on x: a category axis, each α's points markers only (no joining line,
+    which would claim an order between algorithms); a numeric x keeps its lines."""
+    # Prepare
+    data = _data(
+        x="algorithm.name", by="partition.alpha", log_x=False,
+        series=[
+            {"by_value": 0.1, "points": [_point("fedavg", 0.6, 0.58, 0.62),
+                                         _point("fedgen", 0.7, 0.69, 0.71)]},
+            {"by_value": 1.0, "points": [_point("fedavg", 0.8, 0.79, 0.81),
+                                         _point("fedgen", 0.85, 0.84, 0.86)]},
+        ],
+    )  # fmt: skip
+    # Execute
+    fig = sweep_plot.plot_figure(data)
+    numeric = sweep_plot.plot_figure(_data())
+    # Assert
+    assert fig.layout.xaxis.type == "category"
+    assert [t.mode for t in fig.data] == ["markers+text", "markers+text"]
+    assert list(fig.data[0].x) == ["fedavg", "fedgen"]
+    assert fig.layout.scattermode == "group"  # the α series side by side per algorithm
+    assert {t.mode for t in numeric.data} == {"lines+markers+text"}
+
+
 def test_time_to_target_in_rounds_marks_censored_points_open() -> None:
     """Rounds are not scaled; a censored point (a lower bound) is an open marker without a bar."""
     # Prepare
