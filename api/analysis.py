@@ -10,7 +10,6 @@ cancelled runs are counted and listed apart (`excluded`), never inside mean ± s
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import uuid
@@ -23,6 +22,7 @@ from sqlalchemy.orm import Session
 from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import sweeps as sweeps_repo
+from fedgen.csv_cells import SafeWriter
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import (
@@ -207,7 +207,7 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
     """The summary as CSV: one line per group."""
     field_names = sorted({f for r in rows for f in r["fields"]})
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = SafeWriter(buf)  # text a spreadsheet would run as a formula is quoted
     cols = [
         "label",
         *field_names,

@@ -96,10 +96,15 @@ class Settings(BaseSettings):
     webhook_test_rate: str = Field("6/minute", pattern=RATE_PATTERN)
     """POST /webhooks/{id}/test per token, as N/second|minute|hour|day."""
     max_run_hours: float = Field(72.0, gt=0, le=24 * 3650)
-    """A run that has been running (over all its segments) longer than this fails, saying so."""
+    """A run that has been running (over all its segments) longer than this fails, saying so;
+    time spent queued between two segments does not count. Checked by the worker between
+    rounds and by the dispatcher's pass (a run stuck in a round, or whose worker is gone)."""
     max_attempts: int = Field(5, ge=1, le=1000)
-    """A run claimed this many times whose worker died each time fails with that reason instead
-    of being claimed again."""
+    """A run whose worker died holding it (lease expired or holder gone, never handed back)
+    this many times in a row fails with that reason instead of being claimed again. "In a row":
+    the count restarts once the run stores a new round, so a run that progresses between
+    worker restarts is never failed by it; hand-backs (dataset, out of memory, a database
+    outage) and storage retries are not deaths (api.repository.run_limits)."""
     data_roots: str = Field("", max_length=4000)
     """Comma-separated folders data may be read from (`data.root` and `data.folder.path` must
     resolve inside one); empty: FEDGEN_DATA (else ~/.fedgen/data) and Debian's dataset folder
@@ -110,9 +115,12 @@ class Settings(BaseSettings):
     # Webhooks (api/routes/webhooks.py, worker/webhook_sender.py). Empty allow list: no
     # webhook can be registered or sent, so a fresh lab never POSTs to hosts nobody vetted.
     webhook_allow: str = Field("", max_length=4000)
-    """Comma-separated host patterns webhooks may target, e.g.
-    `hooks.slack.com,*.lab.example,127.0.0.1` (`*` any host); empty: none. Checked at
-    registration and again before each send."""
+    """Comma-separated webhook targets: host-name patterns (`hooks.slack.com`, `*.lab.example`,
+    `*` any name) and addresses or CIDRs (`127.0.0.1`, `10.0.0.0/8`, `::1`). A pattern lets a
+    name through only: every address it resolves to must be public or inside an address entry
+    (loopback, private, link-local, CGNAT, multicast, reserved and unspecified ones are refused
+    otherwise, even under `*`); see api/webhook_targets.py. Empty: none. Checked at registration
+    and again before each send, which connects to the address it checked."""
     webhook_retries: int = Field(8, ge=1, le=50)
     """Attempts of one delivery before it is marked failed."""
     webhook_backoff_s: float = Field(2.0, gt=0, le=3600)

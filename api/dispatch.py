@@ -14,6 +14,9 @@ under the one-row `dispatcher` lease) reads a snapshot of the runs and live work
   two messages waiting at once; a run sent to a worker that is gone is sent elsewhere at once;
 - treats a running run whose lease expired like a waiting one (it goes first), and marks
   cancelled such a run whose cancel was asked for;
+- fails a running run past FEDGEN_MAX_RUN_HOURS, and counts the death of each run whose worker
+  died holding it, failing one whose worker died FEDGEN_MAX_ATTEMPTS times in a row
+  (api.repository.run_limits) instead of sending it again;
 - given `live` (the workers' loops do; see api.repository.runs.Liveness), also treats as waiting
   a running run whose holder is gone (heartbeat missed twice, no live `workers` row): it stops
   counting against the slots and is sent at once, without waiting for its lease to expire.
@@ -36,6 +39,7 @@ from api.config import Settings
 from api.db import db_now
 from api.fairshare import Snapshot, Waiting, orders
 from api.queue import Enqueue, worker_queue
+from api.repository import run_limits
 from api.repository import runs as runs_repo
 
 log = logging.getLogger(__name__)
@@ -158,6 +162,7 @@ def dispatch_pass(
     try:
         # A cancelled run whose worker died needs no worker: it is cancelled, not re-sent.
         runs_repo.cancel_orphans(session, now or db_now(session))
+        _end_limited(session, settings, now or db_now(session), live)
         snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now, live)
         session.commit()
         by_worker: WaitingCount | None = None
@@ -188,6 +193,19 @@ def dispatch_pass(
         runs_repo.release_dispatch_lease(session, holder)
         session.commit()
     return report
+
+
+def _end_limited(
+    session: Session, settings: Settings, now: datetime, live: runs_repo.Liveness | None
+) -> None:
+    """Fail, instead of sending again, the runs past a limit (api.repository.run_limits): run
+    longer than FEDGEN_MAX_RUN_HOURS, or whose worker died FEDGEN_MAX_ATTEMPTS times in a row;
+    count the death of each other run whose worker died holding it."""
+    for rid in run_limits.end_overruns(session, now, settings.max_run_hours):
+        log.warning("run %s ran longer than FEDGEN_MAX_RUN_HOURS; failed", rid)
+    for rid in run_limits.count_deaths(session, now, live, settings.max_attempts):
+        log.warning("run %s: its worker died FEDGEN_MAX_ATTEMPTS times; failed", rid)
+    session.commit()
 
 
 def _record_sent(report: PassReport, item: Send) -> None:

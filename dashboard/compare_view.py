@@ -19,6 +19,7 @@ from plotly.colors import qualitative
 
 from dashboard.tables import ENDED, STOPPED, group_labels
 from fedgen.algorithms.registry import find_algorithm
+from fedgen.csv_cells import frame_csv
 from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, group_label
 
 # One colour per algorithm, its declaration's (fedgen.algorithms.registry, plugins too); never
@@ -105,7 +106,7 @@ def trace_styles(
 
 def grouped_csv(agg: pd.DataFrame) -> str:
     """The mean ± std curves as CSV (group, round, mean, std, n, wall_s)."""
-    return agg.to_csv(index=False)
+    return frame_csv(agg)
 
 
 def runs_csv(long: pd.DataFrame, names: dict[str, str], metric: str) -> str:
@@ -119,7 +120,7 @@ def runs_csv(long: pd.DataFrame, names: dict[str, str], metric: str) -> str:
             "wall_s": long["wall_s"],
         }
     )
-    return out.sort_values(["run", "round"], kind="stable").to_csv(index=False)
+    return frame_csv(out.sort_values(["run", "round"], kind="stable"))
 
 
 # -- live comparisons: run states, the incremental cache, legend names -----------------

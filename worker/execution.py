@@ -9,7 +9,8 @@ A database that cannot be reached raises DatabaseUnavailable, after handing the 
 back when it can; the exception carries the lease token so that the task's retry
 (worker/tasks.py, back-off within a time budget) can hand it back itself once the
 database answers again, and resume at once instead of waiting for the lease to expire.
-A run deleted or cancelled while it runs stops between rounds and leaves no files.
+A run cancelled (or moved to the trash) while it runs stops between rounds and keeps every
+checkpoint it committed; a run purged under it stops and leaves no files.
 
 Recording each end (finished, handed back, out of memory, waiting for storage, stopped) lives
 in worker/outcomes.py; renewing the lease while the run computes, in worker/lease.py.
@@ -25,16 +26,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings, get_settings
-from api.db import is_unavailable, session_scope
+from api.db import db_now, is_unavailable, session_scope
 from api.dispatch import liveness
+from api.models import Run
 from api.repository import checkpoints as ckpt_repo
+from api.repository import run_limits
 from api.repository import runs as runs_repo
 from api.repository.metrics import LeaseLost, RoundGap
 from api.store import CheckpointStore
 from fedgen.data.common import DatasetError
+from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.events import RunSummary, Sink
 from fedgen.resources import Cost, MeteredSink, ResourceMeter, is_cuda_oom, release_cuda
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
@@ -42,7 +47,6 @@ from fedgen.status import TERMINAL
 from worker.lease import Lease
 from worker.outcomes import MAX_HAND_BACKS as MAX_HAND_BACKS  # re-exported: tests import it here
 from worker.outcomes import (
-    drop_files,
     finish,
     finish_succeeded,
     hand_back,
@@ -179,7 +183,7 @@ def execute_run(
         new_token = uuid.uuid4().hex
         worker = worker_name or default_worker_name()
         device = device_label(str(run.spec.get("device", "cpu")))
-        claimed = _claim(factory, store, rid, new_token, worker, device, s)
+        claimed = _claim(factory, rid, new_token, worker, device, s)
         if claimed != "claimed":
             return claimed
         token = new_token
@@ -187,6 +191,10 @@ def execute_run(
             spec: ExperimentSpec = parse_spec(run.spec)
         except SpecError as exc:
             finish(factory, rid, token, "failed", error=str(exc))
+            return "failed"
+        refused = _refused_paths(spec, s)
+        if refused is not None:
+            finish(factory, rid, token, "failed", error=refused)
             return "failed"
         claim = _Claimed(rid, token, spec, factory, store, s, worker)
         return _run_claimed(claim, runner or _default_runner())
@@ -198,9 +206,19 @@ def execute_run(
         raise DatabaseUnavailable(exc, token or release_token, token is not None) from exc
 
 
+def _refused_paths(spec: ExperimentSpec, s: Settings) -> str | None:
+    """Why the run may not read its data here (a `data.root` or `data.folder.path` outside this
+    worker's FEDGEN_DATA_ROOTS), else None. The API refuses such specs; this catches one that
+    reached the queue another way (an older server, a hand-made message) before any file is
+    read. A failure, not a hand-back: no worker of the lab should read it."""
+    problems = data_path_problems(spec.data, allowed_roots(s.data_roots))
+    if not problems:
+        return None
+    return "; ".join(f"{field}: {msg}" for field, msg in problems)
+
+
 def _claim(
     factory: sessionmaker[Session],
-    store: CheckpointStore,
     rid: uuid.UUID,
     token: str,
     worker: str,
@@ -208,7 +226,8 @@ def _claim(
     s: Settings,
 ) -> str:
     """Take the run's lease with `token`: 'claimed'; else 'cancelled' (a cancel was asked
-    while nobody held it: it ends here, its files go) or 'skipped' (a live lease holds it)."""
+    while nobody held it: it ends here, its checkpoints kept) or 'skipped' (a live lease holds
+    it)."""
     with session_scope(factory) as sess:
         claimed = runs_repo.claim(
             sess,
@@ -218,12 +237,11 @@ def _claim(
             device=device,
             lease_s=s.lease_s,
             live=liveness(s),
+            max_attempts=s.max_attempts,
         )
         if claimed:
             return "claimed"
         if runs_repo.cancel_orphan(sess, rid):
-            sess.commit()
-            drop_files(factory, store, rid)
             return "cancelled"
         return "skipped"
 
@@ -231,7 +249,7 @@ def _claim(
 def _release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> None:
     """Hand a lease back (if it is still `token`): the run may be claimed at once."""
     with session_scope(factory) as sess:
-        runs_repo.heartbeat(sess, rid, token, lease_s=0)
+        run_limits.give_back(sess, rid, db_now(sess), token)
 
 
 def _try_release(factory: sessionmaker[Session], rid: uuid.UUID, token: str) -> None:
@@ -311,6 +329,9 @@ class _Claimed:
         self.sink = MeteredSink(self.db_sink, self.meter)
         self.gaps = self.storage_failures = 0
         self.gap_at: int | None = None  # the round of the last hole found
+        self.overrun: str | None = None  # why it ran too long (FEDGEN_MAX_RUN_HOURS)
+        with factory() as sess:  # this claim's number: its segment is the one still running
+            self.attempt_no = sess.scalar(select(Run.attempt).where(Run.id == rid))
 
     def cost(self) -> dict[str, Any]:
         """This segment's meter reading folded into what earlier segments stored."""
@@ -322,11 +343,15 @@ class _Claimed:
         return self.gaps
 
     def should_stop(self) -> bool:
-        """Checked between rounds: the lease was lost, or a cancel was asked."""
+        """Checked between rounds: the lease was lost, a cancel was asked, or the run ran past
+        FEDGEN_MAX_RUN_HOURS (`overrun` then says so, and the run fails)."""
         if self.lease.lost.is_set():
             return True
         with self.factory() as sess:
-            return runs_repo.is_cancel_requested(sess, self.rid)
+            attempt = self.attempt_no if self.attempt_no is not None else -1
+            now, hours = db_now(sess), self.settings.max_run_hours
+            cancel, self.overrun = run_limits.check_run(sess, self.rid, attempt, now, hours)
+        return cancel or self.overrun is not None
 
     def fail(self, error: str) -> str:
         """Record the run failed with `error` and what it cost."""
@@ -417,10 +442,12 @@ class _Claimed:
         f, rid = self.factory, self.rid
         if self.lease.lost.is_set():
             return lease_gone(f, self.store, rid)
+        if self.overrun is not None:
+            log.warning("run %s: %s", rid, self.overrun)
+            return self.fail(self.overrun)
         if why_stopped(f, rid) == "deleted":
             return lease_gone(f, self.store, rid)
         summary_dict = summary.to_dict() if summary else None
         finish(f, rid, self.token, "cancelled", summary=summary_dict, cost=self.cost())
-        log.info("run %s cancelled; removing its checkpoint files", rid)
-        drop_files(f, self.store, rid)
+        log.info("run %s cancelled; its checkpoints kept", rid)
         return "cancelled"

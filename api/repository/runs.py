@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, contains_eager
 
 from api.db import db_now
 from api.models import RoundMetrics, Run, User
+from api.repository import run_limits
 from api.repository import webhooks as webhooks_repo
 from api.repository.annotations import matches_text, tags_csv
 from api.repository.dispatch_state import cancel_orphans as cancel_orphans
@@ -106,22 +107,28 @@ def _with_owner() -> Select[Run]:
     return select(Run).join(Run.owner).options(contains_eager(Run.owner))
 
 
-def get_run(session: Session, run_id: uuid.UUID) -> Run | None:
-    """A run (its owner loaded), or None."""
-    return session.scalar(_with_owner().where(Run.id == run_id))
+def get_run(session: Session, run_id: uuid.UUID, *, in_trash: bool | None = None) -> Run | None:
+    """A run (its owner loaded), or None. `in_trash`: None, wherever it is (the worker's view);
+    False, only outside the trash (what the API shows); True, only in the trash."""
+    stmt = _with_owner().where(Run.id == run_id)
+    if in_trash is not None:
+        stmt = stmt.where(Run.deleted_at.is_not(None) if in_trash else Run.deleted_at.is_(None))
+    return session.scalar(stmt)
 
 
 def get_runs(session: Session, run_ids: list[uuid.UUID]) -> list[Run]:
-    """Several runs (owners loaded), in the order asked (missing ids left out)."""
-    by_id = {r.id: r for r in session.scalars(_with_owner().where(Run.id.in_(run_ids)))}
+    """Several runs outside the trash (owners loaded), in the order asked (missing or trashed
+    ids left out)."""
+    stmt = _with_owner().where(Run.id.in_(run_ids), Run.deleted_at.is_(None))
+    by_id = {r.id: r for r in session.scalars(stmt)}
     return [by_id[i] for i in run_ids if i in by_id]
 
 
 def list_runs(
     session: Session, filters: RunFilters, limit: int, offset: int
 ) -> tuple[list[Run], int]:
-    """One page of runs, newest first, and the total count under the filters."""
-    conds = []
+    """One page of runs outside the trash, newest first, and the total count under the filters."""
+    conds = [Run.deleted_at.is_(None)]
     f = filters
     if f.status:
         conds.append(Run.status == f.status)
@@ -175,7 +182,8 @@ def request_cancel(session: Session, run_id: uuid.UUID) -> None:
 
 
 def delete_run(session: Session, run_id: uuid.UUID) -> None:
-    """Delete a run and (by cascade) its metrics and checkpoint rows."""
+    """Delete a run and (by cascade) its metrics and checkpoint rows, for good (the API moves
+    runs to the trash instead: api.repository.trash; this is for tests and tools)."""
     sweep_id = session.scalar(select(Run.sweep_id).where(Run.id == run_id))
     session.execute(delete(Run).where(Run.id == run_id))
     webhooks_repo.enqueue_sweep_if_finished(session, sweep_id)  # it may have been the last one
@@ -196,10 +204,14 @@ def claim(
     device: str,
     lease_s: float,
     live: Liveness | None = None,
+    max_attempts: int | None = None,
 ) -> bool:
     """Take the lease of a queued run, or of a running one whose lease expired or (with `live`)
-    whose holder is gone."""
+    whose holder is gone. With `max_attempts`, a holder that died is counted first (a run
+    whose worker died that many times in a row fails instead: api.repository.run_limits)."""
     now = db_now(session)
+    if max_attempts is not None:
+        run_limits.count_deaths(session, now, live, max_attempts, run_id)
     stmt = _update_unheld(run_id, now, cancel_requested=False, live=live).values(
         status="running",
         attempt=Run.attempt + 1,
@@ -289,6 +301,8 @@ def record_start(
     if (row.info or {}).get("oom"):
         # A run that ran out of GPU memory keeps needing a bigger GPU (the dispatcher reads it).
         info = {**info, "oom": row.info["oom"]}
+    if (row.info or {}).get("deaths"):
+        info = {**info, "deaths": row.info["deaths"]}  # counted across claims (run_limits)
     segments = list(row.segments or [])
     versions = dict(info.get("versions") or {})
     start = int(info.get("start_round") or 0)
@@ -296,10 +310,14 @@ def record_start(
     if segments:
         # The segment before ends at the last round it stored (a killed worker may have stored
         # rounds past the checkpoint this one resumes from: they are computed again here).
-        stored = session.scalar(
-            select(func.max(RoundMetrics.round)).where(RoundMetrics.run_id == run_id)
-        )
+        stored, stored_at = session.execute(
+            select(func.max(RoundMetrics.round), func.max(RoundMetrics.created_at)).where(
+                RoundMetrics.run_id == run_id
+            )
+        ).one()
         segments[-1] = {**segments[-1], "last_round": stored}
+        if "ended_at" not in segments[-1]:  # its running time (FEDGEN_MAX_RUN_HOURS) ends there
+            segments[-1]["ended_at"] = run_limits.segment_end(segments[-1], stored_at)
         before = segments[-1]
         diff = {k: [before.get(k), versions.get(k)] for k in NUMERICS}
         diff = {k: v for k, v in diff.items() if v[0] != v[1]}

@@ -26,7 +26,9 @@ from dashboard.sweep_tables import (
     table3_frame,
     timing_rows,
 )
+from dashboard.table_csv import TABLE3_NUMBERS, table1_csv_frame, table3_csv_frame
 from dashboard.versus_paper import NO_PAPER, number, versus_paper
+from fedgen.csv_cells import frame_csv
 from fedgen.status import ACTIVE
 
 REFRESH_S = 3
@@ -142,8 +144,10 @@ def table1_part(members: list[dict[str, Any]]) -> None:
     )
     d1, d2 = st.columns(2)
     d1.download_button(
-        "CSV", long.to_csv(index=False), "table1.csv", "text/csv", key="tables_t1_csv"
-    )
+        "CSV", frame_csv(table1_csv_frame(long)), "table1.csv", "text/csv", key="tables_t1_csv",
+        help="Accuracies in percent (the _pct columns), rounded as shown; a column per spec "
+        "field that varies across the rows",
+    )  # fmt: skip
     d2.download_button("LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex")
     with st.expander("LaTeX source"):
         st.code(table1_latex(long), language="latex")
@@ -160,7 +164,7 @@ def table3_part() -> None:
     st.dataframe(
         t3, hide_index=True, key="tables_t3",
         column_config={
-            **{c: st.column_config.NumberColumn(c, format="%.2f") for c in t3.columns[1:]},
+            **{c: st.column_config.NumberColumn(c, format="%.2f") for c in TABLE3_NUMBERS},
             "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
         },
     )  # fmt: skip
@@ -174,7 +178,10 @@ def table3_part() -> None:
         f"(paper: FedAvg {paper.TABLE3_FEDAVG[0]:.2f} ms, EMNIST α=0.1)."
     )
     d1, d2 = st.columns(2)
-    d1.download_button("CSV", t3.to_csv(index=False), "table3.csv", "text/csv", key="tables_t3_csv")
+    d1.download_button(
+        "CSV", frame_csv(table3_csv_frame(t3)), "table3.csv", "text/csv", key="tables_t3_csv",
+        help="ms and ratios rounded as shown; a column per spec field that varies across the rows",
+    )  # fmt: skip
     d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")
 
 

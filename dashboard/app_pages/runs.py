@@ -21,6 +21,7 @@ from dashboard import annotate, loaders, run_name, runs_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
+from fedgen.csv_cells import frame_csv
 from fedgen.status import ACTIVE, RUN_STATUSES, RUNNING
 
 STATUSES = ["", *RUN_STATUSES]
@@ -330,7 +331,7 @@ def table() -> None:
     with st.expander("Export"):
         st.download_button(
             "Download table as CSV",
-            runs_view.csv_frame(runs, now, names).to_csv(index=False),
+            frame_csv(runs_view.csv_frame(runs, now, names)),
             "runs.csv",
             "text/csv",
             key="runs_csv",

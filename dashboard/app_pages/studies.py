@@ -1,11 +1,15 @@
 """Paper: every experiment of the paper as a study; launch it, follow it, read its verdicts.
 
 One study at a time: what it reproduces, a Launch button (POST /studies/{name}), the
-progress of its sweep, and its table beside the paper's, each cell with ours (mean ± std, n),
+progress of its sweep (and why its queued runs wait, the API's waiting_reason), and its table beside the paper's, each cell with ours (mean ± std, n),
 the paper's, Δ and a verdict. The view lives in the URL (`?study=table1&dataset=...&seeds=1
 &rounds=50&sweep=<id>`; defaults left out), so a reload or a link keeps it. While the sweep's
 runs are queued or running the progress and the tables refresh by themselves (a fragment),
 and stop once every run has ended.
+
+The dataset picker marks the datasets no live worker can load (GET /workers, as the Submit
+form does: `worker_offer`) and starts on one a worker has; launching a study no live worker
+can start asks for a confirmation that says why its runs would wait.
 """
 
 from __future__ import annotations
@@ -16,7 +20,11 @@ from typing import Any
 import streamlit as st
 
 from dashboard import loaders, runs_view, study_view, ui
+from dashboard.client import ApiError
+from dashboard.worker_offer import Offer, offer
+from fedgen.csv_cells import frame_csv
 from fedgen.status import ACTIVE
+from fedgen.studies import format_duration
 
 REFRESH_S = 3
 
@@ -34,21 +42,44 @@ name: str = st.selectbox(
 if wanted != name:  # another study: the old one's dataset and sweep do not apply
     st.query_params.from_dict({"study": name})
 info = by_name[name]
-st.markdown(info["reproduces"])
+about = st.empty()  # what it reproduces, on the dataset picked below
 st.caption(f"Statistic: {info['statistic_text']}. Study version {info['version']}.")
 if info["notes"]:
     with st.expander("Notes"):
         for note in info["notes"]:
             st.markdown(f"- {note}")
 
+
+def workers_offer() -> tuple[Offer | None, str]:
+    """What the live workers can load for a study's runs (the cpu queue: a study's specs name
+    no device); (None, why) when the workers cannot be read."""
+    try:
+        workers = loaders.workers(url, token)
+    except ApiError as exc:
+        why = f"The live workers could not be read ({exc.message}): datasets are not checked."
+        return None, why
+    return offer(workers, "cpu"), ""
+
+
 # -- launch ----------------------------------------------------------------------------
+OFFER, offer_unknown = workers_offer()
 c1, c2, c3 = st.columns(3)
 datasets = list(info["datasets"])
-ui.from_url(f"study_dataset_{name}", "dataset", info["paper_dataset"], choices=datasets)
+paper_dataset = str(info["paper_dataset"])
+ui.from_url(
+    f"study_dataset_{name}",
+    "dataset",
+    study_view.default_dataset(datasets, paper_dataset, OFFER),
+    choices=datasets,
+)
 dataset: str = c1.selectbox(
-    "Dataset", datasets, key=f"study_dataset_{name}",
-    help="The paper's dataset is the default; others have no paper numbers.",
-)  # fmt: skip
+    "Dataset",
+    datasets,
+    key=f"study_dataset_{name}",
+    format_func=lambda d: study_view.dataset_label(d, paper_dataset, OFFER),
+    help="The paper's dataset when a live worker has it, else one a worker has; only the "
+    "paper's dataset has paper numbers. A dataset no live worker has is marked.",
+)
 defaults = info["defaults"]
 ui.from_url(f"study_seeds_{name}", "seeds", defaults["seeds"], int, choices=list(range(1, 11)))
 ui.from_url(
@@ -59,19 +90,41 @@ rounds = int(c3.number_input("Rounds", 1, 10_000, key=f"study_rounds_{name}"))
 # The overrides as the URL keeps them (defaults left out); the sweep is added below.
 view: dict[str, Any] = {
     "study": name,
-    "dataset": dataset if dataset != info["paper_dataset"] else None,
+    "dataset": dataset if dataset != paper_dataset else None,
     "seeds": seeds if seeds != defaults["seeds"] else None,
     "rounds": rounds if rounds != defaults["rounds"] else None,
 }
 definition = ui.call(loaders.study, url, token, name, dataset, seeds, rounds)
+about.markdown(definition["reproduces"])
 st.markdown(
     f"**{definition['runs']}** runs · estimated CPU time "
-    f"**{definition['est_cpu_s'] / 60:.0f} min** on one core (an estimate from measured "
+    f"**{format_duration(definition['est_cpu_s'])}** on one core (an estimate from measured "
     "per-algorithm round times; the workers' cores divide it)."
 )
 with st.expander("The sweep it creates"):
     st.json(definition["sweep"], expanded=False)
-if st.button("Launch study", key="study_launch", type="primary"):
+
+
+def may_launch() -> bool:
+    """Whether the Launch button may go: a dataset no live worker has needs the confirmation
+    that says why the runs would wait (the button is off until it is ticked)."""
+    block = study_view.launch_block(OFFER, dataset, int(definition["runs"]))
+    if block is None:
+        if OFFER is None:
+            st.caption(offer_unknown)
+        elif OFFER.notice():
+            st.info(OFFER.notice(), icon=":material/info:")
+        return True
+    st.warning(block, icon=":material/block:")
+    return st.checkbox(
+        f"Launch anyway: its {definition['runs']} runs wait in the queue until a worker "
+        f"that has {dataset} is up",
+        key=f"study_wait_ok_{name}_{dataset}",
+    )
+
+
+allowed = may_launch()
+if st.button("Launch study", key="study_launch", type="primary", disabled=not allowed):
     launched = ui.try_call(
         ui.client().launch_study, name, dataset=dataset, seeds=seeds, rounds=rounds
     )
@@ -160,7 +213,7 @@ def tables(results: dict[str, Any]) -> None:
         "n: finished runs of the cell out of its runs."
     )
     st.download_button(
-        "CSV", cells.to_csv(index=False), f"study-{name}-{results['dataset']}.csv", "text/csv",
+        "CSV", frame_csv(cells), f"study-{name}-{results['dataset']}.csv", "text/csv",
         key="study_csv",
     )  # fmt: skip
 
@@ -173,6 +226,9 @@ def panel() -> None:
     fraction, text = study_view.progress(study_view.status_counts(statuses), total)
     active = any(s in ACTIVE for s in statuses)
     st.progress(fraction, text=text + (f" · refreshing every {REFRESH_S} s" if active else ""))
+    waiting = study_view.waiting_note(runs)
+    if waiting:
+        st.warning(waiting, icon=":material/hourglass_empty:")
     ended = sum(s not in ACTIVE for s in statuses)
     if ended != study_view.done(sweep) and st.session_state.get(SEEN) != ended:
         # A run ended (or every run did): the whole page again, so the picker's count follows
