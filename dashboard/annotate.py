@@ -5,6 +5,7 @@ The Runs and Live pages share this one editor; who may edit is `runs_view.may_ch
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import streamlit as st
@@ -39,11 +40,9 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
         saved = st.form_submit_button(
             "Save note and tags", disabled=not allowed, help=why, key=f"{key}_save_{rid}"
         )
-    if run.get("annotated_by"):
-        st.caption(
-            f"Last edited by {run['annotated_by']} · "
-            f"{runs_view.iso_utc(run.get('annotated_at')) or ''}"
-        )
+    edited = edited_line(run, datetime.now(UTC), runs_view.zone(st.context.timezone))
+    if edited:
+        st.caption(edited)
     if not saved:
         return None
     updated = ui.try_call(
@@ -54,6 +53,16 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
         loaders.run.clear()
         st.toast("Note and tags saved", icon=":material/check:")
     return updated
+
+
+def edited_line(run: dict[str, Any], now: datetime, tz: tzinfo) -> str | None:
+    """`Last edited by alice · 5 min ago (14:03)`, the time as the rest of the dashboard shows
+    it (`runs_view.when`, in the viewer's zone); None for a run nobody annotated."""
+    if not run.get("annotated_by"):
+        return None
+    return (
+        f"Last edited by {run['annotated_by']} · {runs_view.when(run.get('annotated_at'), now, tz)}"
+    )
 
 
 def summary(run: dict[str, Any]) -> str:
