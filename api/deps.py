@@ -134,7 +134,8 @@ def parse_uuid(value: str, what: str = "run") -> uuid.UUID:
 
 
 def _run_or_404(session: Session, run_id: str) -> Run:
-    run = runs_repo.get_run(session, parse_uuid(run_id))
+    # A run in the trash is found only through /trash (and its restore): 404 everywhere else.
+    run = runs_repo.get_run(session, parse_uuid(run_id), in_trash=False)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     return run

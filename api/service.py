@@ -26,13 +26,12 @@ from api.errors import FieldErrors
 from api.models import Run, Sweep, User, utcnow
 from api.queue import Enqueue, queue_for_device
 from api.repository import annotations as annotations_repo
-from api.repository import checkpoints as ckpt_repo
+from api.repository import audit
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
 from api.repository.annotations import tags_of
 from api.repository.workers import served_queues
 from api.schemas import AnnotationsUpdate, RunPublic
-from api.store import CheckpointStore
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
@@ -253,26 +252,18 @@ def submit_sweep(
     return sweep, runs
 
 
-def withdraw_run(session: Session, settings: Settings, run: Run, *, delete: bool) -> None:
-    """Cancel `run` (and delete its rows when asked): its checkpoints go with its rows (their
-    bytes are in the database); checkpoint files written before that go once the rows are
-    committed. A running run that is only cancelled keeps them until its worker stops between
-    rounds and cleans up after itself.
+def withdraw_run(session: Session, run: Run, actor: audit.Actor) -> None:
+    """Cancel `run` and record run.cancel; `run` is read afresh (the request's session commits).
+
+    The rule: cancel stops the run (queued: at once; running: between rounds) and keeps every
+    checkpoint it has committed (full, generator, final); they go only when the run is purged
+    from the trash (api.trash). The worker's and the dispatcher's cancel paths keep them too.
     """
+    was = run.status
     runs_repo.request_cancel(session, run.id)
-    if delete:
-        paths = ckpt_repo.legacy_paths_of_run(session, run.id)
-        runs_repo.delete_run(session, run.id)
-    else:
-        session.flush()
-        session.refresh(run)
-        if run.status != "cancelled":
-            return
-        paths = ckpt_repo.delete_of_run(session, run.id)
-    session.commit()  # the files go only once no row points at them
-    store = CheckpointStore(settings.checkpoint_root)
-    store.delete(paths)
-    store.delete_run(str(run.id))
+    audit.record(session, actor, "run.cancel", "run", run.id, status=was, owner=run.owner.name)
+    session.flush()
+    session.refresh(run)
 
 
 def annotate_run(session: Session, run: Run, body: AnnotationsUpdate, user: User) -> None:

@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 
 from api.deps import current_user
 from api.routes import (
+    audit,
     checkpoints,
     difference,
     events,
@@ -27,6 +28,7 @@ from api.routes import (
     runs,
     studies,
     sweeps,
+    trash,
     webhooks,
     workers,
 )
@@ -46,6 +48,8 @@ ROUTERS: tuple[APIRouter, ...] = (
     studies.router,
     workers.router,
     webhooks.router,
+    trash.router,
+    audit.router,
 )
 
 

@@ -5,7 +5,7 @@ execute_run (worker/execution.py) decides which end a run reaches; this module r
 - `hand_back`: its dataset cannot be loaded here, so back to the queue for a worker that can;
 - `out_of_memory`: CUDA ran out of memory, so back to the queue for a GPU with more free memory;
 - `wait_for_storage`: a checkpoint could not be written (a full disk): say why, wait, resume;
-- `lease_gone` / `why_stopped` / `drop_files`: the run was deleted, cancelled or taken over.
+- `lease_gone` / `why_stopped`: the run was purged, cancelled or taken over.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.config import Settings
 from api.db import durable_commit, session_scope
-from api.repository import checkpoints as ckpt_repo
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
 from api.repository import workers as workers_repo
@@ -41,13 +40,6 @@ MAX_HAND_BACKS = 5
 MAX_OOMS = 2
 
 
-def drop_files(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> None:
-    """Remove a deleted or cancelled run's checkpoints (and any legacy files of it here)."""
-    with session_scope(factory) as sess:
-        ckpt_repo.delete_of_run(sess, rid)
-    store.delete_run(str(rid))
-
-
 def why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
     """'deleted', 'cancelled' or 'lost': why a run's lease or row went away under the worker."""
     with factory() as sess:
@@ -58,16 +50,19 @@ def why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
 
 
 def lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> str:
-    """The lease went away mid-run: say why, and clean up after a delete or a cancel."""
+    """The lease went away mid-run: say why; clean up after a purge (the row is gone).
+
+    A cancelled run keeps every checkpoint it committed (the rule of api.service.withdraw_run);
+    they go only when the run is purged from the trash."""
     why = why_stopped(factory, rid)
     if why == "lost":
         log.warning("run %s: lease lost; another worker owns it now", rid)
         return "lost"
-    log.info("run %s %s; stopped and removed its checkpoint files", rid, why)
     if why == "deleted":
+        log.info("run %s deleted; stopped and removed its checkpoint files", rid)
         store.delete_run(str(rid))  # rows went with the run; files written since go now
     else:
-        drop_files(factory, store, rid)
+        log.info("run %s cancelled; stopped, its checkpoints kept", rid)
     return why
 
 

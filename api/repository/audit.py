@@ -76,6 +76,7 @@ def list_events(
     session: Session,
     *,
     actor_id: uuid.UUID | None = None,
+    actor_name: str | None = None,
     action: str | None = None,
     subject_id: str | None = None,
     before: datetime | None = None,
@@ -85,6 +86,8 @@ def list_events(
     stmt = select(AuditEvent).order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
     if actor_id is not None:
         stmt = stmt.where(AuditEvent.actor_id == actor_id)
+    if actor_name is not None:  # `system` has no id: the lab's own acts are found by name
+        stmt = stmt.where(AuditEvent.actor_name == actor_name)
     if action is not None:
         stmt = stmt.where(AuditEvent.action == action)
     if subject_id is not None:

@@ -30,7 +30,8 @@ from api.repository.liveness import Liveness, holder_gone, unheld
 def _needs_worker(now: datetime, live: Liveness | None) -> Any:
     # Queued, or running with an expired lease (its worker died or handed the lease back) or a
     # holder that is gone.
-    return and_(Run.cancel_requested.is_(False), unheld(now, live))
+    # A trashed run is cancel-requested too; the explicit test keeps the trash out of any send.
+    return and_(Run.cancel_requested.is_(False), Run.deleted_at.is_(None), unheld(now, live))
 
 
 def queue_snapshot(

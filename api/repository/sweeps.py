@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, or_, select, true
+from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from api.models import Run, Sweep, User
@@ -22,10 +22,15 @@ def create_sweep(
     return sweep
 
 
-def get_sweep(session: Session, sweep_id: uuid.UUID) -> tuple[Sweep, str] | None:
-    """A sweep and its owner's name."""
+def get_sweep(
+    session: Session, sweep_id: uuid.UUID, *, in_trash: bool = False
+) -> tuple[Sweep, str] | None:
+    """A sweep and its owner's name: outside the trash, or (`in_trash`) in it."""
+    trashed = Sweep.deleted_at.is_not(None) if in_trash else Sweep.deleted_at.is_(None)
     row = session.execute(
-        select(Sweep, User.name).join(User, User.id == Sweep.owner_id).where(Sweep.id == sweep_id)
+        select(Sweep, User.name)
+        .join(User, User.id == Sweep.owner_id)
+        .where(Sweep.id == sweep_id, trashed)
     ).first()
     return (row[0], row[1]) if row else None
 
@@ -33,15 +38,16 @@ def get_sweep(session: Session, sweep_id: uuid.UUID) -> tuple[Sweep, str] | None
 def list_sweeps(
     session: Session, limit: int, offset: int, *, q: str | None = None
 ) -> tuple[list[tuple[Sweep, str]], int]:
-    """A page of sweeps, newest first, and the total count; `q`: text in the name, the note
-    or the tags (any case)."""
-    cond = (
+    """A page of sweeps outside the trash, newest first, and the total count; `q`: text in the
+    name, the note or the tags (any case)."""
+    cond = and_(
+        Sweep.deleted_at.is_(None),
         or_(
             matches_text(Sweep.note, Sweep.tags_csv, q),
             func.lower(Sweep.name).contains(q.lower(), autoescape=True),
         )
         if q
-        else true()
+        else true(),
     )
     count = session.scalar(select(func.count()).select_from(Sweep).where(cond)) or 0
     stmt = (
@@ -56,8 +62,12 @@ def list_sweeps(
 
 
 def runs_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[Run]:
-    """The runs a sweep expanded into, in creation order."""
-    stmt = select(Run).where(Run.sweep_id == sweep_id).order_by(Run.created_at, Run.id)
+    """The runs a sweep expanded into, outside the trash, in creation order."""
+    stmt = (
+        select(Run)
+        .where(Run.sweep_id == sweep_id, Run.deleted_at.is_(None))
+        .order_by(Run.created_at, Run.id)
+    )
     return list(session.scalars(stmt))
 
 
@@ -65,7 +75,7 @@ def runs_for_timing(
     session: Session, sweep_id: uuid.UUID | None, algorithm: str | None
 ) -> list[Run]:
     """Runs that can contribute to the timing table (any status that wrote rounds)."""
-    stmt = select(Run).where(Run.current_round >= 1)
+    stmt = select(Run).where(Run.current_round >= 1, Run.deleted_at.is_(None))
     if sweep_id:
         stmt = stmt.where(Run.sweep_id == sweep_id)
     if algorithm:

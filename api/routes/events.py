@@ -81,7 +81,7 @@ def load_stream_run(
         _check_stream_token(session, token, rid)
     else:
         authenticate(request, session, creds)
-    run = runs_repo.get_run(session, rid)
+    run = runs_repo.get_run(session, rid, in_trash=False)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     return run

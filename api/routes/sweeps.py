@@ -1,4 +1,5 @@
-"""Sweeps: submit a grid, list, get, annotate; the grouped summary and plot data (JSON or CSV)."""
+"""Sweeps: submit a grid, list, get, annotate, delete (to the trash), restore; the grouped
+summary and plot data (JSON or CSV)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from fastapi.responses import PlainTextResponse
 from fastapi.types import DecoratedCallable
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api import analysis, deps, plot_data, service
+from api import analysis, deps, plot_data, service, trash
 from api.errors import FieldErrors
 from api.models import Sweep
 from api.repository import sweeps as sweeps_repo
@@ -28,6 +29,7 @@ from api.schemas import (
     error_responses,
 )
 from api.schemas_analysis import SweepSummary
+from api.schemas_trash import SweepRestored
 from fedgen.specdict import group_fields
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -105,6 +107,42 @@ def annotate_sweep(
     sweep, owner = found
     service.annotate_sweep(session, sweep, body, user)
     return _public(session, sweep, owner)
+
+
+@router.delete(
+    "/{sweep_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(*AUTHED, 403, 404),
+)
+def delete_sweep(
+    found: deps.OwnSweepDep, session: deps.SessionDep, actor: deps.ActorDep
+) -> Response:
+    """Move a sweep and its runs to the trash (owner or admin), cancelling the unfinished ones;
+    restorable with POST /sweeps/{id}/restore for FEDGEN_TRASH_DAYS. Recorded as sweep.delete."""
+    trash.delete_sweep(session, found[0], found[1], actor)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def load_trashed_sweep(
+    sweep_id: str, session: deps.SessionDep, user: deps.UserDep
+) -> tuple[Sweep, str]:
+    """The trashed sweep of the path and its owner's name: 404 when none of that id is in the
+    trash, 403 for another member."""
+    found = sweeps_repo.get_sweep(session, deps.parse_uuid(sweep_id, "sweep"), in_trash=True)
+    return deps.owned_or_404(found, user, "sweep", sweep_id)
+
+
+@router.post("/{sweep_id}/restore", responses=error_responses(*AUTHED, 403, 404))
+def restore_sweep(
+    found: Annotated[tuple[Sweep, str], Depends(load_trashed_sweep)],
+    session: deps.SessionDep,
+    actor: deps.ActorDep,
+) -> SweepRestored:
+    """Take a sweep out of the trash with the runs trashed with it, every round, per-user row
+    and checkpoint as they were (runs deleted on their own before stay in the trash)."""
+    sweep, owner = found
+    count = trash.restore_sweep(session, sweep, owner, actor)
+    return SweepRestored(id=str(sweep.id), name=sweep.name, runs_restored=count)
 
 
 def _get_json_or_csv(

@@ -68,7 +68,9 @@ def test_cancel_and_delete_403_for_others(
     assert r.json()["cancel_requested"]
     assert client.delete(f"{API}/runs/{rid}", headers=_h(tokens["admin"])).status_code == 204
     assert client.get(f"{API}/runs/{rid}", headers=_h(tokens["alice"])).status_code == 404
-    assert session.scalar(select(func.count()).select_from(Run)) == 0
+    # In the trash, not gone: the row stays until it is purged (tests/api/test_trash.py).
+    assert session.scalar(select(func.count()).select_from(Run)) == 1
+    assert session.scalar(select(Run.deleted_by)) == "admin"
 
 
 def test_list_filters_and_pagination(client: TestClient, tokens: dict[str, str]) -> None:

@@ -288,6 +288,16 @@ def test_retry_backoff_grows_to_its_cap() -> None:
     assert s.db_retry_budget_s >= 300
 
 
+def _checkpoints(s: Session, rid) -> list[tuple[int, str, str]]:
+    """(round, kind, sha256) of a run's checkpoint rows, in order."""
+    rows = s.execute(
+        select(CheckpointRow.round, CheckpointRow.kind, CheckpointRow.sha256)
+        .where(CheckpointRow.run_id == rid)
+        .order_by(CheckpointRow.round, CheckpointRow.kind)
+    )
+    return [tuple(r) for r in rows]
+
+
 def _files(settings: Settings, rid) -> list[str]:
     d = settings.checkpoint_root / str(rid)
     return sorted(p.name for p in d.iterdir()) if d.exists() else []
@@ -323,18 +333,22 @@ def test_run_deleted_mid_run_stops_and_leaves_nothing(
     assert "lease lost" not in caplog.text
 
 
-def test_run_cancelled_mid_run_removes_its_checkpoints(
+def test_run_cancelled_mid_run_keeps_its_checkpoints(
     factory: sessionmaker, session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Cancel while running: status cancelled, rounds kept, checkpoint rows and files gone."""
+    """Cancel while running: status cancelled, rounds and every checkpoint committed before
+    the cancel kept as they were (round, kind, sha256), no stray file."""
     user, _ = create_user(session)
     run = create_run(session, user, rounds=10, checkpoint_every=1)
+
+    committed: list[tuple[int, str, str]] = []
 
     def cancel_at(r: int) -> None:
         if r == 2:
             with factory() as s:
                 s.execute(update(Run).where(Run.id == run.id).values(cancel_requested=True))
                 s.commit()
+                committed.extend(_checkpoints(s, run.id))
 
     with caplog.at_level("INFO", logger="worker"):
         out = execute_run(
@@ -343,6 +357,8 @@ def test_run_cancelled_mid_run_removes_its_checkpoints(
     assert out == "cancelled"
     assert _run(session, run.id).status == "cancelled"
     assert _count(session, RoundMetrics, run.id) == 3
-    assert _count(session, CheckpointRow, run.id) == 0
+    assert committed  # rounds 1 and 2 wrote a full checkpoint each
+    session.expire_all()
+    assert _checkpoints(session, run.id) == committed
     assert _files(settings, run.id) == []
     assert "lease lost" not in caplog.text
