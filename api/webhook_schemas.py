@@ -1,12 +1,10 @@
-"""Webhooks' request and response bodies, their limits, and the target-host rule
-(FEDGEN_WEBHOOK_ALLOW) that both the API (at registration) and the sender (before each POST)
-apply."""
+"""Webhooks' request and response bodies and their limits; the URL's form is checked here, its
+target (FEDGEN_WEBHOOK_ALLOW, names and addresses) in api/webhook_targets.py."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime
-from fnmatch import fnmatchcase
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -42,29 +40,6 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def allow_patterns(allow: str) -> list[str]:
-    """FEDGEN_WEBHOOK_ALLOW as lowercase host patterns (empty entries dropped)."""
-    return [p.strip().lower() for p in allow.split(",") if p.strip()]
-
-
-def host_allowed(url: str, allow: str) -> bool:
-    """True when the URL's host matches a pattern of `allow` (`*` any, `*.x.org` subdomains)."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    return bool(host) and any(fnmatchcase(host, p) for p in allow_patterns(allow))
-
-
-def refusal(url: str, allow: str) -> str:
-    """The 422 message (and a refused delivery's error) for a host FEDGEN_WEBHOOK_ALLOW does not
-    allow."""
-    host = urlsplit(url).hostname or "?"
-    if not allow_patterns(allow):
-        return (
-            f"host {host} is not allowed: FEDGEN_WEBHOOK_ALLOW is empty, so no webhook target is "
-            "(an admin sets it to host patterns, e.g. hooks.slack.com,*.lab.example)"
-        )
-    return f"host {host} is not allowed by FEDGEN_WEBHOOK_ALLOW ({allow})"
-
-
 class WebhookCreate(BaseModel):
     """POST /webhooks: where to POST which events; `secret` signs them (generated if absent)."""
 
@@ -73,8 +48,9 @@ class WebhookCreate(BaseModel):
         min_length=1,
         max_length=MAX_URL_CHARS,
         json_schema_extra={"pattern": URL_PATTERN},  # checked by _http_url, with a clear message
-        description="http(s) URL whose host FEDGEN_WEBHOOK_ALLOW allows, e.g. a Slack incoming "
-        "webhook (the body has a Slack-compatible `text`)",
+        description="http(s) URL whose host FEDGEN_WEBHOOK_ALLOW allows (by name) and whose "
+        "addresses are public or allowed by address, e.g. a Slack incoming webhook (the body has "
+        "a Slack-compatible `text`)",
     )
     events: list[WebhookEvent] = Field(
         min_length=1, max_length=len(EVENTS), description="At least one; repeats count once"

@@ -135,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
             # The contract run is one client sending fast: keep the limits out of its way.
             "FEDGEN_SUBMIT_RATE": "100000/minute",
             "FEDGEN_AUTH_FAIL_RATE": "100000/minute",
+            "FEDGEN_WEBHOOK_TEST_RATE": "100000/minute",
             # No worker: its runs stay queued, and their event streams would never end.
             "FEDGEN_SSE_MAX_S": SSE_MAX_S,
-            # Any host may be a webhook target (no worker runs here: nothing is ever sent).
+            # Any host name may be a webhook target (no worker runs here: nothing is ever sent);
+            # it must still resolve to a public address, as contract_hooks.py checks too.
             "FEDGEN_WEBHOOK_ALLOW": "*",
         }
         py = sys.executable

@@ -9,8 +9,17 @@ a 5 s timeout (FEDGEN_WEBHOOK_TIMEOUT_S) and the headers `X-FedGen-Event`, `X-Fe
 (its id) and `X-FedGen-Signature: sha256=<hex HMAC-SHA256 of the raw body under the hook's
 secret>`; a 2xx is delivered. Anything else is retried after 2, 4, 8 ... s (FEDGEN_WEBHOOK_
 BACKOFF_S, at most FEDGEN_WEBHOOK_BACKOFF_MAX_S) until FEDGEN_WEBHOOK_RETRIES attempts, then
-the delivery is failed; each attempt's status code or error is written on the row. A host
-FEDGEN_WEBHOOK_ALLOW no longer allows fails at once, unsent. Redirects are not followed.
+the delivery is failed; each attempt's status code or error is written on the row.
+
+Before each POST the URL's host is resolved and checked again (api/webhook_targets.py): a name
+FEDGEN_WEBHOOK_ALLOW no longer allows, or one that now resolves to a non-public address it does
+not name, fails at once, unsent ("refused: ..."); a name that does not resolve is retried. The
+POST then goes to the checked address itself (the URL's host replaced by it, the original
+`Host` header, and for https the original name as SNI and for the certificate check), so no
+second DNS lookup can send it elsewhere. Redirects are not followed, connections are not kept
+(a kept TLS connection to one address must not carry another name's request), and the answer's
+body is never read: the row says "HTTP 500", "connection refused", "timed out after 5 s", never
+what the receiver wrote.
 """
 
 from __future__ import annotations
@@ -30,12 +39,13 @@ from api.config import Settings
 from api.db import session_scope
 from api.repository import webhooks as hooks_repo
 from api.repository.webhooks import Attempt
-from api.webhook_schemas import host_allowed, refusal
+from api.webhook_targets import Target, TargetRefused, check_target
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "FedGen-Lab-Webhooks/1"
 MAX_ERROR_CHARS = 500
+MAX_CONNECT_ERROR_CHARS = 200
 
 
 def encode(payload: dict[str, Any]) -> bytes:
@@ -55,10 +65,51 @@ def backoff_s(settings: Settings, attempts: int) -> float:
     )
 
 
+def pinned_request(
+    client: httpx.Client, url: str, target: Target, body: bytes, headers: dict[str, str]
+) -> httpx.Request:
+    """The POST of `body` to `url`, addressed to the checked `target.address`: the URL's host is
+    replaced by the address, `Host` keeps the name and, for https, so do SNI and the certificate
+    check (httpcore's `sni_hostname` extension)."""
+    original = httpx.URL(url)
+    extensions: dict[str, Any] = {}
+    if original.scheme == "https":
+        extensions["sni_hostname"] = original.raw_host.decode("ascii")
+    return client.build_request(
+        "POST",
+        original.copy_with(host=str(target.address)),
+        content=body,
+        headers={**headers, "Host": original.netloc.decode("ascii")},
+        extensions=extensions,
+    )
+
+
+def describe_error(exc: httpx.HTTPError, request: httpx.Request, settings: Settings) -> str:
+    """What went wrong, in words, without anything the receiver sent (a protocol error's text
+    can quote the bytes a non-HTTP service answered)."""
+    url = request.url
+    where = f"{url.host} port {url.port or (443 if url.scheme == 'https' else 80)}"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connect to {where} timed out after {settings.webhook_timeout_s:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out after {settings.webhook_timeout_s:g} s waiting for the answer"
+    if isinstance(exc, httpx.ConnectError):
+        text = str(exc)
+        if "refused" in text.lower():
+            return f"connection refused by {where}"
+        return f"could not connect to {where}: {text[:MAX_CONNECT_ERROR_CHARS]}"
+    return f"the answer could not be read ({type(exc).__name__})"
+
+
 def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) -> Attempt:
-    """POST one claimed delivery; never raises."""
-    if not host_allowed(claim.url, settings.webhook_allow):
-        return Attempt(False, error=refusal(claim.url, settings.webhook_allow), final=True)
+    """Check the target again, then POST one claimed delivery to the checked address; never
+    raises."""
+    try:
+        target = check_target(claim.url, settings.webhook_allow)
+    except TargetRefused as exc:
+        if not exc.final:  # the name does not resolve now: DNS may come back
+            return Attempt(False, error=str(exc)[:MAX_ERROR_CHARS])
+        return Attempt(False, error=f"refused: {exc}"[:MAX_ERROR_CHARS], final=True)
     body = encode(claim.payload)
     headers = {
         "Content-Type": "application/json",
@@ -67,14 +118,16 @@ def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) ->
         "X-FedGen-Delivery": str(claim.id),
         "X-FedGen-Signature": sign(body, claim.secret),
     }
+    request = pinned_request(client, claim.url, target, body, headers)
     try:
-        resp = client.post(claim.url, content=body, headers=headers)
+        # stream=True and close: the status line is all we need; the body is never read.
+        resp = client.send(request, follow_redirects=False, stream=True)
+        resp.close()
     except httpx.HTTPError as exc:
-        return Attempt(False, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS])
+        return Attempt(False, error=describe_error(exc, request, settings)[:MAX_ERROR_CHARS])
     if 200 <= resp.status_code < 300:
         return Attempt(True, resp.status_code)
-    text = resp.text.strip().replace("\n", " ")[:200]
-    return Attempt(False, resp.status_code, f"HTTP {resp.status_code}: {text}"[:MAX_ERROR_CHARS])
+    return Attempt(False, resp.status_code, f"HTTP {resp.status_code}")
 
 
 def send_one(factory: sessionmaker[Session], settings: Settings, client: httpx.Client) -> bool:
@@ -126,8 +179,12 @@ def send_due(
 
 
 def make_client(settings: Settings) -> httpx.Client:
-    """The sender's HTTP client: the delivery timeout, no redirects."""
-    return httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False)
+    """The sender's HTTP client: the delivery timeout, no redirects, no kept connections."""
+    return httpx.Client(
+        timeout=settings.webhook_timeout_s,
+        follow_redirects=False,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
 
 
 def start_webhook_sender(factory: sessionmaker[Session], settings: Settings) -> threading.Event:

@@ -2,7 +2,10 @@
 
 A webhook belongs to its owner; the owner or an admin may read, test or delete it, and an
 admin lists everyone's. Events are queued when runs and sweeps end and sent by the workers
-(worker/webhook_sender.py); FEDGEN_WEBHOOK_ALLOW says which hosts may be targets.
+(worker/webhook_sender.py); FEDGEN_WEBHOOK_ALLOW says which names and addresses may be targets
+(api/webhook_targets.py: checked here, resolving the name, and again before each send).
+Creating and deleting a webhook are written to the audit log; tests are counted against
+FEDGEN_WEBHOOK_TEST_RATE.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 
 from api.deps import (
+    ActorDep,
     SessionDep,
     SettingsDep,
     UserDep,
@@ -21,7 +25,9 @@ from api.deps import (
     parse_uuid,
 )
 from api.errors import FieldErrors
+from api.limits import Limits
 from api.models import User, Webhook
+from api.repository import audit
 from api.repository import webhooks as hooks_repo
 from api.schemas import AUTHED, BODY, error_responses
 from api.webhook_schemas import (
@@ -31,9 +37,8 @@ from api.webhook_schemas import (
     WebhookCreate,
     WebhookPublic,
     WebhooksPublic,
-    host_allowed,
-    refusal,
 )
+from api.webhook_targets import TargetRefused, check_target
 
 router = APIRouter(prefix="/webhooks", tags=["webhooks"])
 OWNER_ONLY = error_responses(*AUTHED, 403, 404)
@@ -66,11 +71,14 @@ OwnWebhookDep = Annotated[tuple[Webhook, str], Depends(load_own_webhook)]
     "", status_code=status.HTTP_201_CREATED, responses=error_responses(*AUTHED, *BODY, 409)
 )
 def create_webhook(
-    body: WebhookCreate, session: SessionDep, settings: SettingsDep, user: UserDep
+    body: WebhookCreate, session: SessionDep, settings: SettingsDep, user: UserDep, actor: ActorDep
 ) -> WebhookPublic:
-    """Register a webhook for some events; the answer holds its signing secret."""
-    if not host_allowed(body.url, settings.webhook_allow):
-        raise FieldErrors([("url", refusal(body.url, settings.webhook_allow))])
+    """Register a webhook for some events; the answer holds its signing secret. Its host must
+    resolve, and to public addresses or ones FEDGEN_WEBHOOK_ALLOW names."""
+    try:
+        target = check_target(body.url, settings.webhook_allow)
+    except TargetRefused as exc:
+        raise FieldErrors([("url", str(exc))]) from None
     if hooks_repo.count_of_owner(session, user.id) >= MAX_WEBHOOKS_PER_USER:
         # The body is fine; the user's webhooks are at the limit (a state: 409, not 422).
         raise HTTPException(
@@ -84,6 +92,16 @@ def create_webhook(
         url=body.url,
         events=list(body.events),
         secret=body.secret or hooks_repo.new_secret(),
+    )
+    audit.record(
+        session,
+        actor,
+        "webhook.create",
+        "webhook",
+        hook.id,
+        url=body.url,
+        address=str(target.address),
+        events=list(body.events),
     )
     return _public(hook, user.name)
 
@@ -109,15 +127,22 @@ def get_webhook(found: OwnWebhookDep) -> WebhookPublic:
 
 
 @router.delete("/{webhook_id}", status_code=status.HTTP_204_NO_CONTENT, responses=OWNER_ONLY)
-def delete_webhook(found: OwnWebhookDep, session: SessionDep) -> Response:
+def delete_webhook(found: OwnWebhookDep, session: SessionDep, actor: ActorDep) -> Response:
     """Delete a webhook and its deliveries (pending ones are not sent)."""
-    hooks_repo.delete_webhook(session, found[0].id)
+    hook, owner = found
+    hooks_repo.delete_webhook(session, hook.id)
+    audit.record(session, actor, "webhook.delete", "webhook", hook.id, url=hook.url, owner=owner)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{webhook_id}/test", status_code=status.HTTP_202_ACCEPTED, responses=OWNER_ONLY)
-def test_webhook(found: OwnWebhookDep, session: SessionDep) -> DeliveryPublic:
-    """Queue a `test` delivery; a worker sends it within seconds (see its deliveries)."""
+def test_webhook(
+    found: OwnWebhookDep, session: SessionDep, user: UserDep, request: Request
+) -> DeliveryPublic:
+    """Queue a `test` delivery; a worker sends it within seconds (see its deliveries). At most
+    FEDGEN_WEBHOOK_TEST_RATE per member (429 with Retry-After beyond)."""
+    limits: Limits = request.app.state.limits
+    limits.check_webhook_test(str(user.id))
     return DeliveryPublic.model_validate(hooks_repo.queue_test(session, *found))
 
 

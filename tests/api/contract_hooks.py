@@ -31,7 +31,8 @@ from api.config import Settings
 from api.plot_data import resolve_field
 from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
-from api.webhook_schemas import host_allowed, url_problem
+from api.webhook_schemas import url_problem
+from api.webhook_targets import TargetRefused, check_target
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
@@ -165,11 +166,18 @@ def _plot_ok(query: Any) -> bool:
 
 
 def _webhook_ok(url: Any) -> bool:
-    # The schema's pattern cannot bound the port (at most 65535) nor refuse a host of dots
-    # only; the contract's FEDGEN_WEBHOOK_ALLOW is `*` (scripts/contract.py).
+    # The schema's pattern cannot bound the port (at most 65535), refuse a host of dots only,
+    # nor say whether the host resolves to public addresses; the contract's
+    # FEDGEN_WEBHOOK_ALLOW is `*` (scripts/contract.py), checked as the server checks it.
     if not isinstance(url, str):
         return True
-    return url_problem(url) is None and host_allowed(url, "*")
+    if url_problem(url) is not None:
+        return False
+    try:
+        check_target(url, "*")
+    except TargetRefused:
+        return False
+    return True
 
 
 @schemathesis.hook

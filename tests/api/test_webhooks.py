@@ -1,8 +1,11 @@
 """Webhooks API: register, read, delete (owner or admin), refusals naming the field and the
-limit (FEDGEN_WEBHOOK_ALLOW included), and the deliveries log that run and sweep ends fill."""
+limit (FEDGEN_WEBHOOK_ALLOW included), and the deliveries log that run and sweep ends fill.
+DNS is faked (`fake_dns`): names under lab.example resolve to a public address, others not."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import uuid
 from typing import Any
 
@@ -10,11 +13,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api import webhook_payloads
+from api import webhook_payloads, webhook_targets
 from api.config import Settings
 from api.models import Run, User, WebhookDelivery
 from api.repository import runs as runs_repo
-from api.webhook_schemas import MAX_WEBHOOKS_PER_USER, host_allowed
+from api.webhook_schemas import MAX_WEBHOOKS_PER_USER
+from api.webhook_targets import IP, name_allowed, parse_allow
 from tests.factories import create_run, create_sweep_runs, make_spec
 
 API = "/api/v1"
@@ -25,6 +29,21 @@ ALLOW = "127.0.0.1,*.lab.example"
 def settings(settings: Settings) -> Settings:
     """The suite's settings with webhook targets on loopback and under lab.example allowed."""
     return settings.model_copy(update={"webhook_allow": ALLOW})
+
+
+PUBLIC = "93.184.215.14"
+
+
+@pytest.fixture(autouse=True)
+def fake_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No DNS in tests: *.lab.example resolves to a public address; other names do not."""
+
+    def resolve(host: str, port: int) -> list[IP]:
+        if host.endswith(".lab.example"):
+            return [ipaddress.ip_address(PUBLIC)]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(webhook_targets, "resolve", resolve)
 
 
 def _hdr(tokens: dict[str, str], who: str) -> dict[str, str]:
@@ -147,10 +166,10 @@ def test_empty_allow_list_refuses_every_host(
     msg = r.json()["detail"][0]["msg"]
     assert "FEDGEN_WEBHOOK_ALLOW is empty" in msg
     assert "hooks.slack.com" in msg
-    assert host_allowed("https://HOOKS.slack.com/x", "hooks.slack.com")
-    assert host_allowed("http://a.b.lab.example/x", ALLOW)
-    assert not host_allowed("http://127.0.0.2/x", ALLOW)
-    assert host_allowed("http://anything.example/x", "*")
+    assert name_allowed("hooks.slack.com", parse_allow("HOOKS.slack.com"))
+    assert name_allowed("a.b.lab.example", parse_allow(ALLOW))
+    assert not name_allowed("127.0.0.2", parse_allow(ALLOW))
+    assert name_allowed("anything.example", parse_allow("*"))
 
 
 def test_run_and_sweep_ends_fill_the_deliveries_log(
@@ -184,7 +203,7 @@ def test_run_and_sweep_ends_fill_the_deliveries_log(
     assert body["run"]["status"] == "failed"
     assert body["run"]["error"] == "RuntimeError: boom"
     assert body["text"] == (
-        "FedGen Lab: run fedavg · synthetic · α=0.1 · seed=0 failed at round 0: RuntimeError: boom"
+        "FedGen Lab: run fedavg · synthetic · α=0.1 · seed=0 failed before round 0: RuntimeError: boom"
     )
     assert body["link"] == f"/?page=live&run={run.id}"
     assert _deliveries(client, alice, other["id"]) == []

@@ -212,10 +212,10 @@ def test_receiver_down_is_retried_with_backoff_after_the_run_ended(
         status, attempts, next_at, before, after, error = seen[i]
         assert (status, attempts) == ("pending", i + 1)
         assert before + timedelta(seconds=wait) <= next_at <= after + timedelta(seconds=wait)
-        assert "ConnectError" in (error or "")
+        assert (error or "").startswith("connection refused by 127.0.0.1 port")
     status, attempts, next_at, *_, error = seen[2]
     assert (status, attempts, next_at) == ("failed", 3, None)
-    assert "ConnectError" in (error or "")
+    assert (error or "").startswith("connection refused by 127.0.0.1 port")
 
 
 def test_later_success_is_delivered_once(
@@ -243,7 +243,7 @@ def test_later_success_is_delivered_once(
     webhook_sender.send_due(factory, settings)
     # Assert
     assert first == 1
-    assert first_try == ("pending", 500, "HTTP 500: busy")
+    assert first_try == ("pending", 500, "HTTP 500")  # never the answer's body ("busy")
     assert [c.attempt for c in taken] == [2]
     assert nothing == []
     assert len(receiver.got) == 2
@@ -270,5 +270,5 @@ def test_refused_host_fails_unsent(
     (row,) = _rows(session)
     assert row.id == delivery.id
     assert (row.status, row.attempts) == ("failed", 1)
-    assert "not allowed by FEDGEN_WEBHOOK_ALLOW" in (row.last_error or "")
+    assert (row.last_error or "").startswith("refused: host 127.0.0.1 is not allowed by")
     assert receiver.got == []
