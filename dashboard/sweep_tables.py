@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard import paper
+from dashboard.run_name import SEP, part
+from dashboard.table_csv import varying_fields
 from dashboard.tables import spec_fields
 from fedgen.specdict import group_label
 
@@ -33,9 +35,10 @@ TABLE1_COLUMNS = [
 
 
 def table1_long(groups: pd.DataFrame) -> pd.DataFrame:
-    """Our groups (dataset, setting, T, algorithm, mean, std, n in %) beside the paper's numbers."""
+    """Our groups (dataset, setting, T, algorithm, mean, std, n in %) beside the paper's numbers,
+    with each group's differing spec fields (`fields`, a dict) last."""
     if groups.empty:
-        return pd.DataFrame(columns=TABLE1_COLUMNS)
+        return pd.DataFrame(columns=[*TABLE1_COLUMNS, "fields"])
     rows = []
     for rec in groups.to_dict("records"):
         key = paper.Setting(
@@ -49,9 +52,11 @@ def table1_long(groups: pd.DataFrame) -> pd.DataFrame:
                 "paper_mean": pm,
                 "paper_std": ps,
                 "diff": rec["mean"] - pm,
+                # The group's differing spec fields: the CSV's column per varying field.
+                "fields": rec.get("fields") if isinstance(rec.get("fields"), dict) else {},
             }
         )
-    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+    return pd.DataFrame(rows, columns=[*TABLE1_COLUMNS, "fields"])
 
 
 def _cell(mean: float, std: float) -> str:
@@ -128,14 +133,20 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
     """Ours vs paper ms per local update: FedAvg and FedGen by B_G, with the ratio to FedAvg.
 
     `timing` has columns algorithm, gen_batch_size (None for non-FedGen), mean_ms, std_ms, n,
-    and optionally setting / setting_key: a row's ratio is to the FedAvg row of its own
-    setting (NaN when that setting has no FedAvg row). Absolute ms depend on the hardware;
-    the ratio to FedAvg is what compares across machines.
+    and optionally setting / setting_key / fields: a row's ratio is to the FedAvg row of its
+    own setting (NaN when that setting has no FedAvg row). Absolute ms depend on the hardware;
+    the ratio to FedAvg is what compares across machines. Every spec field that varies across
+    the rows (`fields`, the groups' differing fields) is said in the row and its setting
+    ("FedAvg · α=0.1") and has a column of its own, named by its dotted path.
     """
     cols = ["row", "ours_ms", "ours_std", "n", "ours_ratio", "paper_ms", "paper_std",
             "paper_ratio", "setting"]  # fmt: skip
     if timing.empty:
         return pd.DataFrame(columns=cols)
+    fields = (
+        list(timing["fields"]) if "fields" in timing.columns else [{} for _ in range(len(timing))]
+    )
+    varying = varying_fields(fields)
     keys = (
         timing["setting_key"] if "setting_key" in timing.columns else pd.Series([""] * len(timing))
     )
@@ -144,7 +155,7 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
         if rec["algorithm"] == "fedavg":
             base.setdefault(key, float(rec["mean_ms"]))
     rows = []
-    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
+    for key, rec, own in zip(keys, timing.to_dict("records"), fields, strict=True):
         alg, bg = rec["algorithm"], rec.get("gen_batch_size")
         if alg == "fedgen" and bg is not None and not (isinstance(bg, float) and math.isnan(bg)):
             label = f"FedGen B_G={int(bg)}"
@@ -153,9 +164,10 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
             label = paper.PAPER_LABELS.get(alg, alg)
             pm, ps = paper.TABLE3_FEDAVG if alg == "fedavg" else (math.nan, math.nan)
         ref = base.get(key, math.nan)
+        told = told_apart(own, varying)
         rows.append(
             {
-                "row": label,
+                "row": SEP.join([label, *told]),
                 "ours_ms": rec["mean_ms"],
                 "ours_std": rec.get("std_ms", math.nan),
                 "n": int(rec.get("n") or 0),
@@ -163,10 +175,21 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
                 "paper_ms": pm,
                 "paper_std": ps,
                 "paper_ratio": pm / paper.TABLE3_FEDAVG[0],
-                "setting": rec.get("setting", ""),
+                "setting": SEP.join([str(rec.get("setting", "")), *told]).strip(SEP),
+                **{f: own.get(f) for f in varying},
             }
         )
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=[*cols, *varying])
+
+
+# Said by a Table 3 row's own label ("FedGen B_G=32"), so not repeated after it.
+_IN_ROW_LABEL = frozenset({"algorithm.name", "algorithm.gen_batch_size"})
+
+
+def told_apart(fields: dict[str, Any], varying: list[str]) -> list[str]:
+    """The parts that tell a row from the others shown: each varying field but the algorithm
+    and B_G, the paper's symbol where it has one ("α=0.1", "FMNIST", "lr=0.05")."""
+    return [part(f, fields.get(f)) for f in varying if f not in _IN_ROW_LABEL]
 
 
 def frame_latex(df: pd.DataFrame, float_fmt: str = "{:.2f}") -> str:
@@ -206,7 +229,7 @@ CELL_FIELDS = frozenset({
     "partition.num_users",
 })  # fmt: skip
 SUMMARY_COLUMNS = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label",
-                   "paper_setting", "n_total", "varying", "statistic"]  # fmt: skip
+                   "paper_setting", "n_total", "varying", "statistic", "fields"]  # fmt: skip
 
 
 def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
@@ -232,19 +255,28 @@ def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> d
         "varying": list(g.get("varying") or []),
         # What the number is: "final @29" (the round named when not the last), "top-5 mean".
         "statistic": statistic_label(statistic, g.get(f"{statistic}_round"), g.get("last_round")),
-        "_fields": g.get("fields") or {},
+        "fields": g.get("fields") or {},
     }
 
 
-def _name_clashes(rows: list[dict[str, Any]]) -> None:
-    """Groups that land on one cell: append to `setting` what tells them apart (in place)."""
-    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in rows:
-        by_cell.setdefault((r["dataset"], r["setting"], r["T"], r["algorithm"]), []).append(r)
+def _tell_apart(rows: list[dict[str, Any]]) -> None:
+    """Append to `setting` what tells rows apart (in place): every field beyond the cell's that
+    varies across the rows (lr, rounds, profile; the algorithm's own fields are its column's
+    business), and for groups that would still land on one cell, all their other fields."""
+    varying = varying_fields(r["fields"] for r in rows)
+    always = [f for f in varying if f not in CELL_FIELDS and not f.startswith("algorithm.")]
+    extras = [{f: r["fields"].get(f) for f in always} for r in rows]
+    by_cell: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        cell = (r["dataset"], r["setting"], r["T"], r["algorithm"], group_label(extras[i]))
+        by_cell.setdefault(cell, []).append(i)
     for clash in (v for v in by_cell.values() if len(v) > 1):
-        for r in clash:
-            extra = {k: v for k, v in r["_fields"].items() if k not in CELL_FIELDS}
-            r["setting"] = f"{r['setting']} [{group_label(extra)}]"
+        for i in clash:
+            extras[i] = {k: v for k, v in rows[i]["fields"].items() if k not in CELL_FIELDS}
+    for r, extra in zip(rows, extras, strict=True):
+        shown = {k: v for k, v in extra.items() if v is not None}
+        if shown:
+            r["setting"] = f"{r['setting']} [{group_label(shown)}]"
 
 
 def summary_groups(
@@ -256,10 +288,11 @@ def summary_groups(
     `statistic` says which number it is, with its round where that is not the last round
     ("final @29", see `statistic_label`).
     Accuracies stored as fractions are scaled to % to sit beside the paper's numbers. n is
-    the group's finished runs. Two groups that would share a Table 1 cell (same dataset,
-    setting, T and algorithm but another profile, rounds, ...) are never merged: their
-    `setting` gets the differing fields appended ("α=0.1 [fidelity.profile=paper]") and
-    `paper_setting` keeps the paper's row for the lookup.
+    the group's finished runs. A field beyond the cell's (dataset, setting, T, algorithm)
+    that varies across the groups is appended to `setting` ("α=0.1 [lr=0.05]"), so two groups
+    are never merged into one cell: those that would still share one get all their other
+    fields ("α=0.1 [fidelity.profile=paper]"); `paper_setting` keeps the paper's row for the
+    lookup. `fields` holds each group's differing fields (the CSV's columns).
     """
     rows = []
     for g in summary.get("groups") or []:
@@ -267,7 +300,7 @@ def summary_groups(
         member = next((runs_by_id[i] for i in ids if i in runs_by_id), None)
         if member is not None:
             rows.append(_summary_row(g, member, statistic))
-    _name_clashes(rows)
+    _tell_apart(rows)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -285,12 +318,14 @@ def _setting_text(setting: dict[str, Any]) -> str:
 
 
 def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
-    """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n.
+    """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n,
+    and the group's differing spec fields (`fields`).
 
     Rows keep the setting they were measured in (`setting_key` matches rows of one setting,
     whatever the algorithm) so Table 3 never compares FedGen on one dataset with FedAvg on another.
     """
-    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n", "setting", "setting_key"]
+    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n", "setting", "setting_key",
+            "fields"]  # fmt: skip
     rows: list[dict[str, Any]] = []
     for r in payload.get("rows") or []:
         if r.get("mean_ms") is None:
@@ -304,6 +339,7 @@ def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
                 "n": int(r.get("n") or 0),
                 "setting": _setting_text(r.get("setting") or {}),
                 "setting_key": r.get("setting_key") or "",
+                "fields": r.get("fields") if isinstance(r.get("fields"), dict) else {},
             }
         )
     return pd.DataFrame(rows, columns=cols)
