@@ -1,7 +1,10 @@
 """Pure frames for the Paper page: a study's results (GET /studies/{name}/results) as tables.
 
 Ours and the paper's numbers as rows x columns matrices side by side, and one line per
-cell with ours (mean ± std, n), the paper's, Δ and the verdict. No Streamlit here.
+cell with ours (mean ± std, n), the paper's, Δ and the verdict. Before a launch: which
+datasets the live workers can load (`worker_offer.Offer`, as the Submit form says it), the
+dataset to offer first, and the CPU-time estimate in words; after it, why its queued runs
+wait (the API's waiting_reason). No Streamlit here.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import local_time, parse_ts, relative
+from dashboard.runs_view import local_time, parse_ts, relative, waiting_for
+from dashboard.worker_offer import Offer
 from fedgen.status import TERMINAL
 
 VERDICT_COLORS = {
@@ -112,3 +116,43 @@ def verdict_style(value: Any) -> str:
     """CSS for a verdict cell."""
     color = VERDICT_COLORS.get(str(value))
     return f"background-color: {color}" if color else ""
+
+
+def default_dataset(datasets: list[str], paper_dataset: str, offer: Offer | None) -> str:
+    """The dataset the page offers first: the paper's when a live worker can load it (or
+    nothing is known), else the first one some live worker has (the paper's if none has any)."""
+    if offer is None or offer.reason(paper_dataset) is None:
+        return paper_dataset
+    return next((d for d in datasets if offer.reason(d) is None), paper_dataset)
+
+
+def dataset_label(dataset: str, paper_dataset: str, offer: Offer | None) -> str:
+    """A picker option: 'emnist-letters (the paper's) — no live worker has it'."""
+    name = f"{dataset} (the paper's)" if dataset == paper_dataset else dataset
+    reason = offer.reason(dataset) if offer is not None else None
+    return name if reason is None else reason.replace(dataset, name, 1)
+
+
+def launch_block(offer: Offer | None, dataset: str, runs: int) -> str | None:
+    """Why a launch now would queue runs no live worker can start; None when one can (or
+    nothing is known: no live worker of the queue yet, which the page says apart)."""
+    if offer is None or offer.reason(dataset) is None:
+        return None
+    have = ", ".join(sorted(offer.datasets or ())) or "none"
+    return (
+        f"No live worker has {dataset}: its {runs} runs would wait in the queue until a worker "
+        f"that can load {dataset} starts (the live {offer.queue} workers have: {have})."
+    )
+
+
+def waiting_note(runs: list[dict[str, Any]]) -> str | None:
+    """Why a study's queued runs do not start: `6 of 6 runs wait for a worker with dataset
+    emnist-letters`, one clause per reason; None when no run waits for a missing worker."""
+    reasons = Counter(waiting_for(r) for r in runs if r.get("waiting_reason"))
+    if not reasons:
+        return None
+    parts = [f"{n} of {len(runs)} runs wait for {what}" for what, n in reasons.most_common()]
+    return (
+        "; ".join(parts)
+        + ". They start once such a worker is up (the Lab page lists the live workers)."
+    )

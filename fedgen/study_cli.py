@@ -82,7 +82,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     p = _plan(args)
     s = p.study
     print(f"{s.name} v{s.version}: {s.title}\n")
-    print(s.reproduces)
+    print(s.describe(p.dataset))
     print(f"\nstatistic: {s.statistic_text}")
     for note in s.notes:
         print(f"note: {note}")

@@ -36,9 +36,12 @@ def estimate_cpu_s(spec: ExperimentSpec) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """12 s, 7 min, 3.2 h."""
-    if seconds < 120:
+    """4.2 s, 20 s, 7.5 min, 3.2 h: never a rounded-away "0 min" (one decimal below 10 s,
+    minutes from 1 min, hours from 2 h)."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
+        return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"

@@ -68,6 +68,17 @@ class Study:
         """The tag every run of this study's sweeps carries: "study:table1@v1"."""
         return f"{TAG_PREFIX}{self.name}@v{self.version}"
 
+    def describe(self, dataset: str | None = None) -> str:
+        """What the study reproduces, on `dataset` (default the paper's): a text naming
+        `{columns}` gets the layout's own column labels, so it cannot disagree with them
+        (Table 2's presets have other [d_ε, d_h] per dataset family)."""
+        if "{columns}" not in self.reproduces:
+            return self.reproduces
+        on = dataset or self.paper_dataset
+        return self.reproduces.format(
+            dataset=on, columns=", ".join(self.layout(on).columns.labels)
+        )
+
     @property
     def statistic_text(self) -> str:
         """The statistic in words."""
@@ -103,9 +114,8 @@ STUDIES: dict[str, Study] = {
         ),
         Study(
             "table2", 1, "Table 2: generator designs",
-            "Table 2: FedGen with the generator presets [d_ε, d_h] = cnn0 [64,256], default "
-            "[32,256], cnn1 [32,128], cnn2 [16,128], cnn3 [32,64] on EMNIST α = 0.1, FedAvg as "
-            "the reference.",
+            "Table 2: FedGen's generator presets [d_ε, d_h] against FedAvg (the reference) at "
+            "α = 0.1; the paper ran it on EMNIST. On {dataset} the columns are: {columns}.",
             "emnist-letters", "top5", layout_table2,
             ("A preset's dimensions depend on the dataset family (official GENERATORCONFIGS); "
              "the column label shows them.",),
@@ -221,7 +231,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the study, its overrides, the sweep and the paper's table."""
         return {
-            **study_dict(self.study),
+            **study_dict(self.study, self.dataset),
             "dataset": self.dataset,
             "seeds": self.seeds,
             "rounds": self.rounds,
@@ -237,14 +247,14 @@ class Plan:
         }
 
 
-def study_dict(study: Study) -> dict[str, Any]:
-    """The definition of a study without a dataset (for lists)."""
+def study_dict(study: Study, dataset: str | None = None) -> dict[str, Any]:
+    """The definition of a study; its description on `dataset` (default the paper's)."""
     return {
         "name": study.name,
         "version": study.version,
         "tag": study.tag,
         "title": study.title,
-        "reproduces": study.reproduces,
+        "reproduces": study.describe(dataset),
         "paper_dataset": study.paper_dataset,
         "datasets": list(dataset_names()),
         "statistic": study.statistic,

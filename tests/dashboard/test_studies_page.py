@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from api.db import session_scope
+from api.repository import workers as workers_repo
 from tests.dashboard.lab import Lab, start_lab
 from tests.dashboard.test_pages import open_page, texts
 from tests.fakes import FakeRunner
@@ -160,3 +163,94 @@ def test_sweep_label_is_human() -> None:
         "study table2 v1 · synthetic · seeds=1 · rounds=6 · launched 5 min ago (11:55) · 4/12 done"
     )
     assert "T" not in label.split("·")[-2]  # no ISO timestamp
+
+
+@pytest.fixture
+def fmnist_worker(study_lab: Lab) -> Iterator[str]:
+    """A live cpu worker that can load fashion-mnist only, removed afterwards."""
+    name = "cpu-slot0@paper-test"
+    with session_scope(study_lab.app.state.sessionmaker) as s:
+        workers_repo.register(
+            s, name, ["cpu"], 1, host="paper-test", capabilities={"datasets": ["fashion-mnist"]}
+        )
+    yield name
+    with session_scope(study_lab.app.state.sessionmaker) as s:
+        workers_repo.unregister(s, name)
+
+
+def _launched(lab: Lab, study: str, dataset: str) -> list[dict]:
+    with lab.client() as c:
+        sweeps = c.get(f"/studies/{study}", params={"dataset": dataset}).json()["launched"]
+    return [s for s in sweeps if s["dataset"] == dataset]
+
+
+def test_paper_page_offers_what_a_live_worker_has(
+    app_path: str, lab_env: Lab, fmnist_worker: str
+) -> None:
+    """Workers with fashion-mnist only: Table 2 starts on fashion-mnist, its paper dataset is
+    marked, launching it is refused until a confirmation that says why the runs would wait,
+    and once queued its runs say what they wait for."""
+    # Prepare
+    at = _study(app_path, "table2")
+    picker = at.selectbox(key="study_dataset_table2")
+    # Assert: the default and the marks
+    assert picker.value == "fashion-mnist"
+    assert "emnist-letters (the paper's) — no live worker has it" in picker.options
+    assert "fashion-mnist" in picker.options
+    # Execute: the paper's dataset, launched without the confirmation
+    picker.set_value("emnist-letters")
+    at.number_input(key="study_seeds_table2").set_value(1)
+    at.number_input(key="study_rounds_table2").set_value(2).run()
+    warning = "\n".join(w.value for w in at.warning)
+    assert "No live worker has emnist-letters: its 6 runs would wait" in warning
+    assert "(the live cpu workers have: fashion-mnist)" in warning
+    assert at.button(key="study_launch").disabled  # a browser cannot click it
+    assert _launched(lab_env, "table2", "emnist-letters") == []
+    # Execute: confirmed
+    at.checkbox(key="study_wait_ok_table2_emnist-letters").check().run()
+    assert not at.button(key="study_launch").disabled
+    at.button(key="study_launch").click().run()
+    # Assert: queued, and the page says why its runs wait
+    assert not at.exception
+    assert [s["count"] for s in _launched(lab_env, "table2", "emnist-letters")] == [6]
+    assert "0/6 runs finished · 6 queued" in at.get("progress")[0].proto.text
+    waits = "\n".join(w.value for w in at.warning)
+    assert "6 of 6 runs wait for a worker with dataset emnist-letters" in waits
+
+
+def test_table2_description_names_its_own_columns(app_path: str, lab_env: Lab) -> None:
+    """The description is built from the columns: on fashion-mnist it lists that dataset's
+    presets, as the column headers do; the estimate is never a rounded-away "0 min"."""
+    # Prepare
+    at = _study(app_path, "table2")
+    # Execute
+    at.selectbox(key="study_dataset_table2").set_value("fashion-mnist")
+    at.number_input(key="study_seeds_table2").set_value(1)
+    at.number_input(key="study_rounds_table2").set_value(1).run()
+    # Assert
+    assert not at.exception
+    page = texts(at)
+    assert "On fashion-mnist the columns are: FedAvg, FedGen cnn0 [64,256]" in page
+    assert "FedGen cnn3 [16,64]" in page  # MNIST family's cnn3, not EMNIST's [32,64]
+    assert "0 min" not in page
+    assert re.search(r"estimated CPU time \*\*\d+(\.\d)? s\*\*", page), page
+
+
+def test_estimate_and_waiting_words() -> None:
+    """The estimate says seconds under a minute and minutes with one decimal; a study's
+    waiting runs are counted per reason."""
+    from dashboard.study_view import waiting_note
+    from fedgen.studies import format_duration
+
+    # Execute / Assert
+    assert format_duration(20) == "20 s"
+    assert format_duration(4.24) == "4.2 s"
+    assert format_duration(150) == "2.5 min"
+    assert format_duration(3 * 3600) == "3.0 h"
+    runs = [
+        {"status": "queued", "waiting_reason": "no live worker has dataset mnist"},
+        {"status": "queued", "waiting_reason": None},
+        {"status": "queued", "waiting_reason": "no live worker has dataset mnist"},
+    ]
+    assert waiting_note(runs).startswith("2 of 3 runs wait for a worker with dataset mnist.")
+    assert waiting_note(runs[1:2]) is None

@@ -260,3 +260,22 @@ def test_cli_run_tiny_study(
     assert {c["verdict"] for c in table["cells"]} == {"reference", "no paper number"}
     assert main([*argv, "--out", str(tmp_path)]) == 0
     assert "(6 already done" in capsys.readouterr().err
+
+
+def test_table2_description_is_built_from_its_columns() -> None:
+    """Table 2's text names the column labels of the dataset it is shown for (the presets'
+    [d_ε, d_h] differ between the EMNIST and MNIST families), never another dataset's."""
+    # Prepare
+    study = studies.get_study("table2")
+    # Execute
+    texts = {
+        d: plan(study, StudyOverrides(dataset=d, seeds=1)).to_dict()
+        for d in ("emnist-letters", "fashion-mnist")
+    }
+    # Assert
+    for dataset, body in texts.items():
+        columns = ", ".join(body["columns"])
+        assert body["reproduces"].endswith(f"On {dataset} the columns are: {columns}.")
+    assert "cnn3 [32,64]" in texts["emnist-letters"]["reproduces"]
+    assert "cnn3 [16,64]" in texts["fashion-mnist"]["reproduces"]
+    assert study.describe() == texts["emnist-letters"]["reproduces"]
