@@ -7,6 +7,7 @@ answer. Receivers are real servers on 127.0.0.1; DNS is faked (tests/webhook_net
 from __future__ import annotations
 
 import shutil
+import socket
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -217,3 +218,21 @@ def test_https_keeps_the_name_for_sni_and_the_certificate(
     assert bad.error is not None
     assert bad.error.startswith("could not connect to 127.0.0.1 port")
     assert "other.lab.test" in bad.error  # the certificate was checked against the name
+
+
+def test_a_silent_receiver_times_out_in_words(
+    factory: sessionmaker[Session], session: Session, settings: Settings
+) -> None:
+    """A port that accepts but never answers: the log says it timed out, and after how long."""
+    with socket.socket() as silent:
+        # Prepare: listening, never accepting; the kernel completes the handshake anyway.
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        _queue(session, f"http://127.0.0.1:{silent.getsockname()[1]}/")
+        quick = settings.model_copy(update={"webhook_timeout_s": 0.5})
+        # Execute
+        webhook_sender.send_due(factory, quick)
+    # Assert
+    row = _row(session)
+    assert (row.status, row.last_status_code) == ("pending", None)
+    assert row.last_error == "timed out after 0.5 s waiting for the answer"
