@@ -237,8 +237,24 @@ class LabClient:
         return self._json("POST", f"/runs/{run_id}/cancel")
 
     def delete_run(self, run_id: str) -> None:
-        """DELETE /runs/{id}."""
+        """DELETE /runs/{id}: to the trash (restorable for FEDGEN_TRASH_DAYS)."""
         self._request("DELETE", f"/runs/{run_id}")
+
+    def trash(self, owner: str | None = None, limit: int = 100) -> dict[str, Any]:
+        """GET /trash: the member's trashed runs and sweeps (an admin's: everyone's, or
+        `owner`'s), with deleted_at, deleted_by, purge_after, and trash_days."""
+        params: dict[str, Any] = {"limit": limit}
+        if owner:
+            params["owner"] = owner
+        return self._json("GET", "/trash", params=params)
+
+    def restore_run(self, run_id: str) -> dict[str, Any]:
+        """POST /runs/{id}/restore: the run back out of the trash, as it was."""
+        return self._json("POST", f"/runs/{run_id}/restore")
+
+    def restore_sweep(self, sweep_id: str) -> dict[str, Any]:
+        """POST /sweeps/{id}/restore: the sweep and the runs trashed with it."""
+        return self._json("POST", f"/sweeps/{sweep_id}/restore")
 
     def annotate_run(
         self, run_id: str, *, tags: list[str] | None = None, note: str | None = None

@@ -93,6 +93,7 @@ pages = [
         url_path="tables",
     ),
     st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
+    st.Page(_PAGES / "trash.py", title="Trash", icon=":material/delete:", url_path="trash"),
     st.Page(
         _PAGES / "settings.py", title="Alerts", icon=":material/notifications:", url_path="settings"
     ),

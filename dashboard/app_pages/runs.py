@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from dashboard import annotate, loaders, run_name, runs_view, ui
+from dashboard import annotate, loaders, run_name, runs_view, trash_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
@@ -131,8 +131,9 @@ def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -
     with slot.popover(label, disabled=not mine, help=_why_not(picked, mine, "delete")):
         others = len(picked) - len(mine)
         st.markdown(
-            f"Delete {len(mine)} {'run' if len(mine) == 1 else 'runs'} for good, with their "
-            "metrics and checkpoints?"
+            f"Move {len(mine)} {'run' if len(mine) == 1 else 'runs'} to the Trash? Unfinished "
+            "ones are cancelled; each can be restored, with its metrics and checkpoints, "
+            "from the Trash page until it is purged."
             + (f" The {others} picked that are not yours stay." if others else "")
         )
         for run in mine[:5]:
@@ -141,10 +142,17 @@ def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -
             st.caption(f"… and {len(mine) - 5} more")
         if st.button("Yes, delete", key="runs_delete", type="primary"):
             gone = sum(_delete(str(r["id"])) for r in mine)
-            st.toast(f"Deleted {gone} {'run' if gone == 1 else 'runs'}")
+            st.toast(trash_note(gone))
             loaders.runs.clear()
             _forget_selection()
             st.rerun(scope="fragment")
+
+
+def trash_note(moved: int) -> str:
+    """`Moved 2 runs to Trash (restorable for 7 days)`: FEDGEN_TRASH_DAYS, as the API says."""
+    body = ui.try_call(ui.client().trash, limit=1)
+    days = trash_view.days_text(float(body["trash_days"])) if body else "a few days"
+    return f"Moved {moved} {'run' if moved == 1 else 'runs'} to Trash (restorable for {days})"
 
 
 def _delete(run_id: str) -> bool:

@@ -61,7 +61,7 @@ def test_edit_note_on_runs_see_it_on_live_delete_after_confirming(tmp_path: Path
                 confirm.wait_for(timeout=30_000)
                 still_there = c.get(f"/runs/{victim}").status_code  # asked, not yet deleted
                 confirm.click()
-                page.get_by_text("Deleted 1 run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+                page.get_by_text("Moved 1 run to Trash").wait_for(timeout=30_000)  # type: ignore[attr-defined]
                 gone = c.get(f"/runs/{victim}").status_code
                 kept = c.get(f"/runs/{keep}").status_code
     # Assert

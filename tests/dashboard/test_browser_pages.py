@@ -31,6 +31,7 @@ PAGES = {
     "paper": ("Paper", "Paper"),
     "tables": ("Sweep tables", "Paper tables"),
     "inspect": ("Inspect", "Inspect"),
+    "trash": ("Trash", "Trash"),
     "settings": ("Alerts", "Alerts"),
 }
 PROBE = re.compile(r"/(\w+)/_stcore/(health|host-config)$")
