@@ -5,7 +5,8 @@ partition.num_users; share='predictor' with some algorithms only; data.folder wi
 'folder' only, which a sweep grid's separate axes cannot state; a partition the dataset
 can satisfy; a GPU device no live worker serves; a full checkpoint within
 FEDGEN_MAX_CHECKPOINT_BYTES; a grid's product at most 1000 runs; a summary's `group_by`
-naming fields the sweep has), nor that a clone's `changes` are merged over the run's own
+naming fields the sweep has; a `where` clause naming a spec field, with a value its type
+can hold), nor that a clone's `changes` are merged over the run's own
 spec, which those rules then apply to (its `changes.algorithm` parameters too: the run's own
 algorithm must have them). A request that satisfies the schema and breaks one of those
 rules is answered 422 by design, so such requests are not generated. Only those: any other
@@ -29,6 +30,7 @@ import schemathesis
 
 from api.config import Settings
 from api.plot_data import resolve_field
+from api.repository.spec_filter import field_problems, parse_where
 from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
 from api.webhook_schemas import url_problem
@@ -165,6 +167,19 @@ def _plot_ok(query: Any) -> bool:
     return not (query.get("statistic") == "time_to_target" and query.get("target") is None)
 
 
+def _where_ok(query: Any) -> bool:
+    """`where` clauses name spec fields with values their type can hold (others: 422 naming
+    the field; the schema's pattern states only the clause's syntax)."""
+    if not isinstance(query, dict) or query.get("where") is None:
+        return True
+    raw = query["where"]
+    clauses = [raw] if isinstance(raw, str) else raw
+    if not isinstance(clauses, list) or not all(isinstance(c, str) for c in clauses):
+        return True  # ill-typed: the schema's own 422
+    parsed, _syntax = parse_where(clauses)
+    return not field_problems(parsed)
+
+
 def _webhook_ok(url: Any) -> bool:
     # The schema's pattern cannot bound the port (at most 65535), refuse a host of dots only,
     # nor say whether the host resolves to public addresses; the contract's
@@ -191,6 +206,8 @@ def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> b
         return _group_by_ok(case.query)
     if path.endswith("/plot-data"):
         return _plot_ok(case.query)
+    if path.endswith("/runs") and case.method.upper() == "GET":
+        return _where_ok(case.query)
     body = case.body
     if not isinstance(body, dict):
         return True
