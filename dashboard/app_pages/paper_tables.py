@@ -1,4 +1,4 @@
-"""Paper tables: a sweep as the paper's Table 1 matrix and the Table 3 timing view, beside the paper.
+"""Sweep tables: a sweep as the paper's Table 1 matrix and the Table 3 timing view, beside the paper.
 
 The view lives in the URL (`?sweep=<id>&statistic=final`). While the sweep's runs are queued
 or running the tables refresh by themselves (a fragment), cells filling in as runs finish,
@@ -34,7 +34,7 @@ from fedgen.status import ACTIVE
 REFRESH_S = 3
 STATISTICS = {"top5": "top-5 mean", "final": "final", "best": "best"}
 
-st.title("Paper tables")
+st.title("Sweep tables")
 url, token = ui.connection()
 
 sweeps = ui.call(loaders.sweeps, url, token)

@@ -29,7 +29,7 @@ PAGES = {
     "lab": ("Lab", "Lab"),
     "compare": ("Compare", "Compare"),
     "paper": ("Paper", "Paper"),
-    "tables": ("Sweep tables", "Paper tables"),
+    "tables": ("Sweep tables", "Sweep tables"),
     "inspect": ("Inspect", "Inspect"),
     "trash": ("Trash", "Trash"),
     "settings": ("Alerts", "Alerts"),
