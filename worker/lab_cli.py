@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from api.config import Settings, get_settings
 from fedgen import plugins
+from worker import trash_cli
 
 EMBEDDED_FLAG_HELP = (
     "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
@@ -416,6 +417,7 @@ def _add_admin_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     uc.add_argument("name")
     uc.add_argument("--admin", action="store_true")
     uc.set_defaults(fn=_cmd_users_create)
+    trash_cli.add_trash_parser(sub)
     sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(
         fn=_cmd_requeue
     )

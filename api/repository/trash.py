@@ -26,7 +26,7 @@ def trash_run(session: Session, run_id: uuid.UUID, by: str, at: datetime) -> boo
         .values(deleted_at=at, deleted_by=by)
         .execution_options(synchronize_session=False)
     )
-    return done.rowcount == 1  # type: ignore[attr-defined]
+    return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
 def trash_sweep(session: Session, sweep_id: uuid.UUID, by: str, at: datetime) -> list[uuid.UUID]:
@@ -140,7 +140,7 @@ def purge_sweep(session: Session, sweep_id: uuid.UUID, cutoff: datetime) -> bool
             Sweep.id == sweep_id, Sweep.deleted_at.is_not(None), Sweep.deleted_at < cutoff
         )
     )
-    return done.rowcount == 1  # type: ignore[attr-defined]
+    return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
 def runs_trashed_with(session: Session, sweep: Sweep) -> int:
