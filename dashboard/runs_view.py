@@ -432,6 +432,16 @@ def where_clauses(text: str) -> list[str]:
     return [c.strip() for c in text.replace("\n", ";").split(";") if c.strip()]
 
 
+def filter_problems(detail: Any, fallback: str) -> str:
+    """The API's 422 on the filters as Markdown, one line per problem ("where: alpha is not a
+    spec field; did you mean partition.alpha?"), not only the first; `fallback` without any."""
+    items = detail if isinstance(detail, list) else []
+    lines = [str(d["msg"]) for d in items if isinstance(d, dict) and d.get("msg")]
+    # Field names hold `_` and `*` would start emphasis: escaped, they read as typed.
+    escaped = [re.sub(r"([\\`*_\[\]<>#|~])", r"\\\1", line) for line in lines or [fallback]]
+    return "Check the filters:\n" + "\n".join(f"- {line}" for line in escaped)
+
+
 def may_change(run: dict[str, Any], me: dict[str, Any] | None) -> bool:
     """Whether the signed-in user may cancel, delete or annotate the run (owner or admin)."""
     if not me:

@@ -248,7 +248,8 @@ def load(status: str | None = None) -> list[dict[str, Any]] | None:
         return loaders.runs(url, token, **{**filters, "status": status or ""})
     except ApiError as exc:
         if exc.status == 422:
-            st.error(f"Check the filters: {exc.message}", icon=":material/filter_alt_off:")
+            problems = runs_view.filter_problems(exc.detail, exc.message)
+            st.error(problems, icon=":material/filter_alt_off:")
         else:
             ui.show_error(exc)
         return None

@@ -194,9 +194,12 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
 
 def test_a_filter_on_an_unknown_spec_field_says_so(app_path: str, lab_env: dict[str, Any]) -> None:
     """`alpha=0.1` (the field is partition.alpha) or a value its type cannot hold: the API's
-    message under the filters, not "No runs match"; the right field still lists runs."""
+    messages under the filters, one per clause, not "No runs match"; the right field still
+    lists runs."""
     # Execute
-    unknown = open_page(app_path, "app_pages/runs.py", {"runs_where": "alpha=0.1"})
+    unknown = open_page(
+        app_path, "app_pages/runs.py", {"runs_where": "alpha=0.1; partition.min_samples=x"}
+    )
     mistyped = open_page(app_path, "app_pages/runs.py", {"runs_where": "partition.alpha=abc"})
     right = open_page(app_path, "app_pages/runs.py", {"runs_where": "partition.alpha=0.1"})
     # Assert
@@ -205,6 +208,8 @@ def test_a_filter_on_an_unknown_spec_field_says_so(app_path: str, lab_env: dict[
         assert "No runs match these filters." not in texts(at)
     said = " ".join(e.value for e in unknown.error)
     assert "alpha is not a spec field; did you mean partition.alpha" in said
+    # Every problem, one line each (not only the first); `_` escaped so it reads as typed.
+    assert "- where: partition.min\\_samples is an integer or null; 'x' cannot match" in said
     assert not unknown.dataframe
     assert "partition.alpha is a number; 'abc' cannot match" in " ".join(
         e.value for e in mistyped.error
