@@ -227,8 +227,8 @@ def headline(run: dict[str, Any], status: str, current: int) -> str:
         return f"cancelling · stops after its current round · round {current} of {rounds}"
     if name == "running":
         return f"running · round {current} of {rounds}"
-    if name == "succeeded":
-        return f"succeeded · {rounds} rounds"
+    if name == "succeeded":  # its last round stored is R, as "round r of R" says while running
+        return f"succeeded · round {rounds} of {rounds}"
     if name in ("failed", "cancelled"):
         return f"{name} {stopped_at(shown)}"
     return f"{name} · round {max(current, 0)} of {rounds}"
@@ -287,6 +287,33 @@ def eval_timing(spec: dict[str, Any] | None) -> str:
         return str(resolve(parse_spec(spec or {})).eval_timing)
     except Exception:  # a spec this code cannot read must not break the page
         return "after_aggregation"
+
+
+# One way of counting rounds everywhere (docs/metrics.md, "How rounds are counted").
+ROUND_HELP = (
+    "Round r is the model after r aggregations; round 0 is the initial model, evaluated "
+    "before any training. A run of R rounds stores rounds 0..R (R + 1 evaluations)."
+)
+
+
+def last_round(df: pd.DataFrame, rounds: int) -> str:
+    """The last round stored, out of the run's rounds: `25 of 25` (a dash before round 0)."""
+    if df.empty or "round" not in df:
+        return "—"
+    return f"{int(df['round'].max())} of {rounds}"
+
+
+def figure_help(label: str, spec: dict[str, Any] | None, rounds: int) -> str | None:
+    """What a finished run's final and best count: the rounds its protocol evaluates."""
+    if label not in ("final", "best"):
+        return None
+    if eval_timing(spec) == "before_training":
+        return (
+            f"Over rounds 0..{max(rounds - 1, 0)}: under before_training (the official "
+            f"protocol) round {rounds}, the model after the last aggregation, is stored but "
+            f"not counted, so the final is @{max(rounds - 1, 0)} (docs/metrics.md)."
+        )
+    return f"Over rounds 0..{rounds} (after_aggregation: every stored round counts)."
 
 
 def accuracy_figures(

@@ -78,7 +78,14 @@ default = sorted({rounds[0], rounds[len(rounds) // 2], rounds[-1]})
 url_rounds = [int(r) for r in st.query_params.get("rounds", "").split(",") if r.isdigit()]
 if "inspect_rounds" not in st.session_state:
     st.session_state["inspect_rounds"] = [r for r in url_rounds if r in rounds][:4] or default
-picked = st.multiselect("Rounds", rounds, key="inspect_rounds", max_selections=4)
+picked = st.multiselect(
+    "Rounds",
+    rounds,
+    key="inspect_rounds",
+    max_selections=4,
+    help="The rounds with a generator checkpoint; round r is the model after r aggregations "
+    "(docs/metrics.md, How rounds are counted).",
+)
 c1, c2 = st.columns(2)
 ui.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
 per_class = c1.slider("Samples per class", 10, 200, key="inspect_per_class")

@@ -168,13 +168,13 @@ def state_part(shown: dict[str, Any], status: str, error: str | None) -> None:
 
 
 def figures_part(df: pd.DataFrame, run: dict[str, Any], status: str) -> None:
-    """The run's accuracy figures so far, its rounds stored and its wall-clock."""
+    """The run's accuracy figures so far, its last round stored and its wall-clock."""
     rounds = int(run.get("rounds") or 0)
     figures = live_view.accuracy_figures(df, run.get("spec"), rounds, status == SUCCEEDED)
     m = st.columns(len(figures) + 2)
     for col, (label, value) in zip(m, figures, strict=False):
-        col.metric(label, value)
-    m[-2].metric("rounds stored", len(df))
+        col.metric(label, value, help=live_view.figure_help(label, run.get("spec"), rounds))
+    m[-2].metric("last round", live_view.last_round(df, rounds), help=live_view.ROUND_HELP)
     if "time_total_ms" in df:
         m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
 

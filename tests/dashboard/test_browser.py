@@ -33,11 +33,13 @@ def _fill_number(page: object, label: str, value: int) -> None:
 
 
 def _rounds_shown(page: object) -> int:
-    metric = page.locator('[data-testid="stMetric"]', has_text="rounds stored")  # type: ignore[attr-defined]
+    """Rounds stored: the "last round" metric reads "r of R" once rounds 0..r are stored."""
+    metric = page.locator('[data-testid="stMetric"]', has_text="last round")  # type: ignore[attr-defined]
     if metric.count() == 0:
         return 0
     text = metric.first.locator('[data-testid="stMetricValue"]').inner_text()
-    return int(re.sub(r"\D", "", text) or 0)
+    last = re.match(r"\s*(\d+) of", text)
+    return int(last[1]) + 1 if last else 0
 
 
 @pytest.mark.timeout(150)

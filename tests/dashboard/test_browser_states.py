@@ -208,7 +208,7 @@ def test_every_page_in_every_state(tmp_path: Path) -> None:
     assert "running · round 3 of 6" in texts["live:running"]
     assert "cancelling" in texts["live:cancelling"]
     assert "cancelled before round 0" in texts["live:cancelled"]
-    assert "succeeded · 6 rounds" in texts["live:succeeded"]
+    assert "succeeded · round 6 of 6" in texts["live:succeeded"]
     assert all("no longer exists" in texts[f"{p}:deleted"] for p in ("live", "inspect"))
     assert "has not started yet" in texts["inspect:queued"]
     assert "3/6 runs finished" in texts["paper"]

@@ -173,7 +173,7 @@ def test_headline_says_each_state() -> None:
     assert live_view.headline(run, "failed", -1) == "failed before round 0"
     assert live_view.headline(run, "failed", 2) == "failed in round 3 of 30"
     assert live_view.headline(run, "cancelled", 9) == "cancelled in round 10 of 30"
-    assert live_view.headline(run, "succeeded", 30) == "succeeded · 30 rounds"
+    assert live_view.headline(run, "succeeded", 30) == "succeeded · round 30 of 30"
 
 
 def test_state_notes_and_a_workers_error() -> None:
@@ -210,3 +210,25 @@ def test_accuracy_figures_final_and_best_in_the_one_meaning() -> None:
         "final": "90.00%",
         "best": "90.00%",
     }
+
+
+def test_round_counts_read_one_way() -> None:
+    """A finished 25-round run: "round 25 of 25" (rounds 0..25 stored), and its final is @24
+    under before_training with the reason given, not a third count."""
+    # Prepare
+    stored = pd.DataFrame({"round": list(range(26)), "test_acc": [0.5] * 26})
+    run = {"status": "succeeded", "rounds": 25, "current_round": 25}
+    # Execute
+    head = live_view.headline(run, "succeeded", 25)
+    last = live_view.last_round(stored, 25)
+    official = live_view.figure_help("final", {}, 25)
+    paper = live_view.figure_help("final", {"fidelity": {"profile": "paper"}}, 25)
+    # Assert
+    assert head == "succeeded · round 25 of 25"
+    assert last == "25 of 25"
+    assert live_view.last_round(stored.iloc[:0], 25) == "—"
+    assert official is not None
+    assert "rounds 0..24" in official
+    assert "final is @24" in official
+    assert paper == "Over rounds 0..25 (after_aggregation: every stored round counts)."
+    assert live_view.figure_help("wall-clock", {}, 25) is None
