@@ -1,6 +1,7 @@
 """FedGen Lab dashboard entrypoint: `streamlit run dashboard/streamlit_app.py`.
 
-Shared sidebar (server URL, token, who am I), then `st.navigation` over app_pages/.
+Shared sidebar (who am I, on which API: FEDGEN_API_URL only), then `st.navigation` over
+app_pages/.
 Without FEDGEN_TOKEN each browser signs in first (`dashboard.signin`): the page only runs
 once a token the server accepts is known, so a shared link's view is seeded signed in.
 """
@@ -19,7 +20,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from dashboard import loaders, signin, ui  # noqa: E402
-from dashboard.client import ApiError, settings_from_env  # noqa: E402
+from dashboard.client import ApiError  # noqa: E402
 
 # An emoji favicon is drawn in the page; a :material/...: one is fetched from fonts.gstatic.com,
 # which an offline lab cannot reach (a failed request in every page load).
@@ -29,13 +30,13 @@ _PAGES = Path(__file__).parent / "app_pages"
 
 
 def sidebar(user: dict[str, Any] | None) -> None:
-    """Connection settings and the identity behind the token.
+    """The identity behind the token, and the API's address as text.
 
-    With FEDGEN_TOKEN (one person's dashboard) the URL and token fields switch server and
-    identity, as always. A browser-signed-in member gets a Sign out button instead, and the
-    server URL only as text: it is the address the dashboard process reaches the API at
-    (`http://api:8000` in docker-compose), and a member's token must not be sent elsewhere.
-    While signed out the sidebar stays empty (the sign-in form is the whole page).
+    The dashboard talks to FEDGEN_API_URL only (`http://api:8000` in docker-compose): there is
+    no server URL field, so no visitor makes this process send requests, or a token, anywhere
+    else. With FEDGEN_TOKEN the token stays in this process (no field holds it, nothing shows
+    it). A browser-signed-in member gets a Sign out button. While signed out the sidebar stays
+    empty (the sign-in form is the whole page).
     """
     if signin.browser_mode():
         if user is None:
@@ -49,12 +50,10 @@ def sidebar(user: dict[str, Any] | None) -> None:
             signin.sync_cookie()
         return
     with st.sidebar:
-        st.text_input("Lab server URL", key=ui.URL_KEY, help="FEDGEN_API_URL")
-        st.text_input("API token", key=ui.TOKEN_KEY, type="password", help="FEDGEN_TOKEN")
         url, token = ui.connection()
         try:
             user = loaders.me(url, token)
-            st.caption(f"Signed in as **{user.get('name', '?')}**")
+            st.caption(f"Signed in as **{user.get('name', '?')}** on `{url}` (FEDGEN_TOKEN)")
         except ApiError as exc:
             st.caption(f":red[{exc.message}]")
 
@@ -101,13 +100,9 @@ pages = [
 BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""
 HOME = pages[0]
 
-env_url, env_token = settings_from_env()
-st.session_state.setdefault(ui.URL_KEY, env_url)
-if signin.browser_mode():
-    me = signin.current_user()
-else:
-    st.session_state.setdefault(ui.TOKEN_KEY, env_token)
-    me = {}
+# With FEDGEN_TOKEN (ui.connection reads it from the environment, never session state) every
+# visitor is that token's user; without it each browser signs in.
+me = signin.current_user() if signin.browser_mode() else {}
 # Signed out, the page list is hidden too: no page can be reached before signing in.
 page = st.navigation(pages, position="sidebar" if me is not None else "hidden")
 sidebar(me)

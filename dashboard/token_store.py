@@ -10,7 +10,9 @@ opened later, needs no second sign-in:
   without a token).
 - *write* and *clear*: a tiny `st.components.v2` component (Streamlit's built-in component
   API, inline JavaScript, no extra package) sets or expires `document.cookie`
-  (SameSite=Strict, path=/, 30 days, Secure when the page is served over https).
+  (SameSite=Strict, path=/, 30 days; Secure when the browser shows the page over https, as it
+  does behind a TLS-terminating proxy, and always when FEDGEN_PUBLIC_URL starts with https://,
+  so a lab published over https never lets the token travel over plain http).
 
 A session's `st.context.cookies` never changes after the session opened, so a token that was
 signed out of (or rejected) in this session is remembered here and not read back.
@@ -18,6 +20,7 @@ signed out of (or rejected) in this session is remembered here and not read back
 
 from __future__ import annotations
 
+import os
 from typing import Any
 from urllib.parse import unquote
 
@@ -28,14 +31,15 @@ COOKIE = "fedgen_token"
 MAX_AGE_S = 30 * 24 * 3600  # a month: a lab member signs in again after a month away
 _IGNORED_KEY = "_token_store_ignored"  # cookie values this session must not use again
 
-# `data` is {"name": cookie, "token": str | null, "max_age": int}: a string is written (only
-# when it differs from what the cookie holds), null expires the cookie. It renders nothing.
+# `data` is {"name": cookie, "token": str | null, "max_age": int, "secure": bool}: a string is
+# written (only when it differs from what the cookie holds), null expires the cookie. It
+# renders nothing.
 _JS = """
 export default function (component) {
   const data = component.data || {};
   const name = data.name;
   const current = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
-  const secure = window.location.protocol === "https:" ? "; Secure" : "";
+  const secure = data.secure || window.location.protocol === "https:" ? "; Secure" : "";
   const attrs = "; path=/; SameSite=Strict" + secure;
   if (typeof data.token === "string" && data.token) {
     const value = encodeURIComponent(data.token);
@@ -77,10 +81,15 @@ def ignored_tokens() -> list[str]:
     return list(st.session_state.get(_IGNORED_KEY, []))
 
 
+def secure() -> bool:
+    """True when the lab is published over https (FEDGEN_PUBLIC_URL): the cookie is Secure."""
+    return os.environ.get("FEDGEN_PUBLIC_URL", "").strip().lower().startswith("https://")
+
+
 def sync(token: str) -> Any:
     """Make the browser's cookie hold `token` ("" expires it). Mount once per script run."""
     return _cookie_writer(
         key="token_cookie",
-        data={"name": COOKIE, "token": token or None, "max_age": MAX_AGE_S},
+        data={"name": COOKIE, "token": token or None, "max_age": MAX_AGE_S, "secure": secure()},
         height=0,
     )

@@ -16,17 +16,16 @@ from fedgen import specdict
 
 T = TypeVar("T")
 
-URL_KEY = "conn_api_url"
-TOKEN_KEY = "conn_api_token"
+TOKEN_KEY = "conn_api_token"  # the token a browser signed in with (no FEDGEN_TOKEN)
 
 
 def connection() -> tuple[str, str]:
-    """(base URL, token) from the sidebar, falling back to FEDGEN_API_URL / FEDGEN_TOKEN."""
+    """(base URL, token): always FEDGEN_API_URL, the one API this dashboard talks to (a visitor
+    can point it nowhere else: no server-side request to an address a browser chose); the
+    token is FEDGEN_TOKEN when set (it stays in this process: no widget, no cookie, nothing
+    rendered holds it), else the one this browser session signed in with."""
     env_url, env_token = settings_from_env()
-    return (
-        st.session_state.get(URL_KEY) or env_url,
-        st.session_state.get(TOKEN_KEY) or env_token,
-    )
+    return env_url, env_token or str(st.session_state.get(TOKEN_KEY) or "")
 
 
 def client() -> LabClient:
@@ -43,13 +42,14 @@ def client() -> LabClient:
 def show_error(exc: ApiError) -> None:
     """One clear sentence for each kind of failure (never a stack trace)."""
     if isinstance(exc, ApiUnreachable):
-        st.error(f"{exc.message} Set the server URL in the sidebar.", icon=":material/power_off:")
+        fix = "The dashboard reaches it at FEDGEN_API_URL; ask whoever runs the lab."
+        st.error(f"{exc.message} {fix}", icon=":material/power_off:")
     elif isinstance(exc, ApiAuthError) and exc.status == 403:
         st.error(f"{exc.message}.", icon=":material/key:")  # the token is fine, the right is not
     elif isinstance(exc, ApiAuthError):
         # Signed in through the browser (no FEDGEN_TOKEN) there is no token field: the token
         # was revoked since it was checked at sign-in.
-        fix = "Check the token in the sidebar (or FEDGEN_TOKEN)."
+        fix = "Check the dashboard's FEDGEN_TOKEN (set where the dashboard is started)."
         if not settings_from_env()[1]:
             fix = "Sign out (in the sidebar) and sign in again with a valid token."
         st.error(f"{exc.message}. {fix}", icon=":material/key:")

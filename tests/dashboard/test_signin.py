@@ -164,14 +164,22 @@ def test_sign_out_forgets_the_token(
 def test_a_dashboard_with_its_own_token_has_no_form(
     app_path: str, lab_env: dict[str, Any], lab: Lab
 ) -> None:
-    """FEDGEN_TOKEN set (a laptop, `make demo`): no form, the token field, no cookie."""
+    """FEDGEN_TOKEN set (a laptop, a shared lab's dashboard): no form, no cookie, and the token
+    reaches no browser: no field holds it, nothing shows it, and there is no server URL field
+    (the dashboard talks to FEDGEN_API_URL only, shown as text)."""
     # Execute
     at = open_link(app_path, "app_pages/compare.py", {"sweep": lab_env["sweep_id"]})
     # Assert
     assert not at.exception
     assert [t.value for t in at.title] == ["Compare"]
-    assert at.sidebar.text_input(key=ui.TOKEN_KEY).value == lab.token
+    assert list(at.sidebar.text_input) == []
+    assert ui.TOKEN_KEY not in at.session_state
     assert list(at.sidebar.button) == []
+    assert f"`{lab.url}`" in at.sidebar.caption[0].value
+    assert [w.label for w in at.text_input if "url" in w.label.lower()] == []
+    assert lab.token not in texts(at) + "".join(str(c.value) for c in at.sidebar.caption)
+    widgets = [*at.text_input, *at.text_area, *at.selectbox, *at.multiselect]
+    assert all(lab.token not in str(w.value) for w in widgets)
 
 
 def _show_auth_errors() -> None:
@@ -184,7 +192,7 @@ def _show_auth_errors() -> None:
 
 @pytest.mark.parametrize(
     ("env_token", "fix"),
-    [("", "Sign out (in the sidebar) and sign in again"), ("fgl_x", "Check the token in")],
+    [("", "Sign out (in the sidebar) and sign in again"), ("fgl_x", "Check the dashboard's")],
 )
 def test_a_refused_token_names_the_fix_of_this_dashboard(
     monkeypatch: pytest.MonkeyPatch, env_token: str, fix: str
