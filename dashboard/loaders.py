@@ -48,6 +48,23 @@ def me(url: str, token: str) -> dict[str, Any]:
     return _call(url, token, lambda c: c.me())
 
 
+# Kept a minute: a plugin installed on the server shows up on the pages within one.
+@st.cache_data(ttl=60, show_spinner=False)
+def spec_source(url: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(GET /spec/defaults, GET /spec/schema): the one source of the Submit form's fields."""
+    return _call(url, token, lambda c: (c.spec_defaults(), c.spec_schema()))
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def spec_choices(url: str, token: str) -> dict[str, list[Any]]:
+    """The server's algorithms and datasets (plugins included), as the Submit form offers
+    them: {"algorithm.name": [...], "data.name": [...]} (the Runs page's filters)."""
+    from dashboard.spec_form import choices_of
+
+    defaults, schema = spec_source(url, token)
+    return choices_of(schema, defaults, ("algorithm.name", "data.name"))
+
+
 @st.cache_data(ttl=5, show_spinner=False)
 def sweeps(url: str, token: str) -> list[dict[str, Any]]:
     """GET /sweeps."""

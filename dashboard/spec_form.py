@@ -34,17 +34,9 @@ from dashboard.spec_form_folder import (
     single_option,
 )
 from fedgen import paper
-from fedgen.algorithms.registry import algorithm_names
-from fedgen.data.registry import dataset_names
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
 from fedgen.specdict import get_dotted
-
-# The Runs page's filters (the form itself takes its choices from the schema); the datasets
-# registered in this process (fedgen.data.registry: built-ins, and plugins installed here).
-DATASETS = list(dataset_names())
-# The algorithms likewise (fedgen.algorithms.registry: built-ins and installed plugins).
-ALGORITHM_NAMES = list(algorithm_names())
 
 # Fields shown in the form's columns; every other spec field is under "Advanced".
 MAIN: dict[str, str] = {
@@ -385,6 +377,15 @@ def _algorithm_fields(
             if found is not None:
                 out.append(found)
     return out
+
+
+def choices_of(
+    schema: Mapping[str, Any], defaults: Mapping[str, Any], paths: Iterable[str]
+) -> dict[str, list[Any]]:
+    """The choices the form offers for each of `paths` ({"algorithm.name": ["fedavg", ...]}):
+    what the server's schema lists, its plugins included (the Runs page's filters)."""
+    by_path = {f.path: f for f in fields_from_schema(schema, defaults)}
+    return {p: list(by_path[p].choices) if p in by_path else [] for p in paths}
 
 
 def parse_list(text: str, kind: str) -> list[Any]:

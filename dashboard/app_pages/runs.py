@@ -20,22 +20,33 @@ import yaml
 from dashboard import annotate, loaders, run_name, runs_view, trash_view, ui
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
-from dashboard.spec_form import ALGORITHM_NAMES, DATASETS
 from fedgen.csv_cells import frame_csv
 from fedgen.status import ACTIVE, RUN_STATUSES, RUNNING
 
 STATUSES = ["", *RUN_STATUSES]
-# widget key -> (query parameter, choices or None for free text)
-FILTERS: dict[str, tuple[str, list[str] | None]] = {
-    "runs_status": ("status", STATUSES),
-    "runs_alg": ("algorithm", ["", *ALGORITHM_NAMES]),
-    "runs_data": ("dataset", ["", *DATASETS]),
-    "runs_owner": ("owner", None),
-    "runs_tag": ("tag", None),
-}
 
 st.title("Runs")
 url, token = ui.connection()
+
+
+def spec_choices() -> dict[str, list[Any]]:
+    """The algorithms and datasets the server knows, plugins included, as the Submit form
+    offers them (cached a minute); none when the API cannot be read (the table says why)."""
+    try:
+        return loaders.spec_choices(url, token)
+    except ApiError:
+        return {}
+
+
+CHOICES = spec_choices()
+# widget key -> (query parameter, choices or None for free text)
+FILTERS: dict[str, tuple[str, list[str] | None]] = {
+    "runs_status": ("status", STATUSES),
+    "runs_alg": ("algorithm", ["", *CHOICES.get("algorithm.name", [])]),
+    "runs_data": ("dataset", ["", *CHOICES.get("data.name", [])]),
+    "runs_owner": ("owner", None),
+    "runs_tag": ("tag", None),
+}
 
 # Seed the filters from the link once per session; a value not among the choices is dropped.
 for key, (param, choices) in FILTERS.items():

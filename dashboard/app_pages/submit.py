@@ -23,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from dashboard import loaders, ui
-from dashboard.client import ApiError, LabClient
+from dashboard.client import ApiError
 from dashboard.form_checks import check, read_list, read_tags, refusals
 from dashboard.spec_build import applies, build_spec, build_sweep, sweep_size
 from dashboard.spec_form import (
@@ -49,16 +49,10 @@ ERR_KEY = "submit_errors"  # {"body": the JSON the API judged, "errors": field -
 UNSET = "— profile's choice —"
 
 
-@st.cache_data(ttl=300, show_spinner=False)
-def _form_source(url: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(defaults, schema) from the server: the one source of the form's fields and values."""
-    with LabClient(url, token) as c:
-        return c.spec_defaults(), c.spec_schema()
-
-
 st.title("Submit")
 url, token = ui.connection()
-defaults, schema = ui.call(_form_source, url, token)
+# (defaults, schema) from the server: the one source of the form's fields and values.
+defaults, schema = ui.call(loaders.spec_source, url, token)
 FIELDS: list[FormField] = fields_from_schema(schema, defaults)
 # The server's datasets (its registry, plugins included), as its schema lists them.
 DATASET_NAMES: tuple[Any, ...] = next((f.choices for f in FIELDS if f.path == "data.name"), ())
