@@ -15,11 +15,11 @@ from api.config import Settings
 from api.db import session_scope
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.models import Run, Sweep, User
+from api.models import ApiToken, Run, Sweep, User
 from api.repository import audit
 from api.repository import runs as runs_repo
 from api.repository import sweeps as sweeps_repo
-from api.repository import users as users_repo
+from api.repository import tokens as tokens_repo
 from api.service import Submitter
 
 
@@ -67,23 +67,33 @@ def current_user(request: Request, session: SessionDep, creds: CredsDep) -> User
 def authenticate(
     request: Request, session: Session, creds: HTTPAuthorizationCredentials | None
 ) -> User:
-    """The user of a bearer token, or 401; 429 while the client's address has failed too often."""
+    """The user of a bearer token, or 401 (429 for a failing client over its budget)."""
+    return authenticate_token(request, session, creds)[1]
+
+
+def authenticate_token(
+    request: Request, session: Session, creds: HTTPAuthorizationCredentials | None
+) -> tuple[ApiToken, User]:
+    """The presented bearer token and its user, or 401 when it is missing, unknown, revoked or
+    expired. Failures count per (client address, token prefix) and per address (api/limits.py)
+    and answer 429 over FEDGEN_AUTH_FAIL_RATE; the token is checked first, so a valid one is
+    never refused because of other requests' failures."""
+    presented = creds.credentials if creds is not None else ""
+    found = tokens_repo.find(session, presented) if presented else None
+    why = "invalid token" if presented else "missing bearer token"
+    if found is not None:
+        token, user = found
+        refused = tokens_repo.refusal(token)
+        if refused is None:
+            if tokens_repo.touch(session, token):
+                # At once, not with the request: the row lock is not held while it runs.
+                session.commit()
+            return token, user
+        why = f"token {refused}"  # said only to whoever holds the (once valid) token
+    settings: Settings = request.app.state.settings
     limits: Limits = request.app.state.limits
-    client = request.client.host if request.client else "?"
-    # Checked before the token: once an address has used up its failures, guessing stops.
-    limits.check_auth_allowed(client)
-    if creds is None or not creds.credentials:
-        limits.auth_failed(client)
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED, "missing bearer token", {"WWW-Authenticate": "Bearer"}
-        )
-    user = users_repo.user_by_token(session, creds.credentials)
-    if user is None:
-        limits.auth_failed(client)
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED, "invalid token", {"WWW-Authenticate": "Bearer"}
-        )
-    return user
+    limits.auth_failed(client_address(request, settings.trusted_proxies), presented)
+    raise HTTPException(status.HTTP_401_UNAUTHORIZED, why, {"WWW-Authenticate": "Bearer"})
 
 
 UserDep = Annotated[User, Depends(current_user)]

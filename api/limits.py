@@ -2,8 +2,13 @@
 
 Rate limits are token buckets held in memory, so they count per API process: with
 several API processes behind a balancer each allows the full rate. Submissions are
-counted per user (token), failed authentications per client address; an empty bucket
-answers 429 with `Retry-After` (seconds) and the usual JSON error body.
+counted per user (token). Failed authentications are counted per (client address, first
+12 characters of the presented token) at FEDGEN_AUTH_FAIL_RATE, and per address alone at
+ADDRESS_FACTOR times that (a guesser cycling tokens); both only ever refuse a token that
+failed, never a valid one, so a stranger cannot lock members out. An empty bucket answers
+429 with `Retry-After` (seconds) and the usual JSON error body.
+
+Open event streams are counted per API token (StreamSlots, FEDGEN_MAX_STREAMS_PER_TOKEN).
 """
 
 from __future__ import annotations
@@ -154,12 +159,28 @@ def too_many(what: str, retry_after: int) -> HTTPException:
     )
 
 
+ADDRESS_FACTOR = 5  # the per-address failure budget, in multiples of FEDGEN_AUTH_FAIL_RATE
+PREFIX_CHARS = 12  # of the presented token: "fgl_" and 8 random characters
+STREAM_RETRY_S = 5  # the Retry-After of a stream refused for FEDGEN_MAX_STREAMS_PER_TOKEN
+
+
+def failure_key(address: str, presented: str | None) -> str:
+    """The bucket a failed authentication counts against: the address and the token's prefix."""
+    return f"{address} {(presented or '')[:PREFIX_CHARS] or 'none'}"
+
+
 class Limits:
     """The API's rate limiters (app.state.limits), built from the settings."""
 
-    def __init__(self, submit_rate: str, auth_fail_rate: str) -> None:
+    def __init__(
+        self, submit_rate: str, auth_fail_rate: str, webhook_test_rate: str = "6/minute"
+    ) -> None:
         self.submit = RateLimiter(Rate.parse(submit_rate))
-        self.auth_fail = RateLimiter(Rate.parse(auth_fail_rate))
+        rate = Rate.parse(auth_fail_rate)
+        self.auth_fail = RateLimiter(rate)
+        self.auth_fail_address = RateLimiter(Rate(rate.count * ADDRESS_FACTOR, rate.period_s))
+        self.streams = StreamSlots()
+        self.webhook_test = RateLimiter(Rate.parse(webhook_test_rate))
 
     def check_submit(self, user_key: str) -> None:
         """Count one submission of this user; 429 when over FEDGEN_SUBMIT_RATE."""
@@ -167,14 +188,75 @@ class Limits:
         if wait:
             raise too_many("too many submissions for this token (FEDGEN_SUBMIT_RATE)", wait)
 
-    def check_auth_allowed(self, client: str) -> None:
-        """429 while this address has used up its failed authentications."""
-        wait = self.auth_fail.retry_after(client)
+    def auth_failed(self, address: str, presented: str | None) -> None:
+        """Count one failed authentication (a token already found invalid, or none); 429
+        instead when this (address, token prefix) or this address has used up its budget.
+
+        Called only after the token failed: a valid token never reaches here, whatever others
+        sent from the same address (the dashboard's, behind which every browser sits)."""
+        key = failure_key(address, presented)
+        wait = max(self.auth_fail.retry_after(key), self.auth_fail_address.retry_after(address))
         if wait:
             raise too_many(
                 "too many failed authentications from this address (FEDGEN_AUTH_FAIL_RATE)", wait
             )
+        self.auth_fail.hit(key)
+        self.auth_fail_address.hit(address)
 
-    def auth_failed(self, client: str) -> None:
-        """Count one failed authentication of this address."""
-        self.auth_fail.hit(client)
+    def check_webhook_test(self, user_key: str) -> None:
+        """Count one webhook test of this member; 429 when over FEDGEN_WEBHOOK_TEST_RATE (each
+        test is a POST the lab makes on the member's behalf)."""
+        wait = self.webhook_test.hit(user_key)
+        if wait:
+            raise too_many("too many webhook tests for this token (FEDGEN_WEBHOOK_TEST_RATE)", wait)
+
+
+class StreamSlot:
+    """One open stream's place; `release` gives it back (idempotent: called from the stream's
+    end and again from the response's background task, whichever runs)."""
+
+    def __init__(self, slots: StreamSlots, key: str) -> None:
+        self._slots = slots
+        self._key = key
+        self._held = True
+
+    def release(self) -> None:
+        """Give the place back (once)."""
+        if self._held:
+            self._held = False
+            self._slots._release(self._key)
+
+
+class StreamSlots:
+    """Event streams open at once per API token, in this process (FEDGEN_MAX_STREAMS_PER_TOKEN)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, key: str, limit: int) -> StreamSlot:
+        """A place for one more stream of `key`; 429 when `limit` are open."""
+        with self._lock:
+            n = self._open.get(key, 0)
+            if n >= limit:
+                raise HTTPException(
+                    status.HTTP_429_TOO_MANY_REQUESTS,
+                    f"this token has {n} event streams open, the most FEDGEN_MAX_STREAMS_PER_TOKEN "
+                    f"({limit}) allows; close one, retry after {STREAM_RETRY_S} s",
+                    {"Retry-After": str(STREAM_RETRY_S)},
+                )
+            self._open[key] = n + 1
+        return StreamSlot(self, key)
+
+    def open_count(self, key: str) -> int:
+        """Streams of `key` open now."""
+        with self._lock:
+            return self._open.get(key, 0)
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            n = self._open.get(key, 0) - 1
+            if n > 0:
+                self._open[key] = n
+            else:
+                self._open.pop(key, None)

@@ -4,9 +4,11 @@ A stream token lets a browser's EventSource, which cannot set an Authorization h
 the event stream of one run for a few minutes (`?token=` on GET /runs/{id}/events). It is
 `fgs_<api token id>.<run id>.<expiry unix s>.<signature>`, the signature an HMAC-SHA256 of
 the first three parts keyed with the stored hash of the API token that asked for it. So it
-needs no extra server secret, dies with that API token (revoked token: no key to verify), and
-whoever can read the hash from the database could forge one only to read run data that the
-database already shows them.
+needs no extra server secret, dies with that API token (a revoked or expired API token's
+stream tokens are refused, and open streams of either end), and whoever can read the hash from
+the database could forge one only to read run data that the database already shows them.
+
+An API token's lifetime: `lifetime_days` applies FEDGEN_TOKEN_MAX_DAYS to what is asked.
 """
 
 from __future__ import annotations
@@ -22,6 +24,28 @@ from dataclasses import dataclass
 TOKEN_PREFIX = "fgl_"
 STREAM_PREFIX = "fgs_"
 STREAM_TOKEN_TTL_S = 10 * 60
+
+
+class LifetimeTooLong(ValueError):
+    """A token asked to live longer than FEDGEN_TOKEN_MAX_DAYS allows (the message says so)."""
+
+
+def lifetime_days(requested: int | None, max_days: int | None) -> int | None:
+    """The days a new token lives: as asked, the cap when none is asked, None for never.
+
+    Raises LifetimeTooLong when `requested` exceeds `max_days`.
+    """
+    if requested is not None and requested < 1:
+        raise LifetimeTooLong(f"{requested} is not a number of days >= 1")
+    if max_days is None:
+        return requested
+    if requested is None:
+        return max_days
+    if requested > max_days:
+        raise LifetimeTooLong(
+            f"{requested} days exceeds the limit FEDGEN_TOKEN_MAX_DAYS={max_days} days"
+        )
+    return requested
 
 
 def new_token() -> str:

@@ -28,6 +28,7 @@ from api.routes import (
     runs,
     studies,
     sweeps,
+    tokens,
     trash,
     webhooks,
     workers,
@@ -48,6 +49,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     studies.router,
     workers.router,
     webhooks.router,
+    tokens.router,
     trash.router,
     audit.router,
 )

@@ -1,4 +1,4 @@
-"""`fedgen-lab`: api, worker, up, db upgrade, users create, requeue, checkpoints import.
+"""`fedgen-lab`: api, worker, up, db upgrade, users create, tokens, requeue, checkpoints import.
 
 Every command first prints (to stderr) what it connects to: the database and broker URLs,
 passwords hidden, and where checkpoints live. A worker refuses the embedded SQLite lab unless
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from api.config import Settings, get_settings
 from fedgen import plugins
-from worker import trash_cli
+from worker import tokens_cli, trash_cli
 
 EMBEDDED_FLAG_HELP = (
     "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
@@ -271,15 +271,7 @@ def _session_factory(command: str):  # type: ignore[no-untyped-def]
 
 
 def _cmd_users_create(args: argparse.Namespace) -> int:
-    from api.db import session_scope
-    from api.repository import users as users_repo
-
-    with session_scope(_session_factory("users create")) as session:
-        user, token = users_repo.create_user(session, args.name, args.admin)
-        role = "admin" if user.is_admin else "user"
-    print(f"created {role} {args.name!r}; the token is shown once, only its hash is stored:")
-    print(token)
-    return 0
+    return tokens_cli.create_and_print(args, create_user=True)
 
 
 def _cmd_requeue(_args: argparse.Namespace) -> int:
@@ -416,7 +408,9 @@ def _add_admin_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     uc = users.add_parser("create", help="create a user; prints the token as the last line")
     uc.add_argument("name")
     uc.add_argument("--admin", action="store_true")
+    tokens_cli.add_token_options(uc)
     uc.set_defaults(fn=_cmd_users_create)
+    tokens_cli.add_tokens_parser(sub)
     trash_cli.add_trash_parser(sub)
     sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(
         fn=_cmd_requeue

@@ -1,18 +1,26 @@
-"""Users and hashed API tokens."""
+"""Users; their API tokens live in api/repository/tokens.py."""
 
 from __future__ import annotations
-
-import uuid
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.models import ApiToken, User
-from api.security import hash_token, new_token
+from api.models import User
+from api.repository import tokens as tokens_repo
 
 
-def create_user(session: Session, name: str, is_admin: bool = False) -> tuple[User, str]:
-    """Create a user (or reuse an existing one by name) and a new token; returns (user, token)."""
+def create_user(
+    session: Session,
+    name: str,
+    is_admin: bool = False,
+    *,
+    token_name: str = "",
+    expires_days: int | None = None,
+) -> tuple[User, str]:
+    """Create a user (or reuse an existing one by name) and a new token; returns (user, token).
+
+    An existing user's other tokens stay valid (`fedgen-lab tokens revoke` ends them).
+    """
     user = session.scalar(select(User).where(User.name == name))
     if user is None:
         user = User(name=name, is_admin=is_admin)
@@ -20,27 +28,15 @@ def create_user(session: Session, name: str, is_admin: bool = False) -> tuple[Us
         session.flush()
     elif is_admin and not user.is_admin:
         user.is_admin = True
-    token = new_token()
-    session.add(ApiToken(user_id=user.id, token_hash=hash_token(token)))
-    session.flush()
+    _, token = tokens_repo.create_token(
+        session, user.id, name=token_name, expires_days=expires_days
+    )
     return user, token
 
 
 def user_by_token(session: Session, token: str) -> User | None:
-    """The user holding `token`, or None."""
-    stmt = (
-        select(User)
-        .join(ApiToken, ApiToken.user_id == User.id)
-        .where(ApiToken.token_hash == hash_token(token))
-    )
-    return session.scalar(stmt)
-
-
-def token_by_id(session: Session, token_id: uuid.UUID) -> ApiToken | None:
-    """The API token row with this id, or None."""
-    return session.get(ApiToken, token_id)
-
-
-def token_row(session: Session, token: str) -> ApiToken | None:
-    """The API token row of a token's value, or None."""
-    return session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+    """The user holding `token` while it is neither revoked nor expired, or None."""
+    found = tokens_repo.find(session, token)
+    if found is None or tokens_repo.refusal(found[0]) is not None:
+        return None
+    return found[1]

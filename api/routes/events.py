@@ -2,6 +2,10 @@
 
 Also POST /runs/{id}/stream-token: a short-lived token a browser's EventSource (which cannot
 send an Authorization header) passes as `?token=` to read that one run's stream.
+
+A stream counts against FEDGEN_MAX_STREAMS_PER_TOKEN for the API token it was opened with (a
+stream token's for the API token that minted it), and ends within TOKEN_RECHECK_S once that
+API token is revoked or expires.
 """
 
 from __future__ import annotations
@@ -11,19 +15,29 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from sse_starlette.sse import EventSourceResponse
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from api.db import is_unavailable
-from api.deps import CredsDep, RunDep, SessionDep, StreamSessionDep, authenticate, parse_uuid
+from api.deps import (
+    CredsDep,
+    RunDep,
+    SessionDep,
+    StreamSessionDep,
+    authenticate_token,
+    parse_uuid,
+)
 from api.errors import RETRY_AFTER_S
+from api.limits import Limits
 from api.models import Run
 from api.repository import metrics as metrics_repo
 from api.repository import runs as runs_repo
-from api.repository import users as users_repo
+from api.repository import tokens as tokens_repo
 from api.schemas import AUTHED, error_responses
 from api.schemas_spec import StreamToken
 from api.security import (
@@ -38,27 +52,50 @@ router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1
 RECONNECT_MS = 1000  # the `retry` a stream closed for FEDGEN_SSE_MAX_S asks of an EventSource
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+TOKEN_RECHECK_S = 2.0  # how often an open stream asks whether its API token still authenticates
 
 
-def _poll(
-    request: Request, run_id: uuid.UUID, after: int
-) -> tuple[str | None, list[tuple[int, dict[str, Any]]]]:
+@dataclass(frozen=True)
+class StreamAuth:
+    """The run of the path and the API token the stream is opened with (or minted from)."""
+
+    run: Run
+    token_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class _Polled:
+    status: str | None
+    rows: list[tuple[int, dict[str, Any]]]
+    token_ok: bool
+
+
+def _poll(request: Request, run_id: uuid.UUID, after: int, token_id: uuid.UUID | None) -> _Polled:
+    """The run's status and rounds after `after`; with `token_id`, whether it still holds."""
     with request.app.state.sessionmaker() as s:
         st = runs_repo.status_of(s, run_id)
         rows = metrics_repo.round_history(s, [run_id], after)[run_id]
-    return (st[0] if st else None), rows
+        ok = token_id is None or tokens_repo.still_valid(s, token_id)
+    return _Polled(st[0] if st else None, rows, ok)
 
 
-def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID) -> None:
-    """401 for a malformed, forged, expired or revoked stream token; 403 for another run's."""
+def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID) -> uuid.UUID:
+    """The API token a stream token was minted from; 401 for a malformed, forged or expired
+    stream token or one whose API token is revoked or expired; 403 for another run's."""
     claim = parse_stream_token(token)
-    api_token = users_repo.token_by_id(session, claim.token_id) if claim else None
-    if claim is None or api_token is None or not stream_token_valid(claim, api_token.token_hash):
+    api_token = tokens_repo.get_token(session, claim.token_id) if claim else None
+    if (
+        claim is None
+        or api_token is None
+        or tokens_repo.refusal(api_token) is not None
+        or not stream_token_valid(claim, api_token.token_hash)
+    ):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "invalid or expired stream token", _UNAUTHORIZED
         )
     if claim.run_id != run_id:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "this stream token is for another run")
+    return api_token.id
 
 
 def load_stream_run(
@@ -74,17 +111,17 @@ def load_stream_run(
             "cannot send an Authorization header (a browser's EventSource).",
         ),
     ] = None,
-) -> Run:
+) -> StreamAuth:
     """The run of the path, authenticated by bearer token or by `?token=` (a stream token)."""
     rid = parse_uuid(run_id)
     if token is not None and creds is None:
-        _check_stream_token(session, token, rid)
+        token_id = _check_stream_token(session, token, rid)
     else:
-        authenticate(request, session, creds)
+        token_id = authenticate_token(request, session, creds)[0].id
     run = runs_repo.get_run(session, rid, in_trash=False)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return run
+    return StreamAuth(run, token_id)
 
 
 @router.post("/runs/{run_id}/stream-token", responses=error_responses(*AUTHED, 404, 422))
@@ -95,8 +132,9 @@ def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> StreamTok
     revokes its stream tokens too.
     """
     assert creds is not None  # RunDep has authenticated the bearer token
-    api_token = users_repo.token_row(session, creds.credentials)
-    assert api_token is not None
+    found = tokens_repo.find(session, creds.credentials)
+    assert found is not None
+    api_token = found[0]
     token, expires = new_stream_token(api_token.id, api_token.token_hash, run.id)
     return StreamToken(
         token=token, run_id=str(run.id), expires_at=expires, ttl_s=STREAM_TOKEN_TTL_S
@@ -127,7 +165,7 @@ def stream_token(run: RunDep, creds: CredsDep, session: SessionDep) -> StreamTok
     },
 )
 async def run_events(
-    run: Annotated[Run, Depends(load_stream_run)],
+    auth: Annotated[StreamAuth, Depends(load_stream_run)],
     request: Request,
     since_round: Annotated[
         int,
@@ -153,44 +191,78 @@ async def run_events(
     the same way. Each `round` event's data is `{"round": r, "metrics": {...}}` with id `r`;
     each `status` event's data is `{"status": ..., "round": last round sent}`. Authenticate
     with a bearer token, or with `?token=` from POST /runs/{id}/stream-token.
+
+    At most FEDGEN_MAX_STREAMS_PER_TOKEN streams per API token are open at once (429 beyond);
+    a stream whose API token is revoked or expires ends with an `error` event.
     """
-    run_id = run.id
+    run_id = auth.run.id
     start = max(since_round, after_round)
     if last_event_id and last_event_id.isdigit() and len(last_event_id) < 10:
         start = max(start, int(last_event_id))
     interval: float = request.app.state.settings_sse_poll_s
     max_s: float = request.app.state.settings.sse_max_s
+    limits: Limits = request.app.state.limits
+    slot = limits.streams.acquire(
+        auth.token_id.hex, request.app.state.settings.max_streams_per_token
+    )
 
-    return EventSourceResponse(_stream(request, run_id, start, interval, max_s), ping=15)
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for event in _stream(request, run_id, start, interval, max_s, auth.token_id):
+                yield event
+        finally:
+            slot.release()
+
+    # The background task releases the slot too when the generator never ran (HEAD).
+    return EventSourceResponse(events(), ping=15, background=BackgroundTask(slot.release))
+
+
+def _unavailable(exc: Exception) -> dict[str, Any]:
+    """The last event of a stream whose database went away."""
+    # Headers are sent: say so in the stream, ask the client to reconnect later
+    # (EventSource honours `retry`, and Last-Event-ID resumes after the last round).
+    return {
+        "event": "error",
+        "retry": RETRY_AFTER_S * 1000,
+        "data": json.dumps({"detail": f"database unavailable ({type(exc).__name__}); retry later"}),
+    }
 
 
 async def _stream(
-    request: Request, run_id: uuid.UUID, start: int, interval: float, max_s: float
+    request: Request,
+    run_id: uuid.UUID,
+    start: int,
+    interval: float,
+    max_s: float,
+    token_id: uuid.UUID,
 ) -> AsyncIterator[dict[str, Any]]:
     """The events of one stream: rounds after `start` as they land, status changes, and the end
-    (terminal status, deleted run, database gone, or open for `max_s`)."""
+    (terminal status, deleted run, database gone, API token revoked, or open for `max_s`)."""
     after, last_status = start, None
     deadline = time.monotonic() + max_s
+    recheck_at = time.monotonic() + TOKEN_RECHECK_S
     while True:
+        due = time.monotonic() >= recheck_at
         try:
-            st, rows = await run_in_threadpool(_poll, request, run_id, after)
+            polled = await run_in_threadpool(
+                _poll, request, run_id, after, token_id if due else None
+            )
         except Exception as exc:
             if not is_unavailable(exc):
                 raise
-            # Headers are sent: say so in the stream, ask the client to reconnect later
-            # (EventSource honours `retry`, and Last-Event-ID resumes after the last round).
-            yield {
-                "event": "error",
-                "retry": RETRY_AFTER_S * 1000,
-                "data": json.dumps(
-                    {"detail": f"database unavailable ({type(exc).__name__}); retry later"}
-                ),
-            }
+            yield _unavailable(exc)
             return
+        if due:
+            recheck_at = time.monotonic() + TOKEN_RECHECK_S
+        if not polled.token_ok:
+            detail = "the API token of this stream was revoked or has expired"
+            yield {"event": "error", "data": json.dumps({"detail": detail})}
+            return
+        st = polled.status
         if st is None:
             yield {"event": "status", "data": json.dumps({"status": "deleted"})}
             return
-        for rnd, met in rows:
+        for rnd, met in polled.rows:
             after = rnd
             yield {
                 "event": "round",
