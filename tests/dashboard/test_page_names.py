@@ -49,21 +49,19 @@ def nav_titles() -> dict[str, str]:
         # `_PAGES / "runs.py"`: a page script; the hidden forwarder (a function) has no title.
         if not (isinstance(target, ast.BinOp) and isinstance(target.right, ast.Constant)):
             continue
+        script = str(target.right.value)
         title = next((k.value for k in node.keywords if k.arg == "title"), None)
-        assert title is not None, f"{target.right.value}: st.Page without a title"
-        out[f"app_pages/{target.right.value}"] = str(_literal(title))
+        assert title is not None, f"{script}: st.Page without a title"
+        out[f"app_pages/{script}"] = str(_literal(title))
     return out
 
 
 def page_title(script: str) -> str | None:
     """The first st.title(...) text of a page script (an f-string's leading text)."""
     tree = ast.parse((DASHBOARD / script).read_text())
-    calls = [n for n in ast.walk(tree) if _is_call(n, "st", "title")]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_call(n, "st", "title")]
     calls.sort(key=lambda n: (n.lineno, n.col_offset))
-    if not calls:
-        return None
-    assert isinstance(calls[0], ast.Call)
-    return _literal(calls[0].args[0])
+    return _literal(calls[0].args[0]) if calls else None
 
 
 def test_every_page_shows_its_navigation_title() -> None:
