@@ -4,14 +4,19 @@ known fields come from the spec's schema, every algorithm's included."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Literal
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from api.models import User
 from api.repository.spec_fields import known_fields, nearest, where_problem
+from fedgen.algorithms import registry
+from fedgen.algorithms.registry import AlgorithmDecl
+from fedgen.spec import AlgorithmParams
 from tests.factories import create_run
 
 API = "/api/v1"
@@ -122,3 +127,42 @@ def test_known_fields_cover_every_algorithm_and_nearest_uses_last_names() -> Non
     assert nearest("alpha", fields)[0] == "partition.alpha"
     assert nearest("partiton.alpha", fields)[0] == "partition.alpha"
     assert nearest("nonexistent.field", fields) == []
+
+
+class KnobParams(AlgorithmParams):
+    """A test-only algorithm with a parameter no built-in has."""
+
+    name: Literal["knobby"] = "knobby"
+    knob_strength: float = Field(1.0, ge=0.0, le=10.0)
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    saved = registry.snapshot()
+    yield
+    registry.restore(saved)
+
+
+@pytest.mark.usefixtures("restored")
+def test_a_plugin_registered_later_makes_its_fields_known() -> None:
+    """The known fields follow the registry (cached per registered set, not once for ever)."""
+    # Prepare
+    before = where_problem(("algorithm", "knob_strength"), 2.0)
+    decl = AlgorithmDecl(
+        name="knobby",
+        label="Knobby",
+        params_cls=KnobParams,
+        algorithm_cls="fedgen.algorithms.fedavg:FedAvg",
+        colour="#123456",
+        ms_per_round=660.0,
+        source="tests",
+    )
+    # Execute
+    registry.register_algorithm(decl)
+    after = where_problem(("algorithm", "knob_strength"), 2.0)
+    named = where_problem(("algorithm", "name"), "knobby")
+    # Assert
+    assert before is not None
+    assert "algorithm.knob_strength is not a spec field" in before
+    assert after is None
+    assert named is None
