@@ -5,9 +5,9 @@ session's dialect (`spec_equals`), so the filter runs in the database and pagina
 total count stay right. Values compare as the spec's JSON values: a number matches a number of
 the same value whatever its spelling (32, 32.0), a string only the same string, true/false
 only booleans, null only a null. A clause that could match no spec (an unknown field, a value
-its type cannot hold: `field_problems`, from `api.repository.spec_fields`) is refused. The JSON type is checked before any cast, so a number never
-matches a string field (SQLite would read 'fedgen' as 0) and Postgres never casts text to a
-float (which would fail the query).
+its type cannot hold: `field_problems`, from `api.repository.spec_fields`) is refused. The
+JSON type is checked before any cast, so a number never matches a string field (SQLite would
+read 'fedgen' as 0) and Postgres never casts text to a float (which would fail the query).
 """
 
 from __future__ import annotations
