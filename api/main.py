@@ -131,7 +131,7 @@ def create_app(
     app.state.enqueue = enqueue or sender.send
     app.state.broker_check = broker_check or sender.check
     app.state.settings_sse_poll_s = sse_poll_s
-    app.state.limits = Limits(s.submit_rate, s.auth_fail_rate)
+    app.state.limits = Limits(s.submit_rate, s.auth_fail_rate, s.webhook_test_rate)
     errors.install(app)
     _add_middleware(app, s)
     app.include_router(v1_router())  # authenticated unless declared public there
