@@ -203,7 +203,8 @@ def test_postgres_away_30s_mid_run(
         f"refused connections {proxy.refused}"
     )
     assert ready.status_code == 503
-    assert ready.json()["database"].startswith("error: ")
+    # No token can be checked while the database is away: ready or not, nothing more.
+    assert ready.json() == {"status": "unavailable"}
     assert row().status == "succeeded", row().error
     assert rounds == list(range(13))  # every round once
     assert row().attempt >= 2  # it was interrupted and claimed again

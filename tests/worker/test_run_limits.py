@@ -237,8 +237,9 @@ def test_hand_backs_and_outage_releases_are_not_deaths(
     for _ in range(7):
         for run in (handed, released):
             token = uuid.uuid4().hex
-            claim = {"worker": "w1", "token": token, "device": "cpu", "lease_s": 60}
-            assert runs_repo.claim(session, run.id, **claim, max_attempts=5)
+            assert runs_repo.claim(
+                session, run.id, worker="w1", token=token, device="cpu", lease_s=60, max_attempts=5
+            )
             _set(session, run.id, current_round=2)
             if run is handed:
                 assert runs_repo.hand_back(session, run.id, token, "cannot load it here")
