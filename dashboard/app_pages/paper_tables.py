@@ -144,10 +144,14 @@ def table1_part(members: list[dict[str, Any]]) -> None:
     )
     d1, d2 = st.columns(2)
     d1.download_button(
-        "CSV", frame_csv(table1_csv_frame(long)), "table1.csv", "text/csv", key="tables_t1_csv",
+        "CSV",
+        frame_csv(table1_csv_frame(long)),
+        "table1.csv",
+        "text/csv",
+        key="tables_t1_csv",
         help="Accuracies in percent (the _pct columns), rounded as shown; a column per spec "
         "field that varies across the rows",
-    )  # fmt: skip
+    )
     d2.download_button("LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex")
     with st.expander("LaTeX source"):
         st.code(table1_latex(long), language="latex")
@@ -179,9 +183,13 @@ def table3_part() -> None:
     )
     d1, d2 = st.columns(2)
     d1.download_button(
-        "CSV", frame_csv(table3_csv_frame(t3)), "table3.csv", "text/csv", key="tables_t3_csv",
+        "CSV",
+        frame_csv(table3_csv_frame(t3)),
+        "table3.csv",
+        "text/csv",
+        key="tables_t3_csv",
         help="ms and ratios rounded as shown; a column per spec field that varies across the rows",
-    )  # fmt: skip
+    )
     d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")
 
 

@@ -80,15 +80,14 @@ def test_algorithms_on_x_are_categories_drawn_as_markers_without_a_line() -> Non
     """Algorithm names on x: a category axis, each α's points markers only (no joining line,
     which would claim an order between algorithms); a numeric x keeps its lines."""
     # Prepare
+    low = [_point("fedavg", 0.6, 0.58, 0.62), _point("fedgen", 0.7, 0.69, 0.71)]
+    high = [_point("fedavg", 0.8, 0.79, 0.81), _point("fedgen", 0.85, 0.84, 0.86)]
     data = _data(
-        x="algorithm.name", by="partition.alpha", log_x=False,
-        series=[
-            {"by_value": 0.1, "points": [_point("fedavg", 0.6, 0.58, 0.62),
-                                         _point("fedgen", 0.7, 0.69, 0.71)]},
-            {"by_value": 1.0, "points": [_point("fedavg", 0.8, 0.79, 0.81),
-                                         _point("fedgen", 0.85, 0.84, 0.86)]},
-        ],
-    )  # fmt: skip
+        x="algorithm.name",
+        by="partition.alpha",
+        log_x=False,
+        series=[{"by_value": 0.1, "points": low}, {"by_value": 1.0, "points": high}],
+    )
     # Execute
     fig = sweep_plot.plot_figure(data)
     numeric = sweep_plot.plot_figure(_data())

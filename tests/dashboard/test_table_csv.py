@@ -27,8 +27,11 @@ CURVE = [0.1, 0.5, *[0.75948] * 6]  # the top 5 of each protocol are all 0.75948
 def alpha_sweep(client: TestClient, auth: dict[str, str], session: Session) -> dict[str, Any]:
     """FedAvg and FedGen x α 0.1, 0.5, 1.0 x seeds 0, 1, finished, with timing per round."""
     alice = session.query(User).filter_by(name="alice").one()
-    grid = {"algorithm": [{"name": "fedavg"}, {"name": "fedgen"}], "partition.alpha": ALPHAS,
-            "seed": [0, 1]}  # fmt: skip
+    grid = {
+        "algorithm": [{"name": "fedavg"}, {"name": "fedgen"}],
+        "partition.alpha": ALPHAS,
+        "seed": [0, 1],
+    }
     sweep_id, runs = create_sweep_runs(session, alice, grid, base=make_spec(rounds=len(CURVE) - 1))
     for run in runs:
         # FedGen twice FedAvg's time at every α; α itself changes the time (10, 20, 30 ms).
@@ -96,10 +99,11 @@ def test_alpha_sweep_table1_csv_has_rounded_percents_and_matches_the_plot_csv(
     assert all(_decimals(v) <= 2 for v in out["mean_pct"])
     for rec in out.to_dict("records"):
         row = next(
-            r for r in plot
+            r
+            for r in plot
             if r["algorithm.name"] == rec["algorithm"]
             and float(r["partition.alpha"]) == rec["partition.alpha"]
-        )  # fmt: skip
+        )
         assert float(row["mean_pct"]) == rec["mean_pct"]
         assert float(row["std_pct"]) == rec["std_pct"]
 
@@ -110,15 +114,35 @@ def test_a_field_that_varies_beyond_the_cell_is_in_the_setting_text() -> None:
 
     # Prepare
     def run(rid: str, alg: str, lr: float) -> dict[str, Any]:
-        return {"id": rid, "spec": {"algorithm": {"name": alg}, "data": {"name": "mnist"},
-                                    "partition": {"alpha": 0.1}, "local_steps": 20, "lr": lr}}  # fmt: skip
+        return {
+            "id": rid,
+            "spec": {
+                "algorithm": {"name": alg},
+                "data": {"name": "mnist"},
+                "partition": {"alpha": 0.1},
+                "local_steps": 20,
+                "lr": lr,
+            },
+        }
 
-    summary = {"groups": [
-        {"run_ids": ["a"], "n": 1, "top5_mean": 0.8, "top5_std": 0.0,
-         "fields": {"algorithm.name": "fedavg", "lr": 0.01}},
-        {"run_ids": ["b"], "n": 1, "top5_mean": 0.9, "top5_std": 0.0,
-         "fields": {"algorithm.name": "fedgen", "algorithm.gen_batch_size": 32, "lr": 0.05}},
-    ]}  # fmt: skip
+    summary = {
+        "groups": [
+            {
+                "run_ids": ["a"],
+                "n": 1,
+                "top5_mean": 0.8,
+                "top5_std": 0.0,
+                "fields": {"algorithm.name": "fedavg", "lr": 0.01},
+            },
+            {
+                "run_ids": ["b"],
+                "n": 1,
+                "top5_mean": 0.9,
+                "top5_std": 0.0,
+                "fields": {"algorithm.name": "fedgen", "algorithm.gen_batch_size": 32, "lr": 0.05},
+            },
+        ]
+    }
     # Execute
     df = summary_groups(summary, {"a": run("a", "fedavg", 0.01), "b": run("b", "fedgen", 0.05)})
     out = table1_csv_frame(table1_long(df))
