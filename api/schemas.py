@@ -330,6 +330,21 @@ class UserPublic(_FromRow):
     is_admin: bool
 
 
+class DataFile(BaseModel):
+    """A file a run read its data from (a folder of images: one entry for the folder)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    root: str
+    """The folder it was found under: the data root, or Debian's dataset folder."""
+    path: str
+    """Relative to `root` (a folder of images ends with `/`)."""
+    size: int
+    """Bytes on disk (a folder: its images' sizes added up)."""
+    sha256: str
+    """Of the bytes on disk (a folder: over each image's relative path and sha256, sorted)."""
+
+
 class RunInfoPublic(BaseModel):
     """GET /runs/{id}/info: what is fixed for the run.
 
@@ -370,3 +385,6 @@ class RunInfoPublic(BaseModel):
     """Versions of the code and libraries the run used (fedgen, torch, any plugin)."""
     segments: list[Segment] = Field(default_factory=list)
     """Each start and resume of the run, oldest first."""
+    data_files: list[DataFile] = Field(default_factory=list)
+    """The files the run's data was read from (empty before it started, for generated data,
+    and for runs started before this was recorded)."""

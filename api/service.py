@@ -8,6 +8,7 @@ sends it (FEDGEN_REAPER_S), so nothing depends on it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -32,10 +33,11 @@ from api.repository import sweeps as sweeps_repo
 from api.repository.annotations import tags_of
 from api.repository.workers import served_queues
 from api.schemas import AnnotationsUpdate, RunPublic
+from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
-from fedgen.sweep import SweepSpec, expand
+from fedgen.sweep import SweepSpec, expand, grid_location
 from fedgen.versions import versions
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,33 @@ def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec
     if problem is not None:
         raise FieldErrors([("partition", problem)], prefix)
     return spec
+
+
+def check_data_paths(spec: ExperimentSpec, settings: Settings, prefix: str = "spec.") -> None:
+    """422 naming `data.root` / `data.folder.path` when either resolves outside the lab's data
+    roots (FEDGEN_DATA_ROOTS): no member's spec makes the server or a worker read other
+    folders. Checked before anything looks at the files (`host_warnings`)."""
+    problems = data_path_problems(spec.data, allowed_roots(settings.data_roots))
+    if problems:
+        raise FieldErrors(problems, prefix)
+
+
+def check_sweep_data_paths(
+    sweep: SweepSpec, specs: list[ExperimentSpec], settings: Settings
+) -> None:
+    """`check_data_paths` of every run of a sweep: the grid value that set a refused path is
+    named (`grid.data.root[1]`), else the base's field (`base.data.root`)."""
+    roots = allowed_roots(settings.data_roots)
+    keys = list(sweep.grid)
+    combos = itertools.product(*(range(len(sweep.grid[k])) for k in keys))
+    errors: list[tuple[str, str]] = []
+    for spec, idx in zip(specs, combos, strict=True):
+        for field, msg in data_path_problems(spec.data, roots):
+            at = grid_location(keys, list(idx), field) or f"base.{field}"
+            if (at, msg) not in errors:
+                errors.append((at, msg))
+    if errors:
+        raise FieldErrors(errors)
 
 
 def host_warnings(spec: ExperimentSpec, prefix: str = "spec.") -> list[tuple[str, str]]:
@@ -200,6 +229,7 @@ def submit_run(
 ) -> Run:
     """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
     check_priority(sub.user, priority)
+    check_data_paths(spec, sub.settings, prefix)
     check_checkpoint_size(sub, [spec], prefix)
     check_device_served(sub, [spec], prefix)
     run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions())
@@ -236,6 +266,7 @@ def submit_sweep(
         specs = expand(sweep_spec, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors) from None
+    check_sweep_data_paths(sweep_spec, specs, sub.settings)
     for i, spec in enumerate(specs):
         problem = partition_problem(spec)
         if problem is not None:

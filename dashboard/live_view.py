@@ -4,7 +4,8 @@ Also where the run ran: its segments (the first start, then each resume) as a ta
 sentence, and why a queued run waits. And the run's state in words: the issue's states beyond
 the stored status (claimed: running with no round stored yet; cancelling: running with a
 cancel asked), the round a failed or cancelled run stopped at, and a worker's error split into
-its message and its traceback. Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
+its message and its traceback. The files its data was read from (`data_files_frame`).
+Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
 in words with units. No Streamlit, no network.
 """
 
@@ -188,6 +189,27 @@ def cost_caption(run: dict[str, Any]) -> str | None:
     if not parts:
         return None
     return ("Cost so far: " if run.get("status") in ACTIVE else "Cost: ") + " · ".join(parts)
+
+
+def data_files_label(files: list[dict[str, Any]]) -> str:
+    """The data files expander's title: `Data files: 4 read (30.9 MB)`."""
+    total = sum(int(f.get("size") or 0) for f in files)
+    return f"Data files: {len(files)} read ({format_bytes(total)})"
+
+
+def data_files_frame(files: list[dict[str, Any]]) -> pd.DataFrame:
+    """What the run read (GET /runs/{id}/info `data_files`): one row per file (or folder of
+    images), its root, its path under it, its size and sha256 (to compare with a copy's)."""
+    rows = [
+        {
+            "path": str(f.get("path", "")),
+            "root": str(f.get("root", "")),
+            "size": format_bytes(f.get("size")),
+            "sha256": str(f.get("sha256", "")),
+        }
+        for f in files
+    ]
+    return pd.DataFrame(rows, columns=["path", "root", "size", "sha256"])
 
 
 def segments_label(segments: list[dict[str, Any]]) -> str:

@@ -50,6 +50,8 @@ class RunInfo:
     fidelity: dict[str, Any]
     start_round: int  # 0 for a fresh run, r+1 when resumed from checkpoint r
     versions: dict[str, str]
+    # The files the data was read from: {root, path (relative to root), size, sha256} each.
+    data_files: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

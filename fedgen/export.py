@@ -2,10 +2,11 @@
 
 fedgen export RUN_ID [-o/--out FILE|-] [--api URL] [--token TOKEN]
 
-Fetches the run from the lab server (GET /api/v1/runs/{id}; FEDGEN_API_URL, default
-http://127.0.0.1:8000, and FEDGEN_TOKEN, as the dashboard reads them) and writes its spec to
-`run-<short id>.yaml` (`-` writes to stdout) under a comment header: the run's id, status, final
-accuracy, what it cost, the versions it ran with, and the command that runs it here
+Fetches the run from the lab server (GET /api/v1/runs/{id} and /runs/{id}/info; FEDGEN_API_URL,
+default http://127.0.0.1:8000, and FEDGEN_TOKEN, as the dashboard reads them) and writes its spec
+to `run-<short id>.yaml` (`-` writes to stdout) under a comment header: the run's id, status,
+final accuracy, what it cost, the versions it ran with, the data files it read (root, path,
+size, sha256: check that your copy is the same), and the command that runs it here
 (`fedgen run run-<short id>.yaml --out runs/<short id>`), which it also prints. The file is the
 spec the server stored (every default filled in), so `fedgen validate` accepts it and its
 result hash is the run's. A bad id, an unknown run, a refused token or an unreachable server:
@@ -60,7 +61,22 @@ def fetch_run(run_id: str, api: str, token: str | None) -> dict[str, Any]:
             f"not a run id: {run_id!r} (the full id: GET /runs, or the details of a run "
             "ticked on the Runs page, whose table shows 8-character short ids)"
         ) from None
-    url = f"{base_url(api)}/runs/{rid}"
+    return _get(f"{base_url(api)}/runs/{rid}", rid, api, token)
+
+
+def fetch_data_files(run_id: str, api: str, token: str | None) -> list[dict[str, Any]] | None:
+    """The data files the run read (GET /runs/{id}/info `data_files`); None when the server
+    does not say (an older server, or not answered): the header then says so."""
+    try:
+        info = _get(f"{base_url(api)}/runs/{run_id}/info", run_id, api, token)
+    except ExportError:
+        return None
+    files = info.get("data_files") if isinstance(info, dict) else None
+    return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else None
+
+
+def _get(url: str, rid: str, api: str, token: str | None) -> dict[str, Any]:
+    """GET `url` (about run `rid`) as JSON; ExportError says what went wrong."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -104,7 +120,9 @@ def reproduce_command(spec_file: str, run_id: str) -> str:
     return f"fedgen run {shlex.quote(spec_file)} --out runs/{short_id(run_id)}"
 
 
-def render(run: dict[str, Any], spec_file: str) -> str:
+def render(
+    run: dict[str, Any], spec_file: str, data_files: list[dict[str, Any]] | None = None
+) -> str:
     """The exported file: a comment header, then the spec as YAML."""
     spec = run.get("spec")
     if not isinstance(spec, dict):
@@ -130,6 +148,7 @@ def render(run: dict[str, Any], spec_file: str) -> str:
         else f"# no final accuracy yet (round {run.get('current_round')} of {run.get('rounds')})",
         f"# cost: {_cost(run)}",
         f"# spec_hash {parsed.spec_hash()} · result_hash {parsed.result_hash()}",
+        *_data_lines(data_files),
         "# versions: "
         + ", ".join(f"{k} {v}" for k, v in versions.items() if k != "numerics_changed")
         if versions
@@ -146,6 +165,20 @@ def render(run: dict[str, Any], spec_file: str) -> str:
     ]
     body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     return "\n".join(lines) + body
+
+
+def _data_lines(files: list[dict[str, Any]] | None) -> list[str]:
+    """The header's lines on the data the run read (compare sha256 with your copy's)."""
+    if files is None:
+        return ["# data files: not reported by the server"]
+    if not files:
+        return ["# data files: none recorded (generated data, or the run has not started)"]
+    lines = ["# data files read (root, path, bytes, sha256):"]
+    for f in files:
+        lines.append(
+            f"#   {f.get('root')} {f.get('path')} {f.get('size')} sha256:{f.get('sha256')}"
+        )
+    return lines
 
 
 def _cost(run: dict[str, Any]) -> str:
@@ -169,7 +202,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         rid = str(run.get("id") or args.run_id)
         out: str = args.out or f"run-{short_id(rid)}.yaml"
         spec_file = "run.yaml" if out == "-" else out  # what the command names
-        text, command = render(run, spec_file), reproduce_command(spec_file, rid)
+        files = fetch_data_files(rid, api, token)
+        text, command = render(run, spec_file, files), reproduce_command(spec_file, rid)
     except ExportError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_ERROR

@@ -60,6 +60,7 @@ class Simulation:
         self.fid: Fidelity = resolve(spec)
         self.device = resolve_device(spec.device)
         ds = load_dataset(spec.data, spec.partition)
+        self.data_files = [f.to_dict() for f in ds.files]  # what was read, for the run's info
         self.partition: Partition = build_partition(ds, spec.partition, self.fid.draws)
         self.data = FederatedData.build(ds, self.partition, self.device)
         self.label_histogram = self.partition.label_histogram(ds.train_y.numpy())
@@ -116,6 +117,7 @@ class Simulation:
             fidelity=self.fid.as_dict(),
             start_round=self.next_round,
             versions=versions(),
+            data_files=self.data_files,
         )
 
     # -- rounds ----------------------------------------------------------------

@@ -144,6 +144,29 @@ def where_it_ran(run: dict[str, Any]) -> None:
                 ),
             },
         )
+    data_files(str(run.get("id") or run_id))
+
+
+def data_files(rid: str) -> None:
+    """The files the run's data was read from (its info), when it recorded any."""
+    info = ui.try_call(loaders.info, url, token, rid) or {}
+    files = [f for f in info.get("data_files") or [] if isinstance(f, dict)]
+    if not files:
+        return
+    with st.expander(live_view.data_files_label(files)):
+        st.dataframe(
+            live_view.data_files_frame(files),
+            hide_index=True,
+            key="live_data_files",
+            column_config={
+                "root": st.column_config.TextColumn(
+                    "root", help="The data root it was found under (or Debian's folder)"
+                ),
+                "sha256": st.column_config.TextColumn(
+                    "sha256", help="Of the bytes on disk: compare with your copy's"
+                ),
+            },
+        )
 
 
 def state_part(shown: dict[str, Any], status: str, error: str | None) -> None:

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedgen.data.common import DatasetError, DatasetTensors, base_root, torchvision_download
+from fedgen.data.common import (
+    DatasetError,
+    DatasetTensors,
+    base_root,
+    file_record,
+    torchvision_download,
+    tree_record,
+)
 from fedgen.spec import DataSpec, PartitionSpec
 
 CELEBA_IMAGE_SIZE = 84
@@ -115,7 +122,14 @@ def _load_celeba_cached(folder: Path, num_users: int, per_user: int, seed: int) 
                 torch.from_numpy(y),
                 np.array([g for _, g in split], dtype=np.int64),
             ]
-    return DatasetTensors("celeba", out[0], out[1], out[3], out[4], 2, out[2], out[5])
+    # What was read: the two annotation files and the chosen celebrities' images (one entry).
+    root = folder.parent
+    read = (
+        file_record(root, folder / "identity_CelebA.txt"),
+        file_record(root, folder / "list_attr_celeba.txt"),
+        tree_record(root, img_dir, [img_dir / f for split in splits for f, _ in split]),
+    )
+    return DatasetTensors("celeba", out[0], out[1], out[3], out[4], 2, out[2], out[5], read)
 
 
 def load_celeba(data: DataSpec, p: PartitionSpec) -> DatasetTensors:
@@ -127,5 +141,6 @@ def load_celeba(data: DataSpec, p: PartitionSpec) -> DatasetTensors:
         torchvision_download("celeba", root)
         ok = all(f.is_file() for f in required) and (folder / "img_align_celeba").is_dir()
     if not ok:
-        raise _celeba_error(folder, "dataset files not found")
+        where = f" under data.root {data.root!r}" if data.root else ""
+        raise _celeba_error(folder, f"dataset files not found{where}")
     return _load_celeba_cached(folder.resolve(), p.num_users, p.celebs_per_user, p.data_seed)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,59 @@ if TYPE_CHECKING:  # tensors only in annotations: `fedgen validate` imports this
 
 class DatasetError(RuntimeError):
     """Missing or corrupt dataset files; the message says where, what and how to get them."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file (or a folder of images) a run read: `root` is the folder it was found under (the
+    data root, or Debian's dataset folder), `path` is relative to it. A folder of images is one
+    entry: `size` the sum of its images' sizes, `sha256` over their sorted relative paths and
+    each one's sha256 (`tree_record`)."""
+
+    root: str
+    path: str
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+CHUNK = 1 << 20
+
+
+def sha256_of(file: Path) -> str:
+    h = hashlib.sha256()
+    with file.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _relative(root: Path, file: Path) -> str:
+    try:
+        return file.relative_to(root).as_posix()
+    except ValueError:  # found elsewhere (a plugin's absolute folder): the path as it is
+        return file.as_posix()
+
+
+def file_record(root: Path, file: Path) -> DataFile:
+    """`file` (under `root`) as a run's info lists it: size and sha256 of its bytes on disk."""
+    try:
+        return DataFile(str(root), _relative(root, file), file.stat().st_size, sha256_of(file))
+    except OSError as exc:
+        raise DatasetError(f"cannot read {file}: {exc}") from None
+
+
+def tree_record(root: Path, folder: Path, files: Iterable[Path]) -> DataFile:
+    """One entry for the images `files` read from `folder` (under `root`)."""
+    h = hashlib.sha256()
+    size = 0
+    for f in sorted(files):
+        one = file_record(folder, f)
+        size += one.size
+        h.update(f"{one.path}\0{one.sha256}\n".encode())
+    return DataFile(str(root), _relative(root, folder) + "/", size, h.hexdigest())
 
 
 @dataclass(frozen=True)
@@ -35,6 +90,8 @@ class DatasetTensors:
         Number of classes.
     train_groups, test_groups
         CelebA only: the user id of every sample; None for the other datasets.
+    files
+        What was read (recorded in the run's info); empty for generated data.
     """
 
     name: str
@@ -45,6 +102,7 @@ class DatasetTensors:
     num_classes: int
     train_groups: np.ndarray[Any, np.dtype[np.int64]] | None = None
     test_groups: np.ndarray[Any, np.dtype[np.int64]] | None = None
+    files: tuple[DataFile, ...] = ()
 
 
 def default_root() -> Path:

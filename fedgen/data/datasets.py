@@ -5,7 +5,8 @@ Files are read from torchvision's own on-disk layouts, so whatever
 
 * ``mnist``          ``<root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]``
 * ``fashion-mnist``  ``<root>/FashionMNIST/raw/`` (same names); also Debian's
-  ``/usr/share/datasets/fashion-mnist/`` (package ``dataset-fashion-mnist``)
+  ``/usr/share/datasets/fashion-mnist/`` (package ``dataset-fashion-mnist``), but only for a
+  spec that names no ``data.root`` (one that does reads from there or fails)
 * ``emnist-letters`` ``<root>/EMNIST/raw/emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte[.gz]``
 * ``celeba``         ``<root>/celeba/{img_align_celeba/*.jpg, list_attr_celeba.txt, identity_CelebA.txt}``
 * ``synthetic``      generated in memory (`fedgen.data.synthetic`)
@@ -19,7 +20,9 @@ IDX files are parsed directly with numpy. MNIST-like images are normalised as
 ToTensor + Normalize(0.5, 0.5), i.e. to [-1, 1]; CelebA images stay raw 0-255 floats, as in
 the official code. The network is used only when ``data.download`` is true.
 
-Loaded datasets are cached in-process; treat the returned tensors as read-only.
+Loaded datasets are cached in-process; treat the returned tensors as read-only. Each load
+records the files it read (`DatasetTensors.files`: root, relative path, size, sha256), which
+the run's info lists.
 """
 
 from __future__ import annotations
@@ -34,8 +37,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedgen.data.common import DatasetError, DatasetTensors, base_root, torchvision_download
-from fedgen.data.locate import DEBIAN_FASHION_MNIST, IdxInfo
+from fedgen.data.common import (
+    DatasetError,
+    DatasetTensors,
+    base_root,
+    file_record,
+    torchvision_download,
+)
+from fedgen.data.locate import DEBIAN_FASHION_MNIST, IdxInfo, idx_folders
 from fedgen.data.locate import IDX as _IDX
 from fedgen.data.locate import find_files as _find_files
 from fedgen.data.registry import get_dataset
@@ -86,10 +95,17 @@ def read_idx(path: Path, ndim: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
 
 
 def _idx_missing_error(
-    name: str, info: IdxInfo, searched: Sequence[Path], root: Path
+    name: str, info: IdxInfo, searched: Sequence[Path], root: Path, given: str | None = None
 ) -> DatasetError:
     folders = ", ".join(str(s) for s in searched)
     files = ", ".join(f"{f}[.gz]" for f in info.files)
+    if given:  # the spec named its folder: say so first, and that nothing else was tried
+        return DatasetError(
+            f"data.root: {name} dataset files not found under data.root {given!r} "
+            f"(searched {folders}; expected {files}). A run reads the data.root it names "
+            "and nothing else: copy the files there, set data.download: true, or leave "
+            "data.root out to use the worker's own data."
+        )
     how = [
         f"set data.download: true on a machine with internet (writes {root / info.folder / 'raw'})"
     ]
@@ -111,8 +127,10 @@ def _normalise(images: np.ndarray[Any, np.dtype[np.uint8]]) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_idx_cached(name: str, paths: tuple[Path, Path, Path, Path]) -> DatasetTensors:
+def _load_idx_cached(name: str, paths: tuple[Path, Path, Path, Path], root: Path) -> DatasetTensors:
+    """Parse the four files (found under `root`); each is hashed once per load."""
     info = _IDX[name]
+    files = tuple(file_record(root, p) for p in paths)
     arrays = [read_idx(p, 3 if i % 2 == 0 else 1) for i, p in enumerate(paths)]
     tensors: list[torch.Tensor] = []
     for split, (images, labels) in enumerate(((arrays[0], arrays[1]), (arrays[2], arrays[3]))):
@@ -129,30 +147,33 @@ def _load_idx_cached(name: str, paths: tuple[Path, Path, Path, Path]) -> Dataset
                 f"{info.label_offset + info.num_classes})"
             )
         tensors += [_normalise(images), torch.from_numpy(y)]
-    return DatasetTensors(name, tensors[0], tensors[1], tensors[2], tensors[3], info.num_classes)
+    return DatasetTensors(
+        name, tensors[0], tensors[1], tensors[2], tensors[3], info.num_classes, files=files
+    )
 
 
-def _resolved(paths: list[Path]) -> tuple[Path, Path, Path, Path]:
-    r = [p.resolve() for p in paths]
-    return (r[0], r[1], r[2], r[3])
+def _load_from(name: str, folder: Path, root: Path, paths: list[Path]) -> DatasetTensors:
+    # The recorded root: the data root, or Debian's folder when the files came from there.
+    base = root if folder.is_relative_to(root) else folder
+    home = base.resolve()
+    found = [home / p.relative_to(base) for p in paths]
+    return _load_idx_cached(name, (found[0], found[1], found[2], found[3]), home)
 
 
 def _load_idx(data: DataSpec) -> DatasetTensors:
     info = _IDX[data.name]
     root = base_root(data)
-    searched = [root / info.folder / "raw"]
-    if data.name == "fashion-mnist":
-        searched.append(DEBIAN_FASHION_MNIST)
+    searched = idx_folders(data.name, root, None if data.root else DEBIAN_FASHION_MNIST)
     for folder in searched:
         paths = _find_files(folder, info.files)
         if paths is not None:
-            return _load_idx_cached(data.name, _resolved(paths))
+            return _load_from(data.name, folder, root, paths)
     if data.download:
         torchvision_download(data.name, root)
         paths = _find_files(searched[0], info.files)
         if paths is not None:
-            return _load_idx_cached(data.name, _resolved(paths))
-    raise _idx_missing_error(data.name, info, searched, root)
+            return _load_from(data.name, searched[0], root, paths)
+    raise _idx_missing_error(data.name, info, searched, root, data.root)
 
 
 # --------------------------------------------------------------------------- entry point

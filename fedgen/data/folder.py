@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fedgen.data.common import DatasetError, DatasetTensors, base_root
+from fedgen.data.common import (
+    DataFile,
+    DatasetError,
+    DatasetTensors,
+    base_root,
+    file_record,
+    tree_record,
+)
 from fedgen.data.registry import DatasetDecl, Shape
 from fedgen.spec import DataSpec, FolderSpec, PartitionSpec
 
@@ -239,8 +246,24 @@ def _load_images(
     return np.stack(xs), np.asarray(ys, dtype=np.int64)
 
 
+def _records(f: FolderSpec, path: Path, root: Path) -> tuple[DataFile, ...]:
+    """What a load of `path` reads: train.npz and test.npz, or each split's images (one entry
+    per split folder); relative to the data root when under it, else to `path`'s parent."""
+    home = root if path.is_relative_to(root) else path.parent
+    if layout_of(path) == "npz":
+        return tuple(file_record(home, path / f"{split}.npz") for split in SPLITS)
+    return tuple(
+        tree_record(
+            home,
+            path / split,
+            [img for name in class_names(f, path) for img in _images(path / split / name)],
+        )
+        for split in SPLITS
+    )
+
+
 @functools.lru_cache(maxsize=4)
-def _load_cached(name: str, key: str, path: Path, mtime: float) -> DatasetTensors:  # noqa: ARG001 (a cache key)
+def _load_cached(name: str, key: str, path: Path, root: Path, mtime: float) -> DatasetTensors:  # noqa: ARG001 (a cache key)
     import torch
 
     f = FolderSpec.model_validate_json(key)  # hashable form: class names are a list
@@ -249,7 +272,10 @@ def _load_cached(name: str, key: str, path: Path, mtime: float) -> DatasetTensor
     for split in SPLITS:
         x, y = _load_npz(path, split) if kind == "npz" else _load_images(f, path, split)
         tensors += [_scaled(x), torch.from_numpy(y)]
-    return DatasetTensors(name, tensors[0], tensors[1], tensors[2], tensors[3], f.num_classes)
+    files = _records(f, path, root)
+    return DatasetTensors(
+        name, tensors[0], tensors[1], tensors[2], tensors[3], f.num_classes, files=files
+    )
 
 
 def load_folder(f: FolderSpec, root: Path, name: str = "folder") -> DatasetTensors:
@@ -266,7 +292,7 @@ def load_folder(f: FolderSpec, root: Path, name: str = "folder") -> DatasetTenso
     path = folder_path(f, root).resolve()
     # Files changed on disk are read again (the cache key includes the train data's mtime).
     train = path / "train.npz" if layout_of(path) == "npz" else path / "train"
-    return _load_cached(name, f.model_dump_json(), path, train.stat().st_mtime)
+    return _load_cached(name, f.model_dump_json(), path, root.resolve(), train.stat().st_mtime)
 
 
 def load_folder_dataset(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:  # noqa: ARG001

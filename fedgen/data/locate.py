@@ -77,10 +77,12 @@ def find_files(folder: Path, names: Sequence[str]) -> list[Path] | None:
     return found
 
 
-def idx_folders(name: str, root: Path, debian: Path = DEBIAN_FASHION_MNIST) -> list[Path]:
-    """The folders searched, in order, for an IDX dataset's files."""
+def idx_folders(name: str, root: Path, debian: Path | None = DEBIAN_FASHION_MNIST) -> list[Path]:
+    """The folders searched, in order, for an IDX dataset's files. Debian's copy of
+    Fashion-MNIST is searched only for a spec that names no data.root (pass debian=None then):
+    a run reads what its spec names or fails, never a substitute."""
     searched = [root / IDX[name].folder / "raw"]
-    if name == "fashion-mnist":
+    if name == "fashion-mnist" and debian is not None:
         searched.append(debian)
     return searched
 

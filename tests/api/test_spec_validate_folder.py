@@ -6,12 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from api.config import Settings
 from tests.factories import make_spec
 from tests.fedgen.test_folder_dataset import SIDE, write_npz
 
 API = "/api/v1"
+
+
+@pytest.fixture(autouse=True)
+def _lab_data_root(settings: Settings, tmp_path: Path) -> None:
+    """tmp_path is the lab's data root (FEDGEN_DATA_ROOTS): the folders these tests write."""
+    settings.data_roots = str(tmp_path)
 
 
 def _folder(root: Path, path: str, image_size: int = SIDE) -> dict[str, Any]:

@@ -232,3 +232,24 @@ def test_round_counts_read_one_way() -> None:
     assert "final is @24" in official
     assert paper == "Over rounds 0..25 (after_aggregation: every stored round counts)."
     assert live_view.figure_help("wall-clock", {}, 25) is None
+
+
+def test_data_files_table_and_title() -> None:
+    """The files a run read: one row each (path, root, size in words, sha256); the title counts
+    them and their bytes."""
+    files = [
+        {"root": "/lab/data", "path": "MNIST/raw/a", "size": 2_000_000, "sha256": "ab" * 32},
+        {"root": "/usr/share/datasets/fashion-mnist", "path": "b.gz", "size": 48, "sha256": "cd"},
+    ]
+    frame = live_view.data_files_frame(files)
+    assert list(frame.columns) == ["path", "root", "size", "sha256"]
+    assert frame["path"].tolist() == ["MNIST/raw/a", "b.gz"]
+    assert frame["sha256"].tolist() == ["ab" * 32, "cd"]
+    assert frame["size"].tolist() == [
+        live_view.format_bytes(2_000_000),
+        live_view.format_bytes(48),
+    ]
+    assert live_view.data_files_label(files) == (
+        f"Data files: 2 read ({live_view.format_bytes(2_000_048)})"
+    )
+    assert live_view.data_files_frame([]).empty

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import uuid
 from typing import Any
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from api.models import Run
 from fedgen import metric_names
 from tests.dashboard.lab import Lab
 
@@ -133,6 +135,27 @@ def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
     # Every chart declared in fedgen.metric_names.LIVE_CHARTS is drawn (the FedGen run logs all).
     for chart in metric_names.LIVE_CHARTS:
         assert any(i.endswith(f"live_{chart.key}") for i in charts), (chart.key, charts)
+
+
+def test_live_page_lists_the_data_files(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
+    """A run whose info records the files it read shows them in a "Data files" expander."""
+    # Prepare: what a worker records (a fake runner's info has none)
+    run_id = lab_env["run_ids"][3]
+    files = [{"root": "/lab/data", "path": "MNIST/raw/t", "size": 4096, "sha256": "ef" * 32}]
+    with lab.app.state.sessionmaker() as s:
+        row = s.get(Run, uuid.UUID(run_id))
+        row.info = {**row.info, "data_files": files}
+        s.commit()
+    # Execute
+    at = open_page(app_path, "app_pages/live.py", {"live_run_id": run_id})
+    # Assert
+    assert not at.exception
+    assert any(e.label.startswith("Data files: 1 read") for e in at.expander)
+    shown = [d.value for d in at.dataframe if "sha256" in d.value]
+    assert len(shown) == 1
+    assert shown[0].to_dict("records") == [
+        {"path": "MNIST/raw/t", "root": "/lab/data", "size": "4.0 KiB", "sha256": "ef" * 32}
+    ]
 
 
 def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any]) -> None:

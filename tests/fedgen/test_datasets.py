@@ -99,9 +99,11 @@ def test_emnist_letters_labels(tmp_path: Path) -> None:
 
 
 def test_missing_folder_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No data.root: the default root, then Debian's copy, are searched and both named."""
     monkeypatch.setattr(dsmod, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian")
+    monkeypatch.setenv("FEDGEN_DATA", str(tmp_path / "nothing"))
     with pytest.raises(DatasetError) as err:
-        load_dataset(DataSpec(name="fashion-mnist", root=str(tmp_path / "nothing")))
+        load_dataset(DataSpec(name="fashion-mnist"))
     msg = str(err.value)
     assert str(tmp_path / "nothing" / "FashionMNIST" / "raw") in msg
     assert str(tmp_path / "no-debian") in msg
@@ -228,9 +230,10 @@ def test_synthetic_deterministic_and_learnable() -> None:
 
 
 @pytest.mark.slow
-def test_real_fashion_mnist_paper_split(tmp_path: Path) -> None:
+def test_real_fashion_mnist_paper_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     needs(dsmod.DEBIAN_FASHION_MNIST.is_dir(), "Debian's dataset-fashion-mnist")
-    ds = load_dataset(DataSpec(name="fashion-mnist", root=str(tmp_path)))
+    monkeypatch.setenv("FEDGEN_DATA", str(tmp_path))  # no copy there: Debian's is read
+    ds = load_dataset(DataSpec(name="fashion-mnist"))
     assert ds.train_x.shape == (60000, 1, 28, 28)
     assert ds.test_x.shape == (10000, 1, 28, 28)
     assert ds.num_classes == 10

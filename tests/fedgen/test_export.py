@@ -4,12 +4,14 @@ a bad id, an unknown run, a refused token or no server: one line, exit code 2.""
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import uvicorn
 import yaml
@@ -23,6 +25,7 @@ from fedgen.cli import main
 from fedgen.spec import load_spec, parse_spec
 from fedgen.stats import format_acc
 from tests.factories import create_run, create_user
+from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
 from worker.execution import execute_run
 
 # The server side is backend-agnostic here (one GET); SQLite keeps the real run quick.
@@ -117,6 +120,38 @@ def test_export_to_stdout(
     assert parse_spec(yaml.safe_load(captured.out)).spec_hash() == run.spec_hash
     short = str(run.id).replace("-", "")[:8]
     assert captured.err.strip().endswith(f"fedgen run run.yaml --out runs/{short}")
+
+
+def test_export_lists_the_data_files_the_run_read(
+    server: str,
+    session: Session,
+    factory: sessionmaker[Session],
+    settings: Settings,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A real run on a tiny MNIST under the lab's data root: the header lists each file it read
+    with its root, path, size and sha256 (what a researcher compares with their own copy)."""
+    root = tmp_path / "data"
+    labels = (np.arange(300) % 10, np.arange(60) % 10)
+    write_mnist_like(root / "MNIST" / "raw", MNIST_FILES, labels, False)
+    settings.data_roots = str(root)
+    user, token = create_user(session, "carol")
+    data = {"name": "mnist", "root": str(root)}
+    run = create_run(session, user, data=data, partition={"alpha": 1.0})
+    assert execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == (
+        "succeeded"
+    )
+
+    assert main(["export", str(run.id), "-o", "-", "--api", server, "--token", token]) == 0
+
+    header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#")]
+    assert "# data files read (root, path, bytes, sha256):" in header
+    for name in MNIST_FILES:
+        file = root / "MNIST" / "raw" / name
+        digest = hashlib.sha256(file.read_bytes()).hexdigest()
+        line = f"#   {root.resolve()} MNIST/raw/{name} {file.stat().st_size} sha256:{digest}"
+        assert line in header
 
 
 def test_export_errors_are_one_line_and_exit_2(

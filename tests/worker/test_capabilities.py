@@ -213,6 +213,7 @@ def test_a_failed_load_from_a_runs_own_root_keeps_the_dataset_offered(
     """The run named its own data.root: it is handed back, but the worker's own folder is not
     in question, so it goes on offering the dataset."""
     user, _ = create_user(session, "carol")
+    settings.data_roots = str(tmp_path)  # the run's root lies inside the lab's data roots
     run = create_run(session, user, data={"name": "synthetic", "root": str(tmp_path / "x")})
     advertised = Advertised(1, root=tmp_path)
     monkeypatch.setattr(capabilities, "_current", advertised)
