@@ -4,7 +4,8 @@ The schema cannot express the spec's documented cross-field rules (users_per_rou
 partition.num_users; share='predictor' with some algorithms only; data.folder with data.name
 'folder' only, which a sweep grid's separate axes cannot state; a partition the dataset
 can satisfy; a GPU device no live worker serves; a full checkpoint within
-FEDGEN_MAX_CHECKPOINT_BYTES; a grid's product at most 1000 runs; a summary's `group_by`
+FEDGEN_MAX_CHECKPOINT_BYTES; a data.root or data.folder.path inside the lab's data roots
+(FEDGEN_DATA_ROOTS); a grid's product at most 1000 runs; a summary's `group_by`
 naming fields the sweep has; a `where` clause naming a spec field, with a value its type
 can hold), nor that a clone's `changes` are merged over the run's own
 spec, which those rules then apply to (its `changes.algorithm` parameters too: the run's own
@@ -35,6 +36,7 @@ from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
 from api.webhook_schemas import url_problem
 from api.webhook_targets import TargetRefused, check_target
+from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
@@ -89,9 +91,11 @@ def _spec_ok(spec: Any) -> bool:
 
 def _submittable(spec: ExperimentSpec) -> bool:
     """Documented refusals at submission: a split the dataset cannot satisfy; a GPU device no
-    live worker serves (the contract's lab has no GPU worker); a checkpoint over the limit."""
+    live worker serves (the contract's lab has no GPU worker); a checkpoint over the limit; a
+    data path outside the lab's data roots (the server's are this process's: same env)."""
     return (
         partition_problem(spec) is None
+        and not data_path_problems(spec.data, allowed_roots())
         and not spec.device.startswith("cuda")
         and checkpoint_problem(spec, MAX_CHECKPOINT_BYTES) is None
     )

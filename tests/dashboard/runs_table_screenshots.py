@@ -63,7 +63,7 @@ def main(out: Path) -> int:
             broken = {
                 **BASE["data"],
                 "name": "mnist",
-                "root": "/nowhere",
+                "root": "/usr/share/datasets/nowhere",  # inside the default data roots
             }  # no files: fails at once
             c.post("/runs", json={"spec": _spec(data=broken)})
             first = _wait(c, {"succeeded": 3, "failed": 1})

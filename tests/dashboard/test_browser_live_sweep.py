@@ -83,7 +83,8 @@ def test_sweep_watched_live(tmp_path: Path) -> None:
     empty = tmp_path / "no-mnist"
     empty.mkdir()
     args = ["--slots", "2", "--threads", "1"]
-    with lab_stack(tmp_path / "home", worker_args=args, env_extra=FAST) as stack:
+    roots = {"FEDGEN_DATA_ROOTS": str(tmp_path)}  # the failing run's empty root lies inside
+    with lab_stack(tmp_path / "home", worker_args=args, env_extra={**FAST, **roots}) as stack:
         headers = {"Authorization": f"Bearer {stack.token}"}
         api = httpx.Client(base_url=stack.api_url + "/api/v1", headers=headers, timeout=30)
         # Arrange: the failing run first (high priority: it goes before the sweep), then the sweep.

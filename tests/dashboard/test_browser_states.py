@@ -48,7 +48,7 @@ def _missing_mnist(*_args: Any, **_kwargs: Any) -> Any:
     from fedgen.data.common import DatasetError
 
     raise DatasetError(
-        "mnist: dataset files not found. Searched: /nowhere/MNIST/raw. Expected files: "
+        "mnist: dataset files not found. Searched: /usr/share/datasets/nowhere/MNIST/raw. Expected files: "
         "train-images-idx3-ubyte. To get them: set data.download: true."
     )
 
@@ -114,7 +114,9 @@ def _put_in_states(stack: Stack) -> dict[str, str]:
         ids["cancelled"] = submit(seed=12)
         c.post(f"/runs/{ids['cancelled']}/cancel").raise_for_status()
         # A dataset no worker can load: handed back on each claim, failed on the fifth.
-        ids["failed-early"] = submit(seed=13, data={"name": "mnist", "root": "/nowhere"})
+        # (A data.root inside the default data roots, /usr/share/datasets, without the files.)
+        nowhere = "/usr/share/datasets/nowhere"
+        ids["failed-early"] = submit(seed=13, data={"name": "mnist", "root": nowhere})
         outcomes = [_execute(stack, ids["failed-early"], _missing_mnist) for _ in range(5)]
         assert outcomes[-1] == "failed", outcomes
         ids["deleted"] = submit(seed=14)

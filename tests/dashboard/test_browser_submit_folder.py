@@ -31,7 +31,9 @@ FOLDER_LABELS = ("Folder path", "Classes (count or names)", "Channels", "Image s
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     needs(os.path.exists(CHROMIUM), f"Debian's chromium at {CHROMIUM}")
-    with lab_stack(tmp_path_factory.mktemp("home"), worker=False) as s:
+    # Every test's tmp_path (where its folders are written) lies inside the lab's data roots.
+    roots = {"FEDGEN_DATA_ROOTS": str(tmp_path_factory.getbasetemp())}
+    with lab_stack(tmp_path_factory.mktemp("home"), worker=False, env_extra=roots) as s:
         yield s
 
 
