@@ -39,7 +39,8 @@ _ERROR_TEXT: dict[int, str] = {
     410: "Gone",
     413: "Request body over FEDGEN_MAX_BODY_BYTES",
     422: "Invalid fields (one entry per field)",
-    429: "Rate limit: FEDGEN_SUBMIT_RATE per token, FEDGEN_AUTH_FAIL_RATE per address",
+    429: "Rate limit: FEDGEN_SUBMIT_RATE per token, FEDGEN_AUTH_FAIL_RATE per address and "
+    "presented token (failures only), FEDGEN_MAX_STREAMS_PER_TOKEN open event streams",
     503: "The database is unavailable",
 }
 

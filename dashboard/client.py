@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 import httpx
 
+from dashboard.browser_address import browser_address
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 API_PREFIX = "/api/v1"
 
@@ -115,6 +117,7 @@ class LabClient:
         *,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        forwarded_for: str | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
         self.token = token = token.strip()
@@ -122,6 +125,11 @@ class LabClient:
             # A pasted token with a typographic character would fail deep inside httpx.
             raise ApiAuthError("The API token has non-ASCII characters; paste it again.", 401)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # The browser's address (default: this Streamlit session's), for the API's failure
+        # budgets; believed only from FEDGEN_TRUSTED_PROXIES.
+        browser = forwarded_for or browser_address()
+        if browser:
+            headers["X-Forwarded-For"] = browser
         try:
             self._http = httpx.Client(
                 base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
@@ -191,6 +199,20 @@ class LabClient:
     def workers(self) -> dict[str, Any]:
         """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
         return self._json("GET", "/workers")
+
+    # -- tokens ----------------------------------------------------------------
+    def list_tokens(self) -> dict[str, Any]:
+        """GET /tokens: yours, newest first (name, created, last used, expires, revoked)."""
+        return self._json("GET", "/tokens")
+
+    def create_token(self, name: str, expires_days: int | None = None) -> dict[str, Any]:
+        """POST /tokens: the new token; its secret (`token`) is in this answer only."""
+        body = {"name": name, **({"expires_days": expires_days} if expires_days else {})}
+        return self._json("POST", "/tokens", json=body)
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        """DELETE /tokens/{id}: the token, revoked (401 from its next request on)."""
+        return self._json("DELETE", f"/tokens/{token_id}")
 
     # -- webhooks --------------------------------------------------------------
     def list_webhooks(self, limit: int = 100) -> dict[str, Any]:

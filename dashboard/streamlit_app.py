@@ -94,7 +94,7 @@ pages = [
     st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
     st.Page(_PAGES / "trash.py", title="Trash", icon=":material/delete:", url_path="trash"),
     st.Page(
-        _PAGES / "settings.py", title="Alerts", icon=":material/notifications:", url_path="settings"
+        _PAGES / "settings.py", title="Settings", icon=":material/settings:", url_path="settings"
     ),
 ]
 BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""

@@ -1,6 +1,8 @@
-"""Alerts: your webhooks (add one, delete, send a test) and each one's recent deliveries.
+"""Settings: your API tokens (create one, its secret shown once; revoke one) and, below them,
+your alerts: webhooks (add one, delete, send a test) and each one's recent deliveries.
 
-A webhook gets a signed JSON POST when a run fails or succeeds, or a sweep or study finishes;
+A revoked or expired token answers 401 from its next request on (a page signed in with it asks
+to sign in again). A webhook gets a signed JSON POST when a run fails or succeeds, or a sweep or study finishes;
 the workers send it, retrying a receiver that is down. The body's `text` field is what a
 Slack incoming webhook shows. Which hosts may be targets is the admin's FEDGEN_WEBHOOK_ALLOW.
 """
@@ -12,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import alerts_view, runs_view, ui
+from dashboard import alerts_view, runs_view, tokens_view, ui
 from dashboard.client import ApiError, error_fields
 
 REFRESH_S = 5
@@ -22,17 +24,88 @@ HOW_TO_VERIFY = (
     "and `X-FedGen-Signature: sha256=<hex HMAC-SHA256 of the raw body with the secret>`."
 )
 
-st.title("Alerts")
-st.caption(
-    "Webhooks: a signed JSON POST to your URL when a run fails or succeeds, or a sweep or a "
-    "study finishes, with a Slack-compatible `text`. The lab's workers send them and retry "
-    "a receiver that is down (2, 4, 8 … s); a delivery never holds a run back."
-)
+st.title("Settings")
 client = ui.client()
 
 
 def _tz() -> tzinfo:
     return runs_view.zone(st.context.timezone)
+
+
+def show_field_errors(exc: ApiError) -> None:
+    """A 422's messages, one per field; any other failure as ui.show_error says it."""
+    fields = error_fields(exc.detail) if exc.status == 422 else {}
+    if not fields:
+        ui.show_error(exc)
+    for name, msg in fields.items():
+        st.error(f"{name}: {msg}", icon=":material/error:")
+
+
+def token_form() -> None:
+    """Name and lifetime of a new token; its secret is shown right here, this once."""
+    with st.form("tokens_add", border=True):
+        st.markdown("**Create a token**")
+        name_col, days_col = st.columns([3, 2])
+        name = name_col.text_input(
+            "Name", key="tokens_name", max_chars=100, placeholder="laptop, CI, notebook…"
+        )
+        days = days_col.number_input(
+            "Expires after (days)",
+            key="tokens_days",
+            min_value=0,
+            max_value=36500,
+            value=0,
+            step=1,
+            help="0: never, or the longest the lab allows (FEDGEN_TOKEN_MAX_DAYS) when it sets one",
+        )
+        if not st.form_submit_button("Create token", icon=":material/key:"):
+            return
+    try:
+        made = client.create_token(name.strip(), int(days) or None)
+    except ApiError as exc:
+        show_field_errors(exc)
+        return
+    st.success(f"Token {tokens_view.label(made)} created. Copy it now:", icon=":material/check:")
+    st.code(made["token"], language=None)
+    st.warning("It is not shown again: only its hash is stored.", icon=":material/visibility_off:")
+
+
+def revoke_control(tokens: list[dict[str, Any]]) -> bool:
+    """Pick an active token and revoke it; True when one was revoked."""
+    live = tokens_view.active(tokens)
+    if not live:
+        return False
+    pick_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+    picked = pick_col.selectbox(
+        "Token to revoke", live, format_func=tokens_view.label, key="tokens_pick"
+    )
+    if not button_col.button("Revoke", key="tokens_revoke", icon=":material/block:"):
+        return False
+    if ui.try_call(client.revoke_token, str(picked["id"])) is None:
+        return False
+    st.success(f"Token {tokens_view.label(picked)} revoked.", icon=":material/check:")
+    return True
+
+
+def tokens_section() -> None:
+    """The member's tokens (an admin's list has everyone's): create, revoke, the table."""
+    st.subheader("API tokens")
+    st.caption(
+        "Each program or machine can have its own token: revoke one without touching the "
+        "others. The token this page is signed in with is one of them; revoking it signs you out."
+    )
+    token_form()
+    page = ui.try_call(client.list_tokens)
+    if page is None:
+        return
+    if revoke_control(list(page.get("data") or [])):
+        page = ui.try_call(client.list_tokens) or page
+    tokens = list(page.get("data") or [])
+    if not tokens:
+        st.info("No token.", icon=":material/key_off:")
+        return
+    table = tokens_view.tokens_table(tokens, datetime.now(UTC), _tz())
+    st.dataframe(table, hide_index=True, key="tokens_table")
 
 
 def add_form() -> None:
@@ -62,11 +135,7 @@ def add_form() -> None:
     try:
         hook = client.create_webhook(url.strip(), chosen, secret.strip() or None)
     except ApiError as exc:
-        fields = error_fields(exc.detail) if exc.status == 422 else {}
-        if not fields:
-            ui.show_error(exc)
-        for name, msg in fields.items():
-            st.error(f"{name}: {msg}", icon=":material/error:")
+        show_field_errors(exc)
         return
     st.success(f"Webhook to {hook['url']} added.", icon=":material/check:")
 
@@ -137,5 +206,12 @@ def hooks_panel() -> None:
         hook_card(hook, now)
 
 
+tokens_section()
+st.subheader("Alerts")
+st.caption(
+    "Webhooks: a signed JSON POST to your URL when a run fails or succeeds, or a sweep or a "
+    "study finishes, with a Slack-compatible `text`. The lab's workers send them and retry "
+    "a receiver that is down (2, 4, 8 … s); a delivery never holds a run back."
+)
 add_form()
 st.fragment(run_every=f"{REFRESH_S}s")(hooks_panel)()

@@ -8,9 +8,12 @@ few requests, and the tests that need an exact count use N/day.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,6 +22,7 @@ from api.limits import ADDRESS_FACTOR
 from api.main import create_app
 
 API = "/api/v1"
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = "172.18.0.3"  # the dashboard container, on the compose network 172.18.0.0/16
 STRANGER = "203.0.113.7"
 MEMBER = "198.51.100.2"
@@ -130,3 +134,17 @@ def test_a_missing_token_counts_as_its_own_prefix(
     assert missing == [401, 401, 429]
     assert bogus.status_code == 401
     assert bogus.json()["detail"] == "invalid token"
+
+
+def test_compose_trusts_exactly_the_dashboards_address() -> None:
+    """docker-compose.yml: the api's FEDGEN_TRUSTED_PROXIES default is the dashboard's fixed
+    address, inside the compose network's subnet (not the whole network: its gateway is where
+    outside requests to the published port may come from)."""
+    # Prepare
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    trusted = compose["services"]["api"]["environment"]["FEDGEN_TRUSTED_PROXIES"]
+    dashboard = compose["services"]["dashboard"]["networks"]["default"]["ipv4_address"]
+    (subnet,) = [c["subnet"] for c in compose["networks"]["default"]["ipam"]["config"]]
+    # Assert
+    assert trusted == "${FEDGEN_TRUSTED_PROXIES:-" + dashboard + "}"
+    assert ipaddress.ip_address(dashboard) in ipaddress.ip_network(subnet)

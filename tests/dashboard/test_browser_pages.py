@@ -32,7 +32,7 @@ PAGES = {
     "tables": ("Sweep tables", "Sweep tables"),
     "inspect": ("Inspect", "Inspect"),
     "trash": ("Trash", "Trash"),
-    "settings": ("Alerts", "Alerts"),
+    "settings": ("Settings", "Settings"),
 }
 PROBE = re.compile(r"/(\w+)/_stcore/(health|host-config)$")
 

@@ -1,4 +1,4 @@
-"""Screenshots of the Alerts page (url path `settings`): three webhooks with deliveries that
+"""Screenshots of the Settings page (url path `settings`): three webhooks with deliveries that
 were delivered, are being retried, and failed; and the form refusing a host that
 FEDGEN_WEBHOOK_ALLOW does not allow.
 
