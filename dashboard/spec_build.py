@@ -1,10 +1,15 @@
 """From the Submit form's values to what is sent: one spec, or a sweep's base and grid.
 
 `applies` says which fields the form draws for what is picked (an algorithm's parameters for
-that algorithm, data.folder.* for the `folder` dataset); `build_spec` lays single values over
-the server's defaults, `build_sweep` turns lists into a base and a grid (algorithms with
-their own parameter grids; data.folder zipped with a swept data.name). The fields come from
-`dashboard.spec_form`.
+that algorithm, data.folder.* for the `folder` dataset, data.synthetic_* for `synthetic`);
+`build_spec` lays single values over the server's defaults, `build_sweep` turns lists into a
+base and a grid (algorithms with their own parameter grids; data.folder zipped with a swept
+data.name). The fields come from `dashboard.spec_form`.
+
+A field left at a null default is not written (`null` for a generator knob left to the
+fidelity profile, data.root unset): the API gives a missing field its default, so the spec
+is the same, and the YAML shows only what is set. A null the user chose where the default is
+not null is kept.
 """
 
 from __future__ import annotations
@@ -37,8 +42,24 @@ def algorithm_block(
     block: dict[str, Any] = {"name": name}
     for f in fields:
         if _param_of(f, name) and f.path in values:
+            if values[f.path] is None and f.default is None:
+                continue  # missing is the same as its null default
             block[f.path.split(".", 1)[1]] = values[f.path]
     return block
+
+
+def without_default_nulls(spec: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """`spec` less every field that is null where `defaults` has it null (nested sections
+    too); a field the defaults lack, or have set, is kept as it is."""
+    out: dict[str, Any] = {}
+    for key, value in spec.items():
+        default = defaults.get(key, ...)  # `...`: the defaults lack it
+        if value is None and default is None:
+            continue
+        if isinstance(value, Mapping) and isinstance(default, Mapping):
+            value = without_default_nulls(value, default)
+        out[key] = value
+    return out
 
 
 def build_spec(
@@ -48,7 +69,8 @@ def build_spec(
 
     Fields not in `values` keep their default; the algorithm block holds only the chosen
     algorithm's parameters, and a section only for its values (data.folder for data.name
-    'folder') is left out otherwise. An untouched form gives back `defaults` exactly.
+    'folder') is left out otherwise. Null defaults are left out (`without_default_nulls`), so
+    an untouched form gives back `defaults` less its nulls: the same spec once validated.
     """
     spec: dict[str, Any] = copy.deepcopy(dict(defaults))
     name = values.get("algorithm.name", get_dotted(defaults, "algorithm.name"))
@@ -60,6 +82,7 @@ def build_spec(
                 continue
         if not path.startswith("algorithm."):
             set_dotted(spec, path, value)
+    spec = without_default_nulls(spec, defaults)
     spec["algorithm"] = algorithm_block(name, values, fields)
     return spec
 

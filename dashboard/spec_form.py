@@ -8,7 +8,8 @@ Fields, help from their descriptions. An untouched form therefore submits exactl
 defaults. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
 are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`; the
 `data.folder` section's fields belong to `data.name` 'folder' the same way (`only_of`, from
-the schema's if/then rule: dashboard.spec_form_folder).
+the schema's if/then rule: dashboard.spec_form_folder), and data.synthetic_* to 'synthetic'
+(the schema's `x-only-when`).
 
 What is shown is what is sent: the widgets take any number (a bounded Streamlit input keeps
 its last in-range value while showing the typed one in red), and `check` / `check_list`
@@ -29,6 +30,7 @@ from typing import Any
 from dashboard.spec_form_folder import (
     ALGORITHM,
     count_or_names,
+    field_rule,
     names_allowed,
     section_rules,
     single_option,
@@ -330,6 +332,8 @@ def _walk(
             out += _algorithm_fields(schema, prop, defaults)
             continue
         inner = (f"{prefix}{rules[key][0]}", rules[key][1]) if key in rules else when
+        if (rule := field_rule(prop)) is not None:  # data.synthetic_*: for 'synthetic' alone
+            inner = (f"{prefix}{rule[0]}", rule[1])
         target = _resolve(schema, single_option(prop))
         if target.get("type") == "object" and "properties" in target:
             out += _walk(schema, target, defaults, f"{path}.", inner)

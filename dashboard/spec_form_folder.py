@@ -1,6 +1,10 @@
-"""The Submit form's conditional sections: fields that belong to some values of another field.
+"""The Submit form's conditional fields: fields that belong to some values of another field.
 
-One such section today, `data.folder` (fedgen/data_spec.py: `FolderSpec`). The spec's JSON
+A field the schema marks `x-only-when` (fedgen/data_spec.py: data.synthetic_samples and
+data.synthetic_classes, {"name": ["synthetic"]}) is shown for those values of its sibling
+alone (`field_rule`); any other dataset accepts it unchanged, so it is simply not drawn.
+
+One conditional section today, `data.folder` (fedgen/data_spec.py: `FolderSpec`). The spec's JSON
 schema states the rule (`DataSpec`'s if/then/else: `folder` is required when `name` is
 'folder' and null otherwise); `section_rules` reads it, and `dashboard.spec_form` gives the
 section's fields `only=("folder",)`, `only_of="data.name"`: the same `only` that shows an
@@ -24,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 ALGORITHM = "algorithm.name"  # what an `only` without another `only_of` refers to
+ONLY_WHEN = "x-only-when"  # fedgen.data_spec.ONLY_WHEN: the schema's word for it
 _COUNT = re.compile(r"^[+-]?\d+$")
 
 
@@ -55,6 +60,18 @@ def section_rules(node: Mapping[str, Any]) -> dict[str, tuple[str, tuple[Any, ..
     return {
         k: (of, values) for k in node.get("then", {}).get("required", []) if k in nulls and values
     }
+
+
+def field_rule(prop: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]] | None:
+    """(sibling property, its values) of a property marked `x-only-when`, else None.
+
+    data.synthetic_samples: ("name", ("synthetic",)).
+    """
+    rule = prop.get(ONLY_WHEN)
+    if not isinstance(rule, Mapping) or len(rule) != 1:
+        return None
+    ((of, values),) = rule.items()
+    return (str(of), tuple(values)) if isinstance(values, list) and values else None
 
 
 def single_option(prop: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -112,8 +129,12 @@ def names_allowed(f: Any) -> str:
 
 
 def sweeps_whole(f: Conditional) -> bool:
-    """Whether `f` is in a conditional section (data.folder.*), one value in a sweep."""
-    return bool(f.only) and f.only_of != ALGORITHM
+    """Whether `f` is in a conditional section (data.folder.*, an object beside the field it
+    belongs to), one value in a sweep; a plain field that belongs to a sibling's values
+    (data.synthetic_samples, of data.name) is swept like any other."""
+    if not f.only or f.only_of == ALGORITHM:
+        return False
+    return f.path.rsplit(".", 1)[0] != f.only_of.rsplit(".", 1)[0]
 
 
 def beside_their_field(fields: Sequence[Any]) -> list[Any]:

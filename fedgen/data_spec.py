@@ -145,6 +145,13 @@ class FolderSpec(StrictModel):
         return self.classes if isinstance(self.classes, int) else len(self.classes)
 
 
+# A field any dataset accepts but only some use: `x-only-when` names those values of a sibling
+# field in the JSON schema, so a form shows the field for them alone (the Submit form:
+# dashboard.spec_form_folder.field_rule). Only an annotation: validation is unchanged.
+ONLY_WHEN = "x-only-when"
+FOR_SYNTHETIC: dict[str, Any] = {ONLY_WHEN: {"name": ["synthetic"]}}
+
+
 def _folder_rule(schema: dict[str, Any]) -> None:
     # The JSON schema says what `_folder_for_folder` checks: `folder` is required with name
     # 'folder' and absent (or null) with any other name (the default name included).
@@ -170,10 +177,18 @@ class DataSpec(StrictModel):
         False, description="Let torchvision download missing files (needs the network)."
     )
     synthetic_samples: int = Field(
-        2000, ge=20, le=200_000, description="Training samples of the 'synthetic' dataset."
+        2000,
+        ge=20,
+        le=200_000,
+        description="Training samples of the 'synthetic' dataset.",
+        json_schema_extra=FOR_SYNTHETIC,
     )
     synthetic_classes: int = Field(
-        10, ge=2, le=100, description="Classes of the 'synthetic' dataset."
+        10,
+        ge=2,
+        le=100,
+        description="Classes of the 'synthetic' dataset.",
+        json_schema_extra=FOR_SYNTHETIC,
     )
     folder: FolderSpec | None = Field(
         None, description="The 'folder' dataset's files, classes and image shape (required)."

@@ -4,8 +4,10 @@ The form starts from GET /spec/defaults (what an empty submission gets, equal to
 validate` of an empty file) and is generated from GET /spec/schema, so an untouched form
 submits exactly the defaults. Only the chosen algorithm's parameters are shown, and the
 folder's fields (data.folder: path, classes as a count or names, channels, image size) only
-for the `folder` dataset (FormField.only, dashboard.spec_form_folder); every other spec field
-is under "Advanced". The spec that will be sent is shown as YAML.
+for the `folder` dataset, the synthetic samples and classes only for `synthetic`
+(FormField.only, dashboard.spec_form_folder); every other spec field is under "Advanced".
+The spec that will be sent is shown as YAML, without the fields left at a null default
+(dashboard.spec_build: the API gives a missing field the same null).
 
 What is shown is what is sent: inputs take any value and a value outside the schema's limits
 is named under its field ("rounds: must be at least 1"); Validate and Submit refuse while any

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from dashboard.form_checks import check, read_list, read_tags, refusals
-from dashboard.spec_build import applies, build_spec, build_sweep, sweep_size
+from dashboard.spec_build import (
+    applies,
+    build_spec,
+    build_sweep,
+    sweep_size,
+    without_default_nulls,
+)
 from dashboard.spec_form import (
     HELP,
     fields_from_schema,
@@ -21,7 +27,7 @@ from dashboard.worker_offer import offer
 from fedgen.knobs import KNOBS
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import flatten, get_dotted
-from fedgen.sweep import SweepSpec
+from fedgen.sweep import SweepSpec, expand
 
 DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
 FIELDS = fields_from_schema(ExperimentSpec.model_json_schema(), DEFAULTS)
@@ -52,12 +58,60 @@ def test_fields_take_choices_and_bounds_from_the_schema() -> None:
     assert not applies(BY_PATH["algorithm.mu"], {"algorithm.name": ["fedgen"]})
 
 
+def _nulls(d: Any) -> list[str]:
+    """The dotted fields of `d` (nested, lists of mappings too) whose value is None."""
+    if isinstance(d, list):
+        return [f"[{i}].{n}" for i, x in enumerate(d) for n in _nulls(x)]
+    return [k for k, v in flatten(d).items() if v is None] if isinstance(d, dict) else []
+
+
 def test_untouched_values_build_the_defaults() -> None:
-    """Every field at its default (FedAvg) builds exactly GET /spec/defaults' spec."""
+    """Every field at its default (FedAvg) builds GET /spec/defaults' spec less its nulls,
+    which validates to exactly that spec (a missing field gets its null default)."""
     chosen = {"algorithm.name": ["fedavg"], "data.name": [DEFAULTS["data"]["name"]]}
     values = {f.path: f.default for f in FIELDS if applies(f, chosen)}
     spec = {**build_spec(values, FIELDS, DEFAULTS), "tags": [], "note": ""}
-    assert spec == DEFAULTS
+    assert _nulls(spec) == []
+    assert {k: v for k, v in flatten(DEFAULTS).items() if v is not None} == flatten(spec)
+    assert parse_spec(spec).model_dump(mode="json") == DEFAULTS
+
+
+@pytest.mark.parametrize("algorithm", sorted(BY_PATH["algorithm.name"].choices))
+def test_left_out_nulls_give_the_same_spec(algorithm: str) -> None:
+    """Every algorithm, its parameters at their defaults: no null is written, and the spec
+    the API validates (hash included) is the one with every null written out."""
+    chosen = {"algorithm.name": [algorithm], "data.name": [DEFAULTS["data"]["name"]]}
+    values = {f.path: f.default for f in FIELDS if applies(f, chosen)}
+    spec = build_spec({**values, "algorithm.name": algorithm}, FIELDS, DEFAULTS)
+    full = parse_spec({**DEFAULTS, "algorithm": {"name": algorithm}})
+    assert _nulls(spec) == []
+    assert parse_spec(spec).spec_hash() == full.spec_hash()
+    assert parse_spec(spec).model_dump(mode="json") == full.model_dump(mode="json")
+
+
+def test_only_nulls_the_defaults_have_are_left_out() -> None:
+    """A null over a set default, or one the defaults lack, is kept (it is what was chosen)."""
+    defaults = {"a": None, "b": 3, "s": {"c": None, "d": 1}}
+    spec = {"a": None, "b": None, "s": {"c": None, "d": None}, "e": None, "f": 0}
+    assert without_default_nulls(spec, defaults) == {"b": None, "s": {"d": None}, "e": None, "f": 0}
+    assert without_default_nulls({"s": None}, {"s": {"c": None}}) == {"s": None}
+
+
+def test_sweep_grid_entries_and_base_have_no_null_fields() -> None:
+    """FedAvg x FedGen with every field untouched: no `null` in the base or a grid entry
+    (FedGen's ~28 knobs left to the profile), and the same runs as with the nulls written."""
+    chosen = {"algorithm.name": ["fedavg", "fedgen"], "data.name": [DEFAULTS["data"]["name"]]}
+    lists = {f.path: [f.default] for f in FIELDS if applies(f, chosen)}
+    lists["algorithm.name"] = ["fedavg", "fedgen"]
+    # Execute
+    base, grid = build_sweep(lists, FIELDS, DEFAULTS)
+    # Assert
+    assert _nulls(base) == []
+    assert _nulls(grid["algorithm"]) == []
+    assert grid["algorithm"][1]["gen_batch_size"] == 32
+    full = [parse_spec({**DEFAULTS, "algorithm": {"name": n}}) for n in ("fedavg", "fedgen")]
+    runs = expand(SweepSpec(name="s", base=base, grid=grid), strict=True)
+    assert [r.spec_hash() for r in runs] == [f.spec_hash() for f in full]
 
 
 def test_build_spec_keeps_only_the_algorithms_params() -> None:
@@ -67,7 +121,8 @@ def test_build_spec_keeps_only_the_algorithms_params() -> None:
                        "partition.alpha": 0.5, "data.name": "mnist", "seed": 3}, FIELDS, DEFAULTS)  # fmt: skip
     # Assert
     assert spec["algorithm"] == {"name": "fedgen", "gen_batch_size": 16}
-    assert spec["partition"] == {**DEFAULTS["partition"], "alpha": 0.5}
+    set_only = without_default_nulls(DEFAULTS, DEFAULTS)  # null defaults are left out
+    assert spec["partition"] == {**set_only["partition"], "alpha": 0.5}
     assert spec["data"]["name"] == "mnist"
     assert spec["rounds"] == DEFAULTS["rounds"]
     assert parse_spec(spec).algorithm.name == "fedgen"

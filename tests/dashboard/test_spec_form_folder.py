@@ -13,10 +13,12 @@ from dashboard.spec_build import applies, build_spec, build_sweep
 from dashboard.spec_form import fields_from_schema, split_errors
 from dashboard.spec_form_folder import (
     beside_their_field,
+    field_rule,
     names_text,
     parse_names,
     section_rules,
     single_option,
+    sweeps_whole,
 )
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.sweep import SweepSpec, expand
@@ -25,6 +27,7 @@ SCHEMA = ExperimentSpec.model_json_schema()
 DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
 FIELDS = fields_from_schema(SCHEMA, DEFAULTS)
 BY_PATH = {f.path: f for f in FIELDS}
+SET_DATA = {k: v for k, v in DEFAULTS["data"].items() if v is not None}  # as the form sends it
 FOLDER_PATHS = ["data.folder.path", "data.folder.classes", "data.folder.channels", "data.folder.image_size"]  # fmt: skip
 FOLDER = {
     "data.name": "folder",
@@ -77,6 +80,38 @@ def test_folder_fields_only_for_the_folder_dataset() -> None:
     assert _shown("fedavg", ["fashion-mnist"]) == []
     assert _shown("fedavg", ["synthetic", "mnist"]) == []
     assert _shown("fedavg", []) == []  # data.name not drawn yet: not shown
+
+
+def test_synthetic_fields_only_for_the_synthetic_dataset() -> None:
+    """data.synthetic_samples and _classes carry the schema's `x-only-when` (one declaration,
+    in DataSpec): shown for 'synthetic' (alone or among a sweep's datasets), never otherwise,
+    and, unlike the folder's object, swept like any field."""
+    data = SCHEMA["$defs"]["DataSpec"]["properties"]
+    assert field_rule(data["synthetic_samples"]) == ("name", ("synthetic",))
+    assert field_rule(data["root"]) is None
+    for path in ("data.synthetic_samples", "data.synthetic_classes"):
+        f = BY_PATH[path]
+        assert (f.only, f.only_of) == (("synthetic",), "data.name"), path
+        assert applies(f, {"data.name": ["synthetic"]})
+        assert applies(f, {"data.name": ["mnist", "synthetic"]})
+        assert not applies(f, {"data.name": ["fashion-mnist"]})
+        assert not applies(f, {"data.name": ["folder"]})
+        assert not sweeps_whole(f)
+    assert all(sweeps_whole(BY_PATH[p]) for p in FOLDER_PATHS)
+    assert not sweeps_whole(BY_PATH["algorithm.gen_batch_size"])
+
+
+def test_synthetic_samples_swept_beside_datasets() -> None:
+    """A sweep over two datasets and two sample counts: a plain grid axis, not a section."""
+    # Execute
+    base, grid = build_sweep(
+        {"data.name": ["mnist", "synthetic"], "data.synthetic_samples": [500, 1000]},
+        FIELDS,
+        DEFAULTS,
+    )
+    # Assert
+    assert grid == {"data.name": ["mnist", "synthetic"], "data.synthetic_samples": [500, 1000]}
+    assert base["data"]["synthetic_samples"] == DEFAULTS["data"]["synthetic_samples"]
 
 
 def test_folder_fields_are_drawn_under_the_dataset() -> None:
@@ -145,7 +180,7 @@ def test_folder_spec_is_built_as_an_object() -> None:
     spec = build_spec({"algorithm.name": "fedavg", **FOLDER}, FIELDS, DEFAULTS)
     # Assert
     assert spec["data"] == {
-        **DEFAULTS["data"],
+        **SET_DATA,
         "name": "folder",
         "folder": {
             "path": "/labs/shapes",
@@ -165,8 +200,9 @@ def test_other_datasets_send_no_folder_key() -> None:
     spec = build_spec({**FOLDER, "data.name": "mnist"}, FIELDS, DEFAULTS)
     # Assert
     assert "folder" not in spec["data"]
-    assert spec["data"] == {**DEFAULTS["data"], "name": "mnist"}
-    assert parse_spec(spec).model_dump(mode="json") == {**DEFAULTS, "data": spec["data"]}
+    assert spec["data"] == {**SET_DATA, "name": "mnist"}
+    mnist = {**DEFAULTS, "data": {**DEFAULTS["data"], "name": "mnist"}}
+    assert parse_spec(spec).model_dump(mode="json") == mnist
 
 
 def test_sweep_zips_the_folder_with_its_dataset() -> None:

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from api.db import session_scope
 from api.repository import workers as workers_repo
+from fedgen.specdict import flatten
 from tests.dashboard.lab import Lab
 from tests.dashboard.test_pages import open_page, texts
 
@@ -89,8 +90,57 @@ def test_sent_is_exactly_what_is_shown(app_path: str, lab_env: dict[str, Any], l
     (run,) = _tagged(lab, "shown-is-sent")
     with lab.client() as c:
         c.delete(f"/runs/{run['id']}")  # the session's lab keeps its seeded run counts
-    assert run["spec"] == shown
+    # The YAML leaves out the fields at a null default; the API writes them out as null.
+    assert {k: v for k, v in flatten(run["spec"]).items() if v is not None} == flatten(shown)
+    assert "null" not in at.code[0].value
     assert (shown["rounds"], shown["lr"]) == (7, 0.0123457)
+
+
+SYNTHETIC_KEYS = {"submit_one_data.synthetic_samples", "submit_one_data.synthetic_classes"}
+
+
+def _number_keys(at: AppTest) -> set[str]:
+    return {str(w.key) for w in at.number_input}
+
+
+def test_synthetic_fields_only_for_the_synthetic_dataset(
+    app_path: str, lab_env: dict[str, Any]
+) -> None:
+    """fashion-mnist (the default) shows no synthetic samples or classes, nor sends them as
+    set; picking synthetic shows both; back to mnist hides them again."""
+    # Execute
+    at = open_page(app_path, PAGE)
+    default = _number_keys(at)
+    at.selectbox(key="submit_one_data.name").set_value("synthetic").run()
+    synthetic = _number_keys(at)
+    at.number_input(key="submit_one_data.synthetic_samples").set_value(500).run()
+    sent = yaml.safe_load(at.code[0].value)["data"]
+    at.selectbox(key="submit_one_data.name").set_value("mnist").run()
+    # Assert
+    assert not at.exception
+    assert at.selectbox(key="submit_one_data.name").value == "mnist"
+    assert default & SYNTHETIC_KEYS == set()
+    assert SYNTHETIC_KEYS <= synthetic
+    assert sent["synthetic_samples"] == 500
+    assert _number_keys(at) & SYNTHETIC_KEYS == set()
+
+
+def test_sweep_yaml_has_no_null_fields(app_path: str, lab_env: dict[str, Any]) -> None:
+    """FedAvg x FedGen: each grid entry holds only the parameters that are set (no `null`
+    for FedGen's knobs left to the fidelity profile), and the base has no null either."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    # Execute
+    at.multiselect(key="submit_sw_algorithm.name").set_value(["fedavg", "fedgen"]).run()
+    shown = at.code[0].value
+    body = yaml.safe_load(shown)
+    # Assert
+    assert not at.exception
+    assert "null" not in shown
+    assert [a["name"] for a in body["grid"]["algorithm"]] == ["fedavg", "fedgen"]
+    assert body["grid"]["algorithm"][1]["gen_batch_size"] == 32
+    assert "noise_dim" not in body["grid"]["algorithm"][1]
 
 
 def test_sweep_lists_and_tags_are_checked(app_path: str, lab_env: dict[str, Any]) -> None:
