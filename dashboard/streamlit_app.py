@@ -67,6 +67,9 @@ def _home() -> None:
     A shared link of the form `/?page=compare&sweep=<id>` loads from the root, so the browser
     console stays clean: opening `/compare` directly makes Streamlit's frontend probe
     `/compare/_stcore/health` and `/host-config` first, two 404s (streamlit/streamlit#7074).
+    Those two cannot be answered instead: the frontend takes the first candidate that answers
+    both as the server's base path, so a 200 there (tried with Streamlit 1.67, st.App routes)
+    sends its websocket to `/compare/_stcore/stream`, which is refused, and nothing loads.
     """
     params = dict(st.query_params)
     target = BY_URL_PATH.get(str(params.pop("page", "")), RUNS)
