@@ -93,7 +93,8 @@ class BodyLimit:
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
+            msg: Message = await receive()
+            return msg
 
         await self.app(scope, replay, send)
 
