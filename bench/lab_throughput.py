@@ -26,6 +26,7 @@ import argparse
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,6 +159,12 @@ def drain(
     ends = [r.finished_at for r in rows if r.finished_at is not None]
     span = (max(ends) - min(starts)).total_seconds() if starts and ends else float("nan")
     used = sorted({str((r.versions or {}).get("torch_threads", "?")) for r in rows})
+    busy = sum(
+        (r.finished_at - r.started_at).total_seconds()
+        for r in rows
+        if r.started_at is not None and r.finished_at is not None
+    ) / max(1, len({r.worker for r in rows if r.worker}))
+    gaps = idle_gaps(rows)
     return {
         "label": f"--slots {slots}" + (f" --threads {threads}" if threads else ""),
         "wall_s": wall,
@@ -165,7 +172,23 @@ def drain(
         "runs_per_hour": len(ids) / wall * 3600,
         "failed": failed,
         "threads": ",".join(used),
+        "back_to_back_s": busy,
+        "gaps": gaps,
     }
+
+
+def idle_gaps(rows: list[Run]) -> list[float]:
+    """Seconds each slot sat idle between the end of one run and the start of its next."""
+    by_slot: dict[str, list[Run]] = {}
+    for r in rows:
+        if r.worker and r.started_at and r.finished_at:
+            by_slot.setdefault(r.worker, []).append(r)
+    gaps = []
+    for runs in by_slot.values():
+        runs.sort(key=lambda r: r.started_at)  # type: ignore[arg-type, return-value]
+        for prev, nxt in zip(runs, runs[1:], strict=False):
+            gaps.append((nxt.started_at - prev.finished_at).total_seconds())  # type: ignore[operator]
+    return gaps
 
 
 def main() -> int:
@@ -212,6 +235,15 @@ def main() -> int:
             f" run {r['threads']}; failed {len(r['failed'])})",
             flush=True,
         )
+        gaps = r["gaps"]
+        if gaps:
+            print(
+                f"  idle between runs on a slot: median {statistics.median(gaps):.2f} s, max"
+                f" {max(gaps):.2f} s over {len(gaps)} hand-overs; first start to last end"
+                f" {r['span_s']:.1f} s against back to back {r['back_to_back_s']:.1f} s (run"
+                f" times summed / slots): {r['span_s'] / r['back_to_back_s']:.2f}x",
+                flush=True,
+            )
         for rid, err in r["failed"]:
             print(f"  failed {rid}: {(err or '')[:300]}")
     base = results[0]
