@@ -75,9 +75,7 @@ class Study:
         if "{columns}" not in self.reproduces:
             return self.reproduces
         on = dataset or self.paper_dataset
-        return self.reproduces.format(
-            dataset=on, columns=", ".join(self.layout(on).columns.labels)
-        )
+        return self.reproduces.format(dataset=on, columns=", ".join(self.layout(on).columns.labels))
 
     @property
     def statistic_text(self) -> str:
