@@ -1,4 +1,4 @@
-"""`fedgen-lab`: api, worker, up, db upgrade, users create, tokens, requeue, checkpoints import.
+"""`fedgen-lab`: api, worker, dashboard, up, db upgrade, users create, tokens, requeue, checkpoints import.
 
 Every command first prints (to stderr) what it connects to: the database and broker URLs,
 passwords hidden, and where checkpoints live. A worker refuses the embedded SQLite lab unless
@@ -247,6 +247,41 @@ def _cmd_up(args: argparse.Namespace) -> int:
     )
 
 
+def api_url_problem(url: str) -> str | None:
+    """Why `--api-url` cannot be the dashboard's API, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--api-url: expected http(s)://host[:port][/api/v1], got {url!r}"
+    if parts.query or parts.fragment or parts.username or parts.password:
+        return f"--api-url: no query, fragment or credentials in the URL, got {url!r}"
+    return None
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    """Replace this process with the dashboard's Streamlit server (signals reach it directly)."""
+    from worker.supervisor import DASHBOARD_APP, dashboard_command
+
+    env = dict(os.environ)
+    if args.api_url is not None:
+        problem = api_url_problem(args.api_url)
+        if problem:
+            print(f"fedgen-lab dashboard: {problem}", file=sys.stderr)
+            return 2
+        env["FEDGEN_API_URL"] = args.api_url
+    if not DASHBOARD_APP.exists():
+        print(f"fedgen-lab dashboard: the app is missing ({DASHBOARD_APP})", file=sys.stderr)
+        return 1
+    api = env.get("FEDGEN_API_URL", "http://127.0.0.1:8000/api/v1 (the default)")
+    token = "set: one member's dashboard" if env.get("FEDGEN_TOKEN") else "unset: members sign in"
+    print(
+        f"dashboard: http://{args.host}:{args.port}; API {api}; FEDGEN_TOKEN {token}",
+        file=sys.stderr,
+    )
+    cmd = dashboard_command(sys.executable, str(DASHBOARD_APP), args.host, args.port)
+    os.execve(cmd[0], cmd, env)
+    return 0  # not reached
+
+
 def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
     from api.migrate import upgrade
 
@@ -341,6 +376,18 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--dashboard-port", type=int, default=8501)
     up.add_argument("--no-dashboard", action="store_true")
     up.set_defaults(fn=_cmd_up)
+    dash = sub.add_parser(
+        "dashboard", help="serve the dashboard (Streamlit) for a lab whose API runs elsewhere"
+    )
+    dash.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    dash.add_argument("--port", type=int, default=8501)
+    dash.add_argument(
+        "--api-url",
+        default=None,
+        help="the lab's API, e.g. http://api:8000/api/v1 (default: FEDGEN_API_URL, else "
+        "http://127.0.0.1:8000/api/v1); the dashboard talks to no other",
+    )
+    dash.set_defaults(fn=_cmd_dashboard)
     _add_admin_parsers(sub)
     return p
 

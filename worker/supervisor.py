@@ -135,7 +135,7 @@ def commands(
     out = [("api", _api_command(py, host, port)), ("worker", _worker_command(py, embedded))]
     app = DASHBOARD_APP
     if dashboard and app.exists():
-        out.append(("dashboard", _dashboard_command(py, str(app), host, dashboard_port)))
+        out.append(("dashboard", dashboard_command(py, str(app), host, dashboard_port)))
     return out
 
 
@@ -151,7 +151,7 @@ def _worker_command(py: str, embedded: bool) -> list[str]:
     return [*lab, "--loglevel", "WARNING", "--quiet", *(["--embedded"] if embedded else [])]
 
 
-def _dashboard_command(py: str, app: str, host: str, port: int) -> list[str]:
+def dashboard_command(py: str, app: str, host: str, port: int) -> list[str]:
     """`streamlit run` of the dashboard on host:port, headless, without usage stats."""
     where = ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
     quiet = ["--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
