@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     """Comma-separated folders data may be read from (`data.root` and `data.folder.path` must
     resolve inside one); empty: FEDGEN_DATA (else ~/.fedgen/data) and Debian's dataset folder
     (/usr/share/datasets)."""
-    public_url: str = Field("", max_length=500)
+    public_url: str = Field("", max_length=500, pattern=r"^(https?://[^\s?#]+)?$")
     """The lab's address as members reach it (e.g. `https://lab.example`): makes webhook and
     printed links absolute; empty: links stay relative."""
     # Webhooks (api/routes/webhooks.py, worker/webhook_sender.py). Empty allow list: no

@@ -120,6 +120,8 @@ def with_public_url(payload: dict[str, Any], public_url: str) -> dict[str, Any]:
     for key in ("link", "api"):
         if isinstance(out.get(key), str) and out[key].startswith("/"):
             out[key] = base + out[key]
+    if isinstance(out.get("link"), str) and isinstance(out.get("text"), str):
+        out["text"] = f"{out['text']} {out['link']}"  # chat apps turn a bare URL into a link
     return out
 
 

@@ -35,6 +35,7 @@ import httpx
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from api import webhook_payloads as payloads
 from api.config import Settings
 from api.db import session_scope
 from api.repository import webhooks as hooks_repo
@@ -110,7 +111,9 @@ def post(client: httpx.Client, claim: hooks_repo.Claimed, settings: Settings) ->
         if not exc.final:  # the name does not resolve now: DNS may come back
             return Attempt(False, error=str(exc)[:MAX_ERROR_CHARS])
         return Attempt(False, error=f"refused: {exc}"[:MAX_ERROR_CHARS], final=True)
-    body = encode(claim.payload)
+    # Links are made absolute here, by the sending host's FEDGEN_PUBLIC_URL: the stored payload
+    # (the deliveries log) keeps them relative to wherever the lab is reached from.
+    body = encode(payloads.with_public_url(claim.payload, settings.public_url))
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

@@ -272,3 +272,30 @@ def test_refused_host_fails_unsent(
     assert (row.status, row.attempts) == ("failed", 1)
     assert (row.last_error or "").startswith("refused: host 127.0.0.1 is not allowed by")
     assert receiver.got == []
+
+
+def test_public_url_makes_the_sent_links_absolute(
+    factory: sessionmaker, session: Session, settings: Settings, receiver: Receiver
+) -> None:
+    """With FEDGEN_PUBLIC_URL the body's link and api are absolute and the chat text carries
+    the link (something to click); the stored payload keeps them relative."""
+    # Prepare
+    settings = settings.model_copy(update={"public_url": "https://lab.example/"})
+    user, _ = create_user(session)
+    _hook(session, user, receiver.url, ["run.failed"])
+    run = create_run(session, user, rounds=3)
+    # Execute
+    execute_run(str(run.id), factory, runner=FakeRunner(fail_at=1), settings=settings)
+    webhook_sender.send_due(factory, settings)
+    # Assert
+    body = _verify(receiver.got[0])
+    assert body["link"] == f"https://lab.example/?page=live&run={run.id}"
+    assert body["api"] == f"https://lab.example/api/v1/runs/{run.id}"
+    assert body["text"].endswith(f" https://lab.example/?page=live&run={run.id}")
+    (row,) = _rows(session)
+    assert row.payload["link"] == f"/?page=live&run={run.id}"
+
+
+def test_a_public_url_must_be_an_http_address() -> None:
+    with pytest.raises(ValueError, match="public_url"):
+        Settings(public_url="javascript:alert(1)")
