@@ -101,7 +101,7 @@ def _idx_missing_error(
     files = ", ".join(f"{f}[.gz]" for f in info.files)
     if given:  # the spec named its folder: say so first, and that nothing else was tried
         return DatasetError(
-            f"data.root: {name} dataset files not found under data.root {given!r} "
+            f"{name}: dataset files not found under data.root {given!r} "
             f"(searched {folders}; expected {files}). A run reads the data.root it names "
             "and nothing else: copy the files there, set data.download: true, or leave "
             "data.root out to use the worker's own data."

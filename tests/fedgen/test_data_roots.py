@@ -78,7 +78,9 @@ def test_a_named_root_is_read_or_the_load_fails(
     _write_fmnist(debian)
     monkeypatch.setattr(dsmod, "DEBIAN_FASHION_MNIST", debian)
     monkeypatch.setenv("FEDGEN_DATA", str(tmp_path / "default"))
-    with pytest.raises(DatasetError, match=r"^data\.root: .*not found under data\.root") as err:
+    with pytest.raises(
+        DatasetError, match=r"^fashion-mnist: dataset files not found under data\.root"
+    ) as err:
         load_dataset(DataSpec(name="fashion-mnist", root=str(tmp_path / "mine")))
     assert str(debian) not in str(err.value)
     ds = load_dataset(DataSpec(name="fashion-mnist"))

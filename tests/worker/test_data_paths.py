@@ -90,7 +90,7 @@ def test_a_named_root_without_the_files_never_succeeds(
     assert outs == ["handed-back"] * (MAX_HAND_BACKS - 1) + ["failed"]
     row = _row(session, run.id)
     assert row.status == "failed"
-    assert "data.root: fashion-mnist dataset files not found under data.root" in row.error
+    assert "fashion-mnist: dataset files not found under data.root" in row.error
     assert str(lab_root / "fm") in row.error
     assert str(debian) not in row.error
     assert row.current_round is None or row.current_round < 0
