@@ -7,7 +7,9 @@ default http://127.0.0.1:8000, and FEDGEN_TOKEN, as the dashboard reads them) an
 to `run-<short id>.yaml` (`-` writes to stdout) under a comment header: the run's id, status,
 final accuracy, what it cost, the versions it ran with, the data files it read (root, path,
 size, sha256: check that your copy is the same), and the command that runs it here
-(`fedgen run run-<short id>.yaml --out runs/<short id>`), which it also prints. The file is the
+(`fedgen run run-<short id>.yaml --out runs/<short id> --threads N`, N the worker's torch threads),
+which it also prints, saying whether it repeats the run bit for bit here (other CPU kernels,
+torch, a GPU run or a resume on other numerics: it cannot). The file is the
 spec the server stored (every default filled in), so `fedgen validate` accepts it and its
 result hash is the run's. A bad id, an unknown run, a refused token or an unreachable server:
 one line on stderr, exit code 2.
@@ -115,9 +117,40 @@ def short_id(run_id: str) -> str:
     return run_id.replace("-", "")[:8]
 
 
-def reproduce_command(spec_file: str, run_id: str) -> str:
-    """The command that runs the exported spec here."""
-    return f"fedgen run {shlex.quote(spec_file)} --out runs/{short_id(run_id)}"
+def reproduce_command(spec_file: str, run_id: str, versions: dict[str, Any] | None = None) -> str:
+    """The command that runs the exported spec here with the numerics the worker used: its
+    torch threads (the reduction order of every float sum depends on them)."""
+    threads = str((versions or {}).get("torch_threads") or "")
+    extra = f" --threads {threads}" if threads.isdigit() else ""
+    return f"fedgen run {shlex.quote(spec_file)} --out runs/{short_id(run_id)}{extra}"
+
+
+def local_numerics() -> dict[str, str]:
+    """This machine's torch version and CPU kernels (what a rerun here computes with)."""
+    import torch
+
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def not_bit_for_bit(run: dict[str, Any], here: dict[str, str]) -> list[str]:
+    """Why the printed command cannot repeat the run bit for bit here (empty: it can). The
+    seeds, split and threads are the run's, so a rerun always agrees in its statistics."""
+    versions = run.get("versions") or {}
+    why = []
+    device = str(run.get("device") or "cpu")
+    if not device.startswith("cpu"):
+        why.append(f"it ran on {device}; this command computes on the CPU")
+    for key, what in (("cpu_capability", "CPU kernels"), ("torch", "torch")):
+        theirs = versions.get(key)
+        if theirs and here.get(key) and str(theirs) != here[key]:
+            why.append(f"the worker's {what} were {theirs}, this machine's are {here[key]}")
+    changed = versions.get("numerics_changed") or []
+    if changed:
+        why.append(
+            f"its numerics changed when it resumed ({len(changed)} time(s)): each segment "
+            "would need its own threads and machine"
+        )
+    return why
 
 
 def render(
@@ -156,11 +189,11 @@ def render(
     ]
     if versions.get("torch_threads"):
         threads = versions["torch_threads"]
-        lines.append(f"# the worker ran torch on {threads} thread(s); add --threads {threads} to")
-        lines.append("# compute with the same kernels (bit-for-bit on the same CPU and torch)")
+        lines.append(f"# the worker ran torch on {threads} thread(s): the command below does too,")
+        lines.append("# so on the same CPU kernels and torch it repeats the run bit for bit")
     lines += [
         "# reproduce it here:",
-        f"#   {reproduce_command(spec_file, str(run.get('id')))}",
+        f"#   {reproduce_command(spec_file, str(run.get('id')), versions)}",
         "",
     ]
     body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
@@ -203,13 +236,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         out: str = args.out or f"run-{short_id(rid)}.yaml"
         spec_file = "run.yaml" if out == "-" else out  # what the command names
         files = fetch_data_files(rid, api, token)
-        text, command = render(run, spec_file, files), reproduce_command(spec_file, rid)
+        text = render(run, spec_file, files)
+        command = reproduce_command(spec_file, rid, run.get("versions"))
+        why = not_bit_for_bit(run, local_numerics())
     except ExportError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_ERROR
     if out == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
+        if why:
+            sys.stderr.write("not bit for bit here: " + "; ".join(why) + "\n")
         sys.stderr.write(f"save it as run.yaml, then: {command}\n")
         return 0
     try:
@@ -217,8 +254,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     except OSError as exc:
         sys.stderr.write(f"error: cannot write {out}: {exc.strerror or exc}\n")
         return EXIT_ERROR
-    sys.stdout.write(f"wrote {out} (run {rid}, {run.get('status')}); reproduce it with:\n")
-    sys.stdout.write(command + "\n")
+    sys.stdout.write(f"wrote {out} (run {rid}, {run.get('status')})\n")
+    if why:
+        sys.stdout.write("not bit for bit here (the seed statistics still agree): ")
+        sys.stdout.write("; ".join(why) + "\n")
+    else:
+        sys.stdout.write(
+            "this command repeats it bit for bit here (same threads, kernels, torch)\n"
+        )
+    sys.stdout.write(f"reproduce it with:\n{command}\n")
     return 0
 
 

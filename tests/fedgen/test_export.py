@@ -5,7 +5,11 @@ a bad id, an unknown run, a refused token or no server: one line, exit code 2.""
 from __future__ import annotations
 
 import hashlib
+import json
+import shlex
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -13,14 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import uvicorn
 import yaml
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 import fedgen.runner as runner_mod
 from api.config import Settings
 from api.main import create_app
-from api.models import Run
+from api.models import RoundMetrics, Run
 from fedgen.cli import main
 from fedgen.spec import load_spec, parse_spec
 from fedgen.stats import format_acc
@@ -67,9 +73,14 @@ def test_export_writes_a_spec_that_reproduces_the_run(
     status and final accuracy; the command it prints runs it here to the same final accuracy."""
     user, token = create_user(session, "carol")
     run = create_run(session, user, tags=["exported"])
-    assert execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == (
-        "succeeded"
-    )
+    # A worker slot's one thread (fewer than this machine's cores, which a plain rerun uses).
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        outcome = execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
+    finally:
+        torch.set_num_threads(before)
+    assert outcome == "succeeded"
     session.expire_all()
     row = session.get(Run, run.id)
     assert row is not None
@@ -81,8 +92,10 @@ def test_export_writes_a_spec_that_reproduces_the_run(
     assert main(["export", str(run.id)]) == 0
 
     out = capsys.readouterr().out.splitlines()
-    command = f"fedgen run run-{short}.yaml --out runs/{short}"
+    threads = row.versions["torch_threads"]
+    command = f"fedgen run run-{short}.yaml --out runs/{short} --threads {threads}"
     assert out[-1] == command
+    assert "this command repeats it bit for bit here" in "\n".join(out)
     text = (tmp_path / f"run-{short}.yaml").read_text()
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert header[0].startswith(f"# FedGen Lab run {run.id} (succeeded)")
@@ -97,8 +110,27 @@ def test_export_writes_a_spec_that_reproduces_the_run(
     assert main(["validate", f"run-{short}.yaml"]) == 0
     assert f"# spec_hash: {row.spec_hash}" in capsys.readouterr().out
 
-    assert main(command.split()[1:]) == 0  # what the user runs next
-
+    # What the user runs next, as printed, in a process of its own: every round equals the lab's.
+    rerun = subprocess.run(
+        [str(Path(sys.executable).parent / "fedgen"), *shlex.split(command)[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    lines = (tmp_path / "runs" / short / "metrics.jsonl").read_text().splitlines()
+    here = {m["round"]: m for m in map(json.loads, lines)}
+    lab = {
+        r.round: r.metrics
+        for r in session.scalars(select(RoundMetrics).where(RoundMetrics.run_id == run.id))
+    }
+    assert sorted(here) == sorted(lab)
+    assert len(lab) == row.rounds + 1
+    for rnd, metrics in lab.items():
+        figures = {k: v for k, v in metrics.items() if not k.startswith("time_")}  # wall clock
+        assert figures, rnd
+        assert {k: here[rnd]["metrics"][k] for k in figures} == figures, rnd
     summary = yaml.safe_load((tmp_path / "runs" / short / "summary.json").read_text())
     assert summary["final_acc"] == row.summary["final_acc"]
     assert summary["best_acc"] == row.summary["best_acc"]
