@@ -202,8 +202,10 @@ def test_every_page_in_every_state(tmp_path: Path) -> None:
     # A failed run's error and the round it stopped at, on Live and on Runs.
     assert "failed before round 0: mnist: dataset files not found" in texts["live:failed-early"]
     assert "failed in round 3 of 6: RuntimeError: simulated failure" in texts["live:failed"]
-    assert "failed before round 0: mnist: dataset files not found" in texts["runs"]
-    assert "failed in round 3 of 6: RuntimeError: simulated failure" in texts["runs"]
+    # Runs lists each failed run's whole message above the table (one line after "Failed …:").
+    runs_text = " ".join(texts["runs"].split()).lower()
+    assert "failed before round 0: mnist: dataset files not found" in runs_text
+    assert "failed in round 3 of 6: runtimeerror: simulated failure" in runs_text
     # Each state said as such.
     assert "switches to the curves by itself" in texts["live:queued"]
     assert "claimed by w1@lab-host" in texts["live:claimed"]
