@@ -65,7 +65,8 @@ def test_it_serves_the_dashboard_for_the_api_it_was_given() -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.5)
-        assert health is not None and health.status_code == 200
+        assert health is not None
+        assert health.status_code == 200
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
