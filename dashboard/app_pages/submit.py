@@ -354,6 +354,12 @@ elif validate or submit:
             loaders.runs.clear()
             loaders.sweeps.clear()
             st.success(f"Queued sweep {created.get('id')} with {created.get('count')} runs.")
+            st.page_link(
+                "app_pages/compare.py",
+                label="Compare its runs as they land",
+                icon=":material/compare_arrows:",
+                query_params={"sweep": str(created.get("id"))},
+            )
     else:
         run = ui.try_call(ui.client().submit_run, spec)
         if run:

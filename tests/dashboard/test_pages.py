@@ -104,8 +104,13 @@ def test_submit_sweep_lists_and_yaml(app_path: str, lab_env: dict[str, Any], lab
     assert "Queued sweep" in texts(at)
     assert any("grid:" in c.value for c in at.code)
     with lab.client() as c:
-        names = [s["name"] for s in c.get("/sweeps").json()["data"]]
-    assert "from-form" in names
+        sweeps = {s["name"]: s["id"] for s in c.get("/sweeps").json()["data"]}
+    assert "from-form" in sweeps
+    # A link to the sweep's Compare view, right under the confirmation.
+    links = [(e.proto.page, e.proto.query_string) for e in at.get("page_link")]
+    assert ("compare", f"sweep={sweeps['from-form']}") in [
+        (page.rsplit("/", 1)[-1].removesuffix(".py"), query) for page, query in links
+    ], links
 
 
 def test_submit_sweep_rejects_bad_list(app_path: str, lab_env: dict[str, Any]) -> None:
