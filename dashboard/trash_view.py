@@ -32,18 +32,22 @@ def run_label(run: dict[str, Any]) -> str:
     return f"{label} (sweep {short_id(sweep)})" if sweep else label
 
 
+def _trash_cells(row: dict[str, Any], now: datetime, tz: tzinfo) -> dict[str, Any]:
+    """The cells a trashed run and a trashed sweep share: whose, deleted when and by whom,
+    purged when, and its short id."""
+    return {
+        "owner": row.get("owner", DASH),
+        "deleted": when(row.get("deleted_at"), now, tz),
+        "deleted by": row.get("deleted_by") or DASH,
+        "purged": purge_text(row.get("purge_after"), now, tz),
+        "id": short_id(row["id"]),
+    }
+
+
 def runs_table(runs: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:
     """One row per trashed run, newest deletion first (the API's order)."""
     rows = [
-        {
-            "run": run_label(r),
-            "status": r.get("status", DASH),
-            "owner": r.get("owner", DASH),
-            "deleted": when(r.get("deleted_at"), now, tz),
-            "deleted by": r.get("deleted_by") or DASH,
-            "purged": purge_text(r.get("purge_after"), now, tz),
-            "id": short_id(r["id"]),
-        }
+        {"run": run_label(r), "status": r.get("status", DASH), **_trash_cells(r, now, tz)}
         for r in runs
     ]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -55,11 +59,7 @@ def sweeps_table(sweeps: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.
         {
             "sweep": s.get("name", DASH),
             "runs": int(s.get("runs") or 0),
-            "owner": s.get("owner", DASH),
-            "deleted": when(s.get("deleted_at"), now, tz),
-            "deleted by": s.get("deleted_by") or DASH,
-            "purged": purge_text(s.get("purge_after"), now, tz),
-            "id": short_id(s["id"]),
+            **_trash_cells(s, now, tz),
         }
         for s in sweeps
     ]
