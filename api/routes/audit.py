@@ -28,7 +28,13 @@ def list_audit(
     ] = None,
     action: Annotated[
         str | None,
-        Query(max_length=32, pattern=NO_NUL, description="one of " + ", ".join(audit.ACTIONS)),
+        Query(
+            max_length=32,
+            pattern=NO_NUL,
+            description="one of " + ", ".join(audit.ACTIONS),
+            # Declared as the enum it is; checked below, so a wrong one is told the known ones.
+            json_schema_extra={"enum": list(audit.ACTIONS)},
+        ),
     ] = None,
     subject: Annotated[
         str | None, Query(max_length=64, pattern=NO_NUL, description="a run's, sweep's... id")
