@@ -46,6 +46,8 @@ LEGEND = (
 )
 # Shown first, in this order; the rest alphabetically.
 _FIRST = ("algorithm.name", "data.name")
+# Paths: only their last part ("root=…/no-mnist"); a whole path would crowd out the columns.
+PATHS = ("data.root", "data.folder.path")
 
 
 def part(field: str, value: Any) -> str:
@@ -55,6 +57,8 @@ def part(field: str, value: Any) -> str:
         return algorithm_label(text)
     if field == "data.name":
         return DATASET_SHORT.get(text, text)
+    if field in PATHS and "/" in text.rstrip("/"):
+        text = "…/" + text.rstrip("/").rsplit("/", 1)[-1]
     return f"{SYMBOLS.get(field, field.rsplit('.', 1)[-1])}={text}"
 
 

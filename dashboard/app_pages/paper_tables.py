@@ -171,6 +171,7 @@ def table3_part() -> None:
             **{c: st.column_config.NumberColumn(c, format="%.2f") for c in TABLE3_NUMBERS},
             "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
         },
+        placeholder=runs_view.DASH,  # a row without a paper number: a dash, not "None"
     )  # fmt: skip
     if t3["paper_ms"].isna().any():
         st.caption(

@@ -179,7 +179,7 @@ def _delete(run_id: str) -> bool:
 def actions(picked: list[dict[str, Any]], me: dict[str, Any] | None) -> None:
     """Compare / watch / cancel / clone / delete the runs picked in the table."""
     ids = [str(r["id"]) for r in picked]
-    b1, b2, b3, b4, b5 = st.columns(5)
+    b1, b2, b3, b4, b5 = st.columns([3, 2, 2, 2, 2])  # room for "Compare (pick runs in the table)"
     b1.page_link(
         "app_pages/compare.py",
         label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",

@@ -224,6 +224,18 @@ def test_compact_name_abbreviates_and_puts_the_seed_last() -> None:
     )
 
 
+def test_compact_name_keeps_a_paths_last_part() -> None:
+    """A data root or folder path that differs is named by its last part, not the whole path."""
+    from dashboard.run_name import compact_name
+
+    # Execute
+    name = compact_name({"data.name": "mnist", "data.root": "/tmp/pytest-of-root/x/no-mnist/"}, 0)
+    folder = compact_name({"data.folder.path": "shapes"}, 1)
+    # Assert
+    assert name == "MNIST · root=…/no-mnist · s0"
+    assert folder == "path=shapes · s1"
+
+
 def test_compact_names_tell_runs_apart() -> None:
     """Only what differs is named; a repeated spec gets " #2"; the seed is always there."""
     from dashboard.run_name import compact_names
