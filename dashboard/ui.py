@@ -165,9 +165,9 @@ def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, A
         if extra:
             by_id = {wanted: extra, **by_id}
     ids = list(by_id)
-    from dashboard.compare_view import run_names
+    from dashboard.run_name import compact_names
 
-    names = run_names(list(by_id.values()))  # the fields that differ among the runs listed
+    names = compact_names(list(by_id.values()))  # the Runs table's names for the same runs
     run_id: str = st.selectbox(
         "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key=key,
         format_func=lambda i: run_label(by_id[i], names.get(i)),
