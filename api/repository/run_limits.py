@@ -9,8 +9,10 @@
 - Deaths (FEDGEN_MAX_ATTEMPTS): a worker died holding the run when the run is found unheld
   (lease expired, or holder gone) with its lease token still set: every way a worker lets a
   run go on purpose (finish, hand back for a dataset or out of memory, the hand-back of a
-  database outage) clears the token. The death is counted once (the token is cleared with it,
-  compare-and-set), in info['deaths'] = {count, round, worker}. The count restarts when the
+  database outage) clears the token. The death is counted once per lease (info['deaths'] =
+  {count, round, worker, lease}: the lease token it was counted for); the token itself is left
+  alone, so a holder that was only slow to beat (a loaded machine) keeps its run if it renews
+  before another worker claims it. The count restarts when the
   run stored a new round since the last death, so a run that progresses between worker
   restarts (a deploy, a rebooted host) is never failed by it: only one that dies
   FEDGEN_MAX_ATTEMPTS times in a row at the same place (it kills its worker) fails.
@@ -126,6 +128,8 @@ def count_deaths(
     for row in session.execute(stmt).all():
         info = dict(row.info or {})
         last = info.get("deaths") or {}
+        if last.get("lease") == row.lease_token:
+            continue  # this lease's death is counted already
         same = last.get("round") == row.current_round
         count = int(last.get("count") or 0) + 1 if same else 1
         if count >= max_attempts:
@@ -133,11 +137,18 @@ def count_deaths(
             if _fail(session, row.id, why, now, lease_token=row.lease_token):
                 failed.append(row.id)
             continue
-        info["deaths"] = {"count": count, "round": row.current_round, "worker": row.worker}
+        # The lease is left as it is: a holder that was only slow (a loaded machine missing
+        # heartbeats) keeps its run if it renews before another worker claims it.
+        info["deaths"] = {
+            "count": count,
+            "round": row.current_round,
+            "worker": row.worker,
+            "lease": row.lease_token,
+        }
         session.execute(
             update(Run)
             .where(Run.id == row.id, Run.lease_token == row.lease_token)
-            .values(lease_token=None, info=info)
+            .values(info=info)
             .execution_options(synchronize_session=False)
         )
     return failed

@@ -36,7 +36,6 @@ SOURCES = ("pyproject.toml", "README.md", "fedgen", "api", "worker", "dashboard"
 WHEEL_ARGS = ("wheel", "--no-deps", "--no-build-isolation")
 WHEEL_CMD = f"pip {' '.join(WHEEL_ARGS)} -w /wheels ."
 # The image's site-packages (python:3.11-slim, installed with its pip), as compose names it.
-IMAGE_SITE = "/usr/local/lib/python3.11/site-packages/"
 PG_BASE = os.environ.get(
     "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
@@ -248,16 +247,27 @@ def test_dockerfile_installs_this_wheel() -> None:
 
 
 def test_compose_dashboard_runs_the_installed_app(installed: Installed) -> None:
-    """Every .py file a compose command names is an installed file of the image's wheel."""
+    """The compose dashboard is `fedgen-lab dashboard`, which serves the wheel's own app file
+    (no .py path of the source tree), and the installed command takes compose's flags."""
     # Prepare
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    commands = [s["command"] for s in services.values() if "command" in s]
-    files = [a for c in commands for a in shlex.split(c) if a.endswith(".py")]
+    argv = shlex.split(services["dashboard"]["command"])
+    code = "from worker.supervisor import DASHBOARD_APP; print(DASHBOARD_APP)"
 
     # Execute
-    relative = [f.removeprefix(IMAGE_SITE) for f in files]
+    app = installed.run(str(installed.venv / "bin" / "python"), "-c", code, db_url="sqlite://")
+    helped = installed.run(
+        str(installed.venv / "bin" / "fedgen-lab"), "dashboard", "--help", db_url="sqlite://"
+    )
 
     # Assert
-    assert files, "the dashboard's streamlit app"
-    assert all(f.startswith(IMAGE_SITE) for f in files), files
-    assert all((installed.site / r).is_file() for r in relative), relative
+    assert argv[:2] == ["fedgen-lab", "dashboard"], argv
+    assert not [a for a in argv if a.endswith(".py")], argv
+    assert app.returncode == 0, app.stderr
+    path = Path(app.stdout.strip())
+    assert path.is_relative_to(installed.site), path
+    assert path.is_file(), path
+    assert helped.returncode == 0, helped.stderr
+    for flag in argv[2:]:
+        if flag.startswith("--"):
+            assert flag in helped.stdout, flag
