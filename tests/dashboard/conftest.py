@@ -12,6 +12,20 @@ import streamlit as st
 from tests.dashboard.lab import Lab, seed_lab, start_lab
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _component_scan_once() -> Iterator[None]:
+    """Each new AppTest scans every installed distribution's metadata for Streamlit components
+    (0.2-0.4 s here, hundreds of times a session); none is installed or removed while the
+    tests run, so the first scan serves them all."""
+    from streamlit.components.v2 import manifest_scanner
+
+    found = manifest_scanner.scan_component_manifests()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(manifest_scanner, "scan_component_manifests", lambda *_a, **_k: list(found))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The real API on a loopback port, on a fresh test database."""
