@@ -228,8 +228,21 @@ CELL_FIELDS = frozenset({
     "algorithm.name", "data.name", "local_steps", "partition.alpha", "users_per_round",
     "partition.num_users",
 })  # fmt: skip
-SUMMARY_COLUMNS = ["dataset", "setting", "T", "algorithm", "mean", "std", "n", "label",
-                   "paper_setting", "n_total", "varying", "statistic", "fields"]  # fmt: skip
+SUMMARY_COLUMNS = [
+    "dataset",
+    "setting",
+    "T",
+    "algorithm",
+    "mean",
+    "std",
+    "n",
+    "label",
+    "paper_setting",
+    "n_total",
+    "varying",
+    "statistic",
+    "fields",
+]
 
 
 def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
@@ -324,8 +337,16 @@ def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
     Rows keep the setting they were measured in (`setting_key` matches rows of one setting,
     whatever the algorithm) so Table 3 never compares FedGen on one dataset with FedAvg on another.
     """
-    cols = ["algorithm", "gen_batch_size", "mean_ms", "std_ms", "n", "setting", "setting_key",
-            "fields"]  # fmt: skip
+    cols = [
+        "algorithm",
+        "gen_batch_size",
+        "mean_ms",
+        "std_ms",
+        "n",
+        "setting",
+        "setting_key",
+        "fields",
+    ]
     rows: list[dict[str, Any]] = []
     for r in payload.get("rows") or []:
         if r.get("mean_ms") is None:
