@@ -6,6 +6,7 @@ WORKDIR /src
 RUN pip install --no-cache-dir "setuptools>=68" wheel
 COPY pyproject.toml README.md ./
 COPY fedgen ./fedgen
+COPY lab ./lab
 COPY api ./api
 COPY worker ./worker
 COPY dashboard ./dashboard

@@ -1,1 +1,3 @@
-"""FedGen Lab server: storage, REST API and the pieces the worker shares."""
+"""The HTTP door of FedGen Lab: FastAPI routes, request/response schemas, dependencies
+(authentication, rate limits, owner checks), error answers, the OpenAPI document and docs pages.
+Everything it reads or writes goes through lab/."""

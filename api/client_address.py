@@ -6,27 +6,10 @@ a stranger cannot pick the address their failures are counted against."""
 from __future__ import annotations
 
 import ipaddress
-from functools import lru_cache
 
 from starlette.requests import HTTPConnection
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@lru_cache(maxsize=64)
-def parse_proxies(text: str) -> tuple[Network, ...]:
-    """'10.0.0.0/8, 127.0.0.1' -> networks; a ValueError names the entry that is not one."""
-    nets: list[Network] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        try:
-            nets.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            raise ValueError(
-                f"FEDGEN_TRUSTED_PROXIES: {part!r} is not an address or a CIDR"
-            ) from None
-    return tuple(nets)
+from lab.config import Network, parse_proxies
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

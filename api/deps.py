@@ -11,16 +11,16 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.client_address import client_address
-from api.config import Settings
-from api.db import session_scope
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.models import ApiToken, Run, Sweep, User
-from api.repository import audit
-from api.repository import runs as runs_repo
-from api.repository import sweeps as sweeps_repo
-from api.repository import tokens as tokens_repo
 from api.service import Submitter
+from lab.config import Settings
+from lab.db import session_scope
+from lab.models import ApiToken, Run, Sweep, User
+from lab.repository import audit
+from lab.repository import runs as runs_repo
+from lab.repository import sweeps as sweeps_repo
+from lab.repository import tokens as tokens_repo
 
 
 class _Owned(Protocol):

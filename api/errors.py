@@ -23,8 +23,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 
-from api.db import is_unavailable
 from fedgen.spec import format_validation_error
+from lab.db import is_unavailable
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 
 from api import docs_ui, errors
-from api.config import Settings, get_settings
-from api.db import make_engine, make_sessionmaker
 from api.limits import BodyLimit, Limits
 from api.openapi import build_openapi
-from api.queue import Enqueue, Sender
 from api.routes import misc
 from api.v1 import API_PREFIX, v1_router
 from fedgen import plugins
+from lab.config import Settings, get_settings
+from lab.db import make_engine, make_sessionmaker
+from lab.queue import Enqueue, Sender
 
 __all__ = ["API_PREFIX", "create_app"]
 
@@ -107,7 +107,7 @@ def create_app(
         if session_factory is None:
             s.ensure_dirs()
             if s.auto_upgrade:
-                from api.migrate import upgrade
+                from migrations.apply import upgrade
 
                 upgrade(s.database_url)
             engine = make_engine(s.database_url)

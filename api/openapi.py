@@ -18,9 +18,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from api.config import Settings
 from fedgen.spec import ExperimentSpec
 from fedgen.sweep import MAX_SWEEP_RUNS
+from lab.config import Settings
 
 REF = "#/components/schemas/{model}"
 MAX_GRID_KEYS = 16

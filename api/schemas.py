@@ -195,7 +195,7 @@ class RunPublic(_FromRow):
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
-    # Read from a Run row whose owner is loaded (api.repository.runs loads it with the run).
+    # Read from a Run row whose owner is loaded (lab.repository.runs loads it with the run).
 
     id: IdStr
     status: RunStatus

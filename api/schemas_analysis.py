@@ -1,7 +1,7 @@
 """Responses of the aggregates over runs: GET /timing (Table 3), /difference, a sweep's
 summary, and the studies (list, definition, launch, results).
 
-They are built from dicts (api.analysis, api.study_queries, fedgen.studies); `extra="forbid"`
+They are built from dicts (lab.analysis, lab.study_queries, fedgen.studies); `extra="forbid"`
 makes a key that drifts from the model fail the tests loudly instead of being dropped from
 the response.
 """

@@ -1,6 +1,6 @@
 """Services between handlers and the repository.
 
-Submitting only writes queued rows (rule 9: commit first); the dispatcher (api.dispatch, run by
+Submitting only writes queued rows (rule 9: commit first); the dispatcher (lab.dispatch, run by
 the workers) sends them. After the commit, submit runs one dispatch pass so a run starts at once
 when its queue has a free slot; when that fails or finds the lease taken, the workers' next pass
 sends it (FEDGEN_REAPER_S), so nothing depends on it.
@@ -20,18 +20,7 @@ from typing import Any
 from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
-from api import fairshare
-from api.config import Settings
-from api.dispatch import dispatch_pass
 from api.errors import FieldErrors
-from api.models import Run, Sweep, User, utcnow
-from api.queue import Enqueue, queue_for_device
-from api.repository import annotations as annotations_repo
-from api.repository import audit
-from api.repository import runs as runs_repo
-from api.repository import sweeps as sweeps_repo
-from api.repository.annotations import tags_of
-from api.repository.workers import served_queues
 from api.schemas import AnnotationsUpdate, RunPublic
 from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.sizes import checkpoint_estimate, format_bytes
@@ -39,6 +28,17 @@ from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand, grid_location
 from fedgen.versions import versions
+from lab import fairshare
+from lab.config import Settings
+from lab.dispatch import dispatch_pass
+from lab.models import Run, Sweep, User, utcnow
+from lab.queue import Enqueue, queue_for_device
+from lab.repository import annotations as annotations_repo
+from lab.repository import audit
+from lab.repository import runs as runs_repo
+from lab.repository import sweeps as sweeps_repo
+from lab.repository.annotations import tags_of
+from lab.repository.workers import served_queues
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ def withdraw_run(session: Session, run: Run, actor: audit.Actor) -> None:
 
     The rule: cancel stops the run (queued: at once; running: between rounds) and keeps every
     checkpoint it has committed (full, generator, final); they go only when the run is purged
-    from the trash (api.trash). The worker's and the dispatcher's cancel paths keep them too.
+    from the trash (lab.trash). The worker's and the dispatcher's cancel paths keep them too.
     """
     was = run.status
     runs_repo.request_cancel(session, run.id)

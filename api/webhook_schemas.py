@@ -1,5 +1,5 @@
 """Webhooks' request and response bodies and their limits; the URL's form is checked here, its
-target (FEDGEN_WEBHOOK_ALLOW, names and addresses) in api/webhook_targets.py."""
+target (FEDGEN_WEBHOOK_ALLOW, names and addresses) in lab/webhook_targets.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas import IdStr
+from lab.webhook_events import EVENTS, WebhookEvent
 
-# The events a webhook may subscribe to; `test` is the "send test" delivery, always sent.
-WebhookEvent = Literal["run.failed", "run.succeeded", "sweep.finished", "study.finished"]
-EVENTS: tuple[str, ...] = ("run.failed", "run.succeeded", "sweep.finished", "study.finished")
-TEST_EVENT = "test"
 MAX_URL_CHARS = 2000  # the column's length
 MIN_SECRET_CHARS, MAX_SECRET_CHARS = 16, 128
 MAX_WEBHOOKS_PER_USER = 20  # each one multiplies the deliveries of every run's end

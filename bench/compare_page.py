@@ -6,7 +6,7 @@ Usage: python -m bench.compare_page [--runs 50] [--rounds 200] [--repeat 3] [--s
 
 Fills a scratch lab (SQLite under a temp FEDGEN_HOME) with a finished sweep: 5
 algorithms x 2 alphas x seeds, its rounds written straight through the repository's
-round write (`api.repository.metrics.write_round`, the worker's own path) with synthetic
+round write (`lab.repository.metrics.write_round`, the worker's own path) with synthetic
 curves instead of training. Then starts the API and the dashboard as child processes
 (tests/dashboard/stack.py), opens `/compare?runs=<all ids>` in headless Debian Chromium
 through Playwright and takes the time from navigation start (`performance.now()` in the
@@ -117,10 +117,10 @@ def fill(
 
     `upto`: write rounds 0..upto only and leave the runs running (lease "bench-<id>").
     """  # fmt: skip
-    from api.config import Settings
-    from api.db import make_engine, make_sessionmaker
-    from api.repository import metrics as metrics_repo
-    from api.repository import runs as runs_repo
+    from lab.config import Settings
+    from lab.db import make_engine, make_sessionmaker
+    from lab.repository import metrics as metrics_repo
+    from lab.repository import runs as runs_repo
 
     seeds = max(1, math.ceil(n_runs / (len(BENCH_ALGORITHMS) * len(ALPHAS))))
     grid = {"algorithm": BENCH_ALGORITHMS, "partition.alpha": ALPHAS, "seed": list(range(seeds))}
@@ -162,9 +162,9 @@ class RoundWriter(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        from api.config import Settings
-        from api.db import make_engine, make_sessionmaker
-        from api.repository import metrics as metrics_repo
+        from lab.config import Settings
+        from lab.db import make_engine, make_sessionmaker
+        from lab.repository import metrics as metrics_repo
 
         factory = make_sessionmaker(make_engine(Settings(home=self.home).database_url))
         while not self.stop.wait(self.period):

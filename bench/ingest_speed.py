@@ -23,10 +23,10 @@ import numpy as np
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.db import make_engine, make_sessionmaker
-from api.models import Run
-from api.repository import runs as runs_repo
-from api.repository import users as users_repo
+from lab.db import make_engine, make_sessionmaker
+from lab.models import Run
+from lab.repository import runs as runs_repo
+from lab.repository import users as users_repo
 from bench.scratch_db import scratch_database
 from fedgen.events import COMMON_METRICS, Checkpoint, RoundEvent, UserRoundMetrics
 from fedgen.sizes import format_bytes

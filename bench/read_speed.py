@@ -17,10 +17,10 @@ import time
 import httpx
 from sqlalchemy import insert, update
 
-from api.db import make_engine, make_sessionmaker
-from api.models import RoundMetrics, Run
-from api.repository import runs as runs_repo
-from api.repository import users as users_repo
+from lab.db import make_engine, make_sessionmaker
+from lab.models import RoundMetrics, Run
+from lab.repository import runs as runs_repo
+from lab.repository import users as users_repo
 from bench.scratch_db import scratch_database
 from fedgen.events import COMMON_METRICS
 

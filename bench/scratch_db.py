@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 from sqlalchemy import text
 
-from api.config import normalize_database_url
-from api.db import make_engine
-from api.migrate import upgrade
+from lab.config import normalize_database_url
+from lab.db import make_engine
+from migrations.apply import upgrade
 
 
 @contextmanager

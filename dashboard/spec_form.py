@@ -15,7 +15,7 @@ What is shown is what is sent: the widgets take any number (a bounded Streamlit 
 its last in-range value while showing the typed one in red), and `check` / `check_list`
 (dashboard.form_checks) refuse a value outside the schema's limits with the field's limit
 ("must be at least 1"). `Offer` (dashboard.worker_offer) says which datasets the live
-workers (GET /workers) can load, as the dispatcher (api/dispatch.py) decides it.
+workers (GET /workers) can load, as the dispatcher (lab/dispatch.py) decides it.
 `help_text` gives each field its help: the schema's description, the fidelity knob's paper
 and official values (fedgen.knobs), the generator presets (fedgen.generator_presets), and
 `HELP` only where the spec has no description.

@@ -3,7 +3,7 @@
 Table 1's CSV has accuracies in percent with the unit in the header (`mean_pct`, `std_pct`,
 `paper_mean_pct`, ...), Table 3's milliseconds (`ours_ms`) and ratios; both rounded to the
 DECIMALS the tables show, so a float's binary noise (75.94800000000001) never reaches the file.
-The sweep plot's CSV (`api.plot_data.plot_csv`) uses the same unit and rounding. Each CSV has a
+The sweep plot's CSV (`lab.plot_data.plot_csv`) uses the same unit and rounding. Each CSV has a
 column per spec field that varies across its rows, named by the dotted path
 (`partition.alpha`), so rows that read alike ("FedAvg") are told apart. No Streamlit.
 """

@@ -1,5 +1,5 @@
 """Which datasets the live workers of a run's queue can load (GET /workers), as the
-dispatcher (api/dispatch.py) decides it: the Submit form offers those and says why a run
+dispatcher (lab/dispatch.py) decides it: the Submit form offers those and says why a run
 would wait.
 """
 
@@ -13,7 +13,7 @@ NO_WORKER_HAS = "no live worker has it"
 
 
 def queue_kind(device: str) -> str:
-    """'gpu' for a cuda device, else 'cpu': the queue a run goes to (api.queue.queue_for_device,
+    """'gpu' for a cuda device, else 'cpu': the queue a run goes to (lab.queue.queue_for_device,
     less the lab's queue prefix, which a worker's queue names end with)."""
     return "gpu" if str(device).startswith("cuda") else "cpu"
 
@@ -24,7 +24,7 @@ class Offer:
 
     `datasets` None: some worker of the queue does not say (taken to load all, as the
     dispatcher does). `any_worker`: the spec names its own data.root or data.download, so
-    any worker of the queue may take it (api.fairshare.LiveWorker.can_run).
+    any worker of the queue may take it (lab.fairshare.LiveWorker.can_run).
     """
 
     queue: str

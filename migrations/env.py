@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from api.config import get_settings
-from api.db import make_engine
-from api.models import Base
+from lab.config import get_settings
+from lab.db import make_engine
+from lab.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sqlalchemy import text
 
-    from api.db import make_engine
+    from lab.db import make_engine
 
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if on_main else None

@@ -16,11 +16,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
 from api.main import create_app
-from api.migrate import upgrade
-from api.models import Base
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import Base
+from migrations.apply import upgrade
 from tests.factories import create_user
 from tests.needs import needs
 

@@ -8,14 +8,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api.models import Run, User
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
-from api.repository import users as users_repo
-from api.repository import workers as workers_repo
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
+from lab.models import Run, User
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
+from lab.repository import users as users_repo
+from lab.repository import workers as workers_repo
 
 
 def make_spec(**overrides: Any) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def create_sweep_runs(
     session: Session, owner: User, grid: dict[str, list[Any]], base: dict[str, Any] | None = None
 ) -> tuple[uuid.UUID, list[Run]]:
     """A sweep row and its expanded runs, committed (no enqueue)."""
-    from api.repository import sweeps as sweeps_repo
+    from lab.repository import sweeps as sweeps_repo
 
     base = base or make_spec()
     sweep = sweeps_repo.create_sweep(session, name="t", base=base, grid=grid, owner_id=owner.id)

@@ -1,5 +1,5 @@
 """Test stand-ins for the network a webhook reaches: a fake DNS (`FakeDNS`, patched over
-api.webhook_targets.resolve, so no test asks a real resolver) and receivers on 127.0.0.1 (an
+lab.webhook_targets.resolve, so no test asks a real resolver) and receivers on 127.0.0.1 (an
 HTTP server answering a chosen status and body, optionally over TLS, and a raw TCP service
 that answers a non-HTTP banner)."""
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from api.webhook_targets import IP
+from lab.webhook_targets import IP
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The worker's Celery app: long-run-safe settings, state in the DB (no result backend).
 
-Task name, queue names and broker options come from api.queue, which the API sends with.
+Task name, queue names and broker options come from lab.queue, which the API sends with.
 
 acks_late + reject_on_worker_lost + prefetch 1 means a run whose worker dies is
 redelivered; the lease in the runs table makes a redelivery harmless. The Redis
@@ -15,9 +15,9 @@ from functools import lru_cache
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings, get_settings
-from api.db import make_engine, make_sessionmaker
-from api.queue import broker_options
+from lab.config import Settings, get_settings
+from lab.db import make_engine, make_sessionmaker
+from lab.queue import broker_options
 
 
 def make_celery(settings: Settings | None = None) -> Celery:

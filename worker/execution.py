@@ -29,21 +29,21 @@ from typing import Any, Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings, get_settings
-from api.db import db_now, is_unavailable, session_scope
-from api.dispatch import liveness
-from api.models import Run
-from api.repository import checkpoints as ckpt_repo
-from api.repository import run_limits
-from api.repository import runs as runs_repo
-from api.repository.metrics import LeaseLost, RoundGap
-from api.store import CheckpointStore
 from fedgen.data.common import DatasetError
 from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.events import RunSummary, Sink
 from fedgen.resources import Cost, MeteredSink, ResourceMeter, is_cuda_oom, release_cuda
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.status import TERMINAL
+from lab.config import Settings, get_settings
+from lab.db import db_now, is_unavailable, session_scope
+from lab.dispatch import liveness
+from lab.models import Run
+from lab.repository import checkpoints as ckpt_repo
+from lab.repository import run_limits
+from lab.repository import runs as runs_repo
+from lab.repository.metrics import LeaseLost, RoundGap
+from lab.store import CheckpointStore
 from worker.lease import Lease
 from worker.outcomes import MAX_HAND_BACKS as MAX_HAND_BACKS  # re-exported: tests import it here
 from worker.outcomes import (

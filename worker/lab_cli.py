@@ -14,8 +14,8 @@ import socket
 import sys
 from urllib.parse import urlsplit, urlunsplit
 
-from api.config import Settings, get_settings
 from fedgen import plugins
+from lab.config import Settings, get_settings
 from worker import tokens_cli, trash_cli
 
 EMBEDDED_FLAG_HELP = (
@@ -168,7 +168,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
-    from api.queue import Sender, prefixed, worker_queue
+    from lab.queue import Sender, prefixed, worker_queue
     from worker.capabilities import Advertised, install
     from worker.celery_app import celery_app, worker_sessionmaker
     from worker.reaper import start_dispatcher
@@ -230,7 +230,7 @@ def _run_celery_worker(args: argparse.Namespace, base_queues: str) -> int:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    from api.migrate import upgrade
+    from migrations.apply import upgrade
     from worker.supervisor import run_up
 
     s = get_settings()
@@ -283,7 +283,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
-    from api.migrate import upgrade
+    from migrations.apply import upgrade
 
     s = get_settings()
     print_connections("db upgrade", s)
@@ -294,8 +294,8 @@ def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
 
 
 def _session_factory(command: str):  # type: ignore[no-untyped-def]
-    from api.db import make_engine, make_sessionmaker
-    from api.migrate import upgrade
+    from lab.db import make_engine, make_sessionmaker
+    from migrations.apply import upgrade
 
     s = get_settings()
     print_connections(command, s)
@@ -310,9 +310,9 @@ def _cmd_users_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_requeue(_args: argparse.Namespace) -> int:
-    from api.dispatch import dispatch_pass
-    from api.queue import Sender
-    from api.repository import runs as runs_repo
+    from lab.dispatch import dispatch_pass
+    from lab.queue import Sender
+    from lab.repository import runs as runs_repo
 
     factory = _session_factory("requeue")
     s = get_settings()
@@ -339,8 +339,8 @@ def _size(n: int) -> str:
 
 
 def _cmd_checkpoints_import(_args: argparse.Namespace) -> int:
-    from api.repository.checkpoints import import_files
-    from api.store import CheckpointStore
+    from lab.repository.checkpoints import import_files
+    from lab.store import CheckpointStore
 
     factory = _session_factory("checkpoints import")
     root = get_settings().checkpoint_root

@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import is_unavailable, session_scope
-from api.repository import runs as runs_repo
+from lab.config import Settings
+from lab.db import is_unavailable, session_scope
+from lab.repository import runs as runs_repo
 
 log = logging.getLogger(__name__)
 

@@ -18,17 +18,17 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import durable_commit, session_scope
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
-from api.repository import workers as workers_repo
-from api.store import CheckpointStore
 from fedgen.data.common import DatasetError
 from fedgen.data.registry import get_dataset
 from fedgen.events import RunSummary
 from fedgen.resources import ResourceMeter, format_bytes, gpu_memory
 from fedgen.spec import ExperimentSpec
+from lab.config import Settings
+from lab.db import durable_commit, session_scope
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
+from lab.repository import workers as workers_repo
+from lab.store import CheckpointStore
 from worker import capabilities
 from worker.sink import CheckpointWriteFailed
 
@@ -70,7 +70,7 @@ def finish(
     factory: sessionmaker[Session], rid: uuid.UUID, token: str, status: str, **end: Any
 ) -> None:
     """Record the run's end state (if `token` still holds its lease); `end`: the error, summary
-    and cost keywords of `api.repository.runs.finish`."""
+    and cost keywords of `lab.repository.runs.finish`."""
     with session_scope(factory) as sess:
         _record_end(sess, rid, token, status, **end)
 
@@ -156,7 +156,7 @@ def out_of_memory(
     as such (the error names the device and its free and total memory; oom_count + 1;
     info['oom'] says where), and hand the run back to the queue for a GPU with more free memory
     than this one had when the segment began (the dispatcher filters on it:
-    api.fairshare.LiveWorker.has_memory); out of memory MAX_OOMS times: failed."""
+    lab.fairshare.LiveWorker.has_memory); out of memory MAX_OOMS times: failed."""
     free, total = meter.free_at_start, meter.total_bytes
     if free is None:  # not measured at the start: what the device has now the run is gone
         free, total = gpu_memory(meter.index)

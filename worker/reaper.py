@@ -1,10 +1,10 @@
 """Each worker process's dispatch loop: keep its `workers` row alive, and dispatch.
 
 Every FEDGEN_REAPER_S the loop renews the process's rows in `workers` (name, queue, slots,
-heartbeat, host, and what it can run: worker.capabilities), then runs one `api.dispatch.dispatch_pass`, which only one process at a time
+heartbeat, host, and what it can run: worker.capabilities), then runs one `lab.dispatch.dispatch_pass`, which only one process at a time
 performs (the one-row dispatcher lease). That pass sends queued runs to free slots in fair
 order, re-sends runs whose message was lost (after a back-off per run) and runs whose lease
-expired or whose holder is gone (its worker died: see api.repository.runs.Liveness). So an
+expired or whose holder is gone (its worker died: see lab.repository.runs.Liveness). So an
 accepted run reaches a worker after a broker outage, a lost message, a failed send at submission,
 exhausted task retries or a killed worker, with no manual step.
 
@@ -16,7 +16,7 @@ A slot that ends a run does not wait for the next tick: the task calls `nudge_di
 wakes this process's loop for a pass at once, so the slot takes the next queued run (still in
 fair order) instead of idling up to FEDGEN_REAPER_S between runs.
 
-The same loop purges the trash (`api.trash.purge_pass`): runs and sweeps deleted more than
+The same loop purges the trash (`lab.trash.purge_pass`): runs and sweeps deleted more than
 FEDGEN_TRASH_DAYS ago go for good, at most 50 of each per pass, each recorded in the audit log.
 
 `register_worker` is also what a supervisor starting several worker processes (`--slots`)
@@ -36,12 +36,12 @@ from datetime import datetime
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api import trash
-from api.config import Settings
-from api.db import session_scope
-from api.dispatch import PassReport, dispatch_pass, liveness
-from api.queue import Sender
-from api.repository import workers as workers_repo
+from lab import trash
+from lab.config import Settings
+from lab.db import session_scope
+from lab.dispatch import PassReport, dispatch_pass, liveness
+from lab.queue import Sender
+from lab.repository import workers as workers_repo
 from worker.capabilities import Advertised, host_name
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.db import session_scope
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
 from fedgen.events import RoundEvent, RunInfo, RunSummary
+from lab.db import session_scope
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
 
 
 class CheckpointWriteFailed(RuntimeError):

@@ -15,8 +15,8 @@ import time
 
 from celery import Task
 
-from api.config import Settings, get_settings
-from api.queue import TASK_NAME
+from lab.config import Settings, get_settings
+from lab.queue import TASK_NAME
 from worker.celery_app import celery_app, worker_sessionmaker
 from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
 from worker.reaper import nudge_dispatcher

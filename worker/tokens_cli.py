@@ -14,8 +14,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from api.config import get_settings
-from api.security import LifetimeTooLong, lifetime_days
+from lab.config import get_settings
+from lab.security import LifetimeTooLong, lifetime_days
 
 CLI_ACTOR_NAME = "cli"
 
@@ -41,10 +41,10 @@ def _when(at: datetime | None) -> str:
 def create_and_print(args: argparse.Namespace, *, create_user: bool) -> int:
     """`users create NAME` (the user made if new) or `tokens create USER` (an existing user):
     a new token, printed as the last line, recorded in the audit log."""
-    from api.db import session_scope
-    from api.repository import audit
-    from api.repository import tokens as tokens_repo
-    from api.repository import users as users_repo
+    from lab.db import session_scope
+    from lab.repository import audit
+    from lab.repository import tokens as tokens_repo
+    from lab.repository import users as users_repo
 
     try:
         days = _lifetime(args.expires_days)
@@ -97,7 +97,7 @@ def _cmd_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from api.repository import tokens as tokens_repo
+    from lab.repository import tokens as tokens_repo
 
     with _factory("tokens list")() as session:
         user_id = None
@@ -128,9 +128,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_revoke(args: argparse.Namespace) -> int:
-    from api.db import session_scope
-    from api.repository import audit
-    from api.repository import tokens as tokens_repo
+    from lab.db import session_scope
+    from lab.repository import audit
+    from lab.repository import tokens as tokens_repo
 
     if (args.token_id is None) == (args.all is None):
         print("error: give a TOKEN_ID or --all USER (one of them)", file=sys.stderr)

@@ -1,6 +1,6 @@
 """`fedgen-lab trash purge [--older-than-days D]`: delete for good, now, the runs and sweeps
 that have been in the trash longer than D days (default FEDGEN_TRASH_DAYS), as the workers'
-periodic pass does (api.trash.purge_pass), batch after batch until none is left. Each one is
+periodic pass does (lab.trash.purge_pass), batch after batch until none is left. Each one is
 recorded in the audit log (run.purge / sweep.purge, by `system`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from api.config import get_settings
+from lab.config import get_settings
 
 
 def _factory(command: str) -> Any:
@@ -29,7 +29,7 @@ def _days(text: str) -> float:
 
 
 def _cmd_purge(args: argparse.Namespace) -> int:
-    from api import trash
+    from lab import trash
 
     factory = _factory("trash purge")
     settings = get_settings()

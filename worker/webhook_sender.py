@@ -1,7 +1,7 @@
 """Each worker process's webhook sender: a daemon thread that POSTs due deliveries.
 
 It never touches a run: events are queued by the transaction that ends a run or a sweep
-(api/repository/webhooks.py), and this thread, beside the dispatch loop, sends them on its own
+(lab/repository/webhooks.py), and this thread, beside the dispatch loop, sends them on its own
 sessions and its own HTTP client, so a slow or dead receiver delays only other deliveries.
 
 One attempt: claim one due delivery (`claim_due`: safe with many workers), POST its JSON with
@@ -11,7 +11,7 @@ secret>`; a 2xx is delivered. Anything else is retried after 2, 4, 8 ... s (FEDG
 BACKOFF_S, at most FEDGEN_WEBHOOK_BACKOFF_MAX_S) until FEDGEN_WEBHOOK_RETRIES attempts, then
 the delivery is failed; each attempt's status code or error is written on the row.
 
-Before each POST the URL's host is resolved and checked again (api/webhook_targets.py): a name
+Before each POST the URL's host is resolved and checked again (lab/webhook_targets.py): a name
 FEDGEN_WEBHOOK_ALLOW no longer allows, or one that now resolves to a non-public address it does
 not name, fails at once, unsent ("refused: ..."); a name that does not resolve is retried. The
 POST then goes to the checked address itself (the URL's host replaced by it, the original
@@ -35,12 +35,12 @@ import httpx
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api import webhook_payloads as payloads
-from api.config import Settings
-from api.db import session_scope
-from api.repository import webhooks as hooks_repo
-from api.repository.webhooks import Attempt
-from api.webhook_targets import Target, TargetRefused, check_target
+from lab import webhook_payloads as payloads
+from lab.config import Settings
+from lab.db import session_scope
+from lab.repository import webhooks as hooks_repo
+from lab.repository.webhooks import Attempt
+from lab.webhook_targets import Target, TargetRefused, check_target
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
 from api.errors import FieldErrors
-from api.repository import audit
 from api.schemas import AUTHED, IsoDatetime, error_responses
 from api.schemas_audit import AuditEventPublic, AuditPublic
+from lab.repository import audit
 
 router = APIRouter(prefix="/audit", tags=["audit"])
 NO_NUL = r"^[^\x00]*$"

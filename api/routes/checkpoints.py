@@ -15,9 +15,9 @@ from api.deps import (
     StreamSessionDep,
     parse_uuid,
 )
-from api.repository import checkpoints as ckpt_repo
 from api.schemas import AUTHED, CheckpointPublic, CheckpointsPublic, error_responses
-from api.store import CheckpointStore
+from lab.repository import checkpoints as ckpt_repo
+from lab.store import CheckpointStore
 
 router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
 

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from api import analysis
 from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
 from api.schemas import AUTHED, error_responses
 from api.schemas_analysis import Difference
+from lab import analysis
 
 router = APIRouter(tags=["metrics"])
 _WS = r"[ \t\n\r\f\v]*"

@@ -23,7 +23,6 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from api.db import is_unavailable
 from api.deps import (
     CredsDep,
     RunDep,
@@ -34,19 +33,20 @@ from api.deps import (
 )
 from api.errors import RETRY_AFTER_S
 from api.limits import Limits
-from api.models import Run
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
-from api.repository import tokens as tokens_repo
 from api.schemas import AUTHED, error_responses
 from api.schemas_spec import StreamToken
-from api.security import (
+from fedgen.status import TERMINAL
+from lab.db import is_unavailable
+from lab.models import Run
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
+from lab.repository import tokens as tokens_repo
+from lab.security import (
     STREAM_TOKEN_TTL_S,
     new_stream_token,
     parse_stream_token,
     stream_token_valid,
 )
-from fedgen.status import TERMINAL
 
 router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1

@@ -9,14 +9,8 @@ from typing import Annotated, Any, cast
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from api import history_cache
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
-from api.downsample import Columns, downsample, to_columns
 from api.errors import FieldErrors
-from api.history_cache import History
-from api.models import Run
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
 from api.schemas import (
     AUTHED,
     ComparePublic,
@@ -29,6 +23,12 @@ from api.schemas import (
     error_responses,
     segments_out,
 )
+from lab import history_cache
+from lab.downsample import Columns, downsample, to_columns
+from lab.history_cache import History
+from lab.models import Run
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
 
 router = APIRouter(tags=["metrics"])
 MAX_ROUND = 2**31 - 1  # the round columns are 32-bit

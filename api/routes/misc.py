@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from api import analysis, readiness, service
+from api import readiness, service
 from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
 from api.routes.runs import NO_NUL
 from api.schemas import AUTHED, BODY, Health, SpecValidate, UserPublic, error_responses
@@ -21,6 +21,7 @@ from api.schemas_spec import (
 )
 from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
+from lab import analysis
 
 router = APIRouter()
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from pydantic import Field
 
-from api import service, trash
+from api import service
 from api.deps import (
     ActorDep,
     OwnRunDep,
@@ -21,16 +21,6 @@ from api.deps import (
     require_owner,
 )
 from api.errors import FieldErrors
-from api.models import Run
-from api.repository import runs as runs_repo
-from api.repository import sweeps as sweeps_repo
-from api.repository.spec_filter import (
-    MAX_WHERE,
-    MAX_WHERE_CHARS,
-    WHERE_PATTERN,
-    field_problems,
-    parse_where,
-)
 from api.schemas import (
     AUTHED,
     BODY,
@@ -43,6 +33,17 @@ from api.schemas import (
     error_responses,
 )
 from fedgen.status import RunStatus
+from lab import trash
+from lab.models import Run
+from lab.repository import runs as runs_repo
+from lab.repository import sweeps as sweeps_repo
+from lab.repository.spec_filter import (
+    MAX_WHERE,
+    MAX_WHERE_CHARS,
+    WHERE_PATTERN,
+    field_problems,
+    parse_where,
+)
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from api import service, study_queries
+from api import service
 from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
@@ -30,6 +30,7 @@ from api.schemas_analysis import (
 )
 from fedgen import studies
 from fedgen.spec import SpecError
+from lab import study_queries
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 

@@ -13,11 +13,8 @@ from fastapi.types import DecoratedCallable
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api import analysis, deps, plot_data, service, trash
+from api import deps, service
 from api.errors import FieldErrors
-from api.models import Sweep
-from api.repository import sweeps as sweeps_repo
-from api.repository.annotations import tags_of
 from api.schemas import (
     AUTHED,
     BODY,
@@ -31,6 +28,10 @@ from api.schemas import (
 from api.schemas_analysis import SweepSummary
 from api.schemas_trash import SweepRestored
 from fedgen.specdict import group_fields
+from lab import analysis, plot_data, trash
+from lab.models import Sweep
+from lab.repository import sweeps as sweeps_repo
+from lab.repository.annotations import tags_of
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 GROUP_BY_PATTERN = rf"^ *{_FIELD} *(, *{_FIELD} *)*$"

@@ -14,12 +14,12 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import ActorDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
 from api.errors import FieldErrors
-from api.models import ApiToken
-from api.repository import audit
-from api.repository import tokens as tokens_repo
 from api.schemas import AUTHED, BODY, error_responses
 from api.schemas_tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
-from api.security import LifetimeTooLong, lifetime_days
+from lab.models import ApiToken
+from lab.repository import audit
+from lab.repository import tokens as tokens_repo
+from lab.security import LifetimeTooLong, lifetime_days
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
 

@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
-from api import trash
-from api.config import Settings
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
-from api.models import Run, Sweep
-from api.repository import trash as trash_repo
 from api.schemas import AUTHED, error_responses
 from api.schemas_trash import TrashedRun, TrashedSweep, TrashPublic
+from lab import trash
+from lab.config import Settings
+from lab.models import Run, Sweep
+from lab.repository import trash as trash_repo
 
 router = APIRouter(prefix="/trash", tags=["trash"])
 

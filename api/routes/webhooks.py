@@ -3,7 +3,7 @@
 A webhook belongs to its owner; the owner or an admin may read, test or delete it, and an
 admin lists everyone's. Events are queued when runs and sweeps end and sent by the workers
 (worker/webhook_sender.py); FEDGEN_WEBHOOK_ALLOW says which names and addresses may be targets
-(api/webhook_targets.py: checked here, resolving the name, and again before each send).
+(lab/webhook_targets.py: checked here, resolving the name, and again before each send).
 Creating and deleting a webhook are written to the audit log; tests are counted against
 FEDGEN_WEBHOOK_TEST_RATE.
 """
@@ -26,9 +26,6 @@ from api.deps import (
 )
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.models import User, Webhook
-from api.repository import audit
-from api.repository import webhooks as hooks_repo
 from api.schemas import AUTHED, BODY, error_responses
 from api.webhook_schemas import (
     MAX_WEBHOOKS_PER_USER,
@@ -38,7 +35,10 @@ from api.webhook_schemas import (
     WebhookPublic,
     WebhooksPublic,
 )
-from api.webhook_targets import TargetRefused, check_target
+from lab.models import User, Webhook
+from lab.repository import audit
+from lab.repository import webhooks as hooks_repo
+from lab.webhook_targets import TargetRefused, check_target
 
 router = APIRouter(prefix="/webhooks", tags=["webhooks"])
 OWNER_ONLY = error_responses(*AUTHED, 403, 404)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.repository import workers as workers_repo
 from api.schemas import AUTHED, WorkerPublic, WorkerRun, WorkersPublic, error_responses
+from lab.repository import workers as workers_repo
 
 router = APIRouter(tags=["workers"])
 

@@ -29,17 +29,17 @@ from typing import Any
 
 import schemathesis
 
-from api.config import Settings
-from api.plot_data import resolve_field
-from api.repository.spec_filter import field_problems, parse_where
 from api.routes.sweeps import GROUP_BY_PATTERN
 from api.service import checkpoint_problem, partition_problem
 from api.webhook_schemas import url_problem
-from api.webhook_targets import TargetRefused, check_target
 from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
+from lab.config import Settings
+from lab.plot_data import resolve_field
+from lab.repository.spec_filter import field_problems, parse_where
+from lab.webhook_targets import TargetRefused, check_target
 
 # Sweeps expand into rows: keep generated ones small, the contract is about the shapes.
 MAX_GENERATED_SWEEP_RUNS = 20

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.models import User
+from lab.models import User
 from tests.factories import create_run, make_spec
 
 API = "/api/v1"

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.models import CheckpointRow, Run, User, utcnow
+from lab.config import Settings
+from lab.models import CheckpointRow, Run, User, utcnow
 from tests.factories import create_run
 from tests.fakes import FakeRunner
 from worker.execution import execute_run

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from api import v1
-from api.config import Settings
 from api.main import create_app
+from lab.config import Settings
 
 # A run that does not exist: a route that forgot auth would answer 404 or 422, not 401.
 SOME_ID = "00000000-0000-0000-0000-000000000001"

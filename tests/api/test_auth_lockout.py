@@ -17,9 +17,9 @@ import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
 from api.limits import ADDRESS_FACTOR
 from api.main import create_app
+from lab.config import Settings
 
 API = "/api/v1"
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.models import Run, Sweep
+from lab.models import Run, Sweep
 from tests.factories import make_spec
 
 API = "/api/v1"

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.config import Settings
 from api.service import checkpoint_problem
 from fedgen.spec import ExperimentSpec
+from lab.config import Settings
 from tests.factories import live_worker, make_spec
 
 API = "/api/v1"

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy.orm import Session
 
-from api.models import User
 from fedgen.stats import curve_statistic
+from lab.models import User
 from tests.factories import create_run, create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"
@@ -66,8 +66,8 @@ def test_summary_n_counts_finished_runs_only(
     seed_rounds(session, runs[2], [0.9, 0.9], status="cancelled")
     seed_rounds(session, runs[3], [0.9, 0.9, 0.9], status="failed")
     # runs[4]: running (no finish); runs[5]: queued
-    from api.models import Run
-    from api.repository import metrics as metrics_repo
+    from lab.models import Run
+    from lab.repository import metrics as metrics_repo
 
     session.query(Run).filter(Run.id == runs[4].id).update(
         {"lease_token": "t", "status": "running"}

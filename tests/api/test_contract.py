@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from api.db import make_engine
+from lab.db import make_engine
 from scripts import contract
 from tests.needs import needs
 

@@ -11,8 +11,8 @@ import csv
 import io
 from typing import Any
 
-from api.analysis import summary_csv
-from api.plot_data import CSV_COLUMNS, plot_csv
+from lab.analysis import summary_csv
+from lab.plot_data import CSV_COLUMNS, plot_csv
 
 
 def _rows(text: str) -> list[dict[str, str]]:

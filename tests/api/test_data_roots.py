@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.config import Settings
+from lab.config import Settings
 from tests.factories import make_spec
 from tests.fedgen.test_folder_dataset import SIDE, write_npz
 

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import sessionmaker
 
-from api.config import Settings
 from api.main import create_app
+from lab.config import Settings
 
 TYPES = {".js": "javascript", ".css": "text/css", ".png": "image/png"}
 

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
 from api.main import create_app
-from api.models import Run, User
+from lab.config import Settings
+from lab.models import Run, User
 from tests.factories import create_run, seed_rounds
 
 API = "/api/v1"

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.models import Run, User
-from api.security import parse_stream_token
+from lab.models import Run, User
+from lab.security import parse_stream_token
 from tests.factories import create_run, seed_rounds
 
 API = "/api/v1"
@@ -91,7 +91,7 @@ def test_stream_token_expires(
     claim = parse_stream_token(token)
     assert claim is not None
     # Execute
-    monkeypatch.setattr("api.security.time.time", lambda: claim.expires + 1)
+    monkeypatch.setattr("lab.security.time.time", lambda: claim.expires + 1)
     code, _ = _stream(client, f"{API}/runs/{run.id}/events?token={token}")
     # Assert
     assert code == 401

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_sessionmaker
 from api.main import create_app
+from lab.config import Settings
+from lab.db import make_sessionmaker
 from tests.factories import create_run, create_user, live_worker, make_spec
 from tests.fakes import FakeRunner
 from worker.execution import execute_run
@@ -166,7 +166,7 @@ def test_cancelling_a_queued_run_keeps_its_files(
 ) -> None:
     """A queued run that ran before (its files from an earlier attempt) is cancelled at once,
     and keeps its checkpoints (cancel keeps them; they go when the run is purged)."""
-    from api.models import User
+    from lab.models import User
 
     alice = session.scalar(select(User).where(User.name == "alice"))
     run = create_run(session, alice)

@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.db import make_engine, make_sessionmaker
-from api.downsample import _downsample_python, downsample, to_columns
-from api.models import CheckpointChunk, CheckpointRow, RoundMetrics, Run, UserMetrics
-from api.repository import checkpoints as ckpt_repo
-from api.repository import metrics as metrics_repo
 from fedgen.events import Checkpoint, RoundEvent, UserRoundMetrics
+from lab.db import make_engine, make_sessionmaker
+from lab.downsample import _downsample_python, downsample, to_columns
+from lab.models import CheckpointChunk, CheckpointRow, RoundMetrics, Run, UserMetrics
+from lab.repository import checkpoints as ckpt_repo
+from lab.repository import metrics as metrics_repo
 from tests import factories as f
 from worker.sink import DbSink
 

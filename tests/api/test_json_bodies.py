@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.errors import MAX_JSON_DEPTH, json_body_problem
-from api.models import Run, Sweep
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from lab.models import Run, Sweep
 
 API = "/api/v1"
 JSON = {"Content-Type": "application/json"}

@@ -37,7 +37,7 @@ def test_building_the_app_loads_neither_worker_nor_celery(tmp_path: Path) -> Non
     """A fresh interpreter imports api.main and builds the app: no worker module, no Celery."""
     code = (
         "import sys\n"
-        "from api.config import Settings\n"
+        "from lab.config import Settings\n"
         "from api.main import create_app\n"
         f"create_app(Settings(home={str(tmp_path)!r}, broker_url='memory://'))\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('worker', 'celery', 'kombu'))\n"

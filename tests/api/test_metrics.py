@@ -7,9 +7,9 @@ import json
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.downsample import downsample
-from api.models import User
+from lab.config import Settings
+from lab.downsample import downsample
+from lab.models import User
 from tests.factories import create_run, seed_rounds
 from tests.fakes import FakeRunner
 from worker.execution import execute_run
@@ -172,8 +172,8 @@ def test_cached_history_follows_new_rounds(
 ) -> None:
     """A cached full history is keyed by the run's last round: a new round is always seen."""
     # Prepare
-    from api.repository import metrics as metrics_repo
-    from api.repository import runs as runs_repo
+    from lab.repository import metrics as metrics_repo
+    from lab.repository import runs as runs_repo
 
     run = create_run(session, _alice(session), rounds=9)
     seed_rounds(session, run, [r / 10 for r in range(5)], status="running")

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy.orm import Session
 
-from api.models import Run, User
 from fedgen.stats import mean_std, pooled_top5, reported_curve, summarize_curve
+from lab.models import Run, User
 from tests.factories import create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
 from api.main import create_app
-from api.models import Run
-from api.queue import TASK_NAME, Sender, queue_for_device, worker_queue
+from lab.config import Settings
+from lab.models import Run
+from lab.queue import TASK_NAME, Sender, queue_for_device, worker_queue
 from tests.factories import live_worker, make_spec
 
 API = "/api/v1"

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
 from api.limits import Rate, RateLimiter
 from api.main import create_app
+from lab.config import Settings
 
 API = "/api/v1"
 

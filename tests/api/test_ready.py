@@ -9,10 +9,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
 from api.main import create_app
 from api.readiness import hide_passwords
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
 
 BROKER = "redis://:hunter2@redis.lab.internal:6379/0"
 

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.models import Run, User
+from lab.models import Run, User
 from tests.factories import create_run, create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"

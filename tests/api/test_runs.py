@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.models import Run
+from lab.models import Run
 from tests.factories import live_worker, make_spec
 
 API = "/api/v1"

@@ -8,10 +8,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.models import Run
 from fedgen.paper import TABLE1, TABLE3_FEDAVG, TABLE3_FEDGEN, Setting
 from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.studies import STUDIES
+from lab.models import Run
 from tests.factories import live_worker, seed_rounds
 
 API = "/api/v1"

@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.models import User
 from fedgen.stats import mean_std, pooled_top5, reported_curve
+from lab.models import User
 from tests.factories import create_sweep_runs, live_worker, make_spec, seed_rounds
 
 API = "/api/v1"

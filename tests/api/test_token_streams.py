@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from api.models import ApiToken, Run, User
-from api.repository import tokens as tokens_repo
-from api.security import hash_token
+from lab.models import ApiToken, Run, User
+from lab.repository import tokens as tokens_repo
+from lab.security import hash_token
 from tests.factories import create_run
 from tests.procs import wait_for
 

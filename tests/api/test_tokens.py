@@ -14,11 +14,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
 from api.main import create_app
-from api.models import ApiToken, AuditEvent
-from api.repository import tokens as tokens_repo
-from api.security import hash_token
+from lab.config import Settings
+from lab.models import ApiToken, AuditEvent
+from lab.repository import tokens as tokens_repo
+from lab.security import hash_token
 
 API = "/api/v1"
 

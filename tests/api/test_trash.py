@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api import trash
-from api.config import Settings
-from api.models import (
+from lab import trash
+from lab.config import Settings
+from lab.models import (
     AuditEvent,
     CheckpointChunk,
     CheckpointRow,
@@ -240,7 +240,7 @@ def test_a_trashed_run_is_cancelled_and_never_sent(
 ) -> None:
     """A queued run deleted is cancelled at once; a running one is asked to stop (its worker
     stops between rounds); the dispatcher sends neither, restored or not."""
-    from api.dispatch import dispatch_pass
+    from lab.dispatch import dispatch_pass
 
     alice = _user(session, "alice")
     queued = create_run(session, alice)

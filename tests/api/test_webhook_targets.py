@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api import webhook_targets
-from api.config import Settings
-from api.repository import audit
-from api.webhook_targets import TargetRefused, check_target, parse_allow
+from lab import webhook_targets
+from lab.config import Settings
+from lab.repository import audit
+from lab.webhook_targets import TargetRefused, check_target, parse_allow
 from tests.webhook_net import FakeDNS
 
 API = "/api/v1"

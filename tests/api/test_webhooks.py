@@ -13,12 +13,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api import webhook_payloads, webhook_targets
-from api.config import Settings
-from api.models import Run, User, WebhookDelivery
-from api.repository import runs as runs_repo
 from api.webhook_schemas import MAX_WEBHOOKS_PER_USER
-from api.webhook_targets import IP, name_allowed, parse_allow
+from lab import webhook_payloads, webhook_targets
+from lab.config import Settings
+from lab.models import Run, User, WebhookDelivery
+from lab.repository import runs as runs_repo
+from lab.webhook_targets import IP, name_allowed, parse_allow
 from tests.factories import create_run, create_sweep_runs, make_spec
 
 API = "/api/v1"

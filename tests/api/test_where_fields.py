@@ -12,11 +12,11 @@ from fastapi.testclient import TestClient
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from api.models import User
-from api.repository.spec_fields import known_fields, nearest, where_problem
 from fedgen.algorithms import registry
 from fedgen.algorithms.registry import AlgorithmDecl
 from fedgen.spec import AlgorithmParams
+from lab.models import User
+from lab.repository.spec_fields import known_fields, nearest, where_problem
 from tests.factories import create_run
 
 API = "/api/v1"

@@ -1,4 +1,4 @@
-"""The `where` clause's schema pattern (api.repository.spec_filter.WHERE_PATTERN) promises what
+"""The `where` clause's schema pattern (lab.repository.spec_filter.WHERE_PATTERN) promises what
 `parse_where` accepts: a clause the pattern admits is parsed without a problem, and the
 malformed ones parse_where names are outside the pattern."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from api.repository.spec_filter import WHERE_PATTERN, parse_where
+from lab.repository.spec_filter import WHERE_PATTERN, parse_where
 
 ADMITTED = [
     "algorithm.gen_batch_size=32",

@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
 from tests.dashboard import browse
 from tests.dashboard.lab import tiny_spec
 from tests.dashboard.stack import Stack, browser_page, lab_stack

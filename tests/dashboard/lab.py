@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import uvicorn
 
-from api.config import Settings
-from api.db import session_scope
 from api.main import create_app
-from api.repository import users as users_repo
+from lab.config import Settings
+from lab.db import session_scope
+from lab.repository import users as users_repo
 from tests.fakes import FakeRunner
 from worker.execution import execute_run
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
 from tests.dashboard.stack import ROOT, browser_page, lab_stack
 from tests.fakes import FakeRunner
 from worker.execution import execute_run

@@ -28,13 +28,13 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
-from api.models import Run
 from fedgen import paper
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec
 from fedgen.stats import summarize_curve
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import Run
 from tests.dashboard.stack import browser_page, lab_stack
 from tests.factories import seed_rounds
 

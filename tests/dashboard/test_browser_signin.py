@@ -29,8 +29,8 @@ SIGN_IN = "Sign in to FedGen Lab"
 
 def _seed_sweep(stack: Stack) -> tuple[str, str]:
     """A finished two-run sweep (FedAvg, seeds 0 and 1): its id and name."""
-    from api.config import Settings
-    from api.db import make_engine, make_sessionmaker
+    from lab.config import Settings
+    from lab.db import make_engine, make_sessionmaker
     from tests.fakes import FakeRunner
     from worker.execution import execute_run
 

@@ -55,8 +55,8 @@ def _missing_mnist(*_args: Any, **_kwargs: Any) -> Any:
 
 def _execute(stack: Stack, run_id: str, runner: Any) -> str:
     """Run `run_id` through the worker's execute_run in this process, on the lab's database."""
-    from api.config import Settings
-    from api.db import make_engine, make_sessionmaker
+    from lab.config import Settings
+    from lab.db import make_engine, make_sessionmaker
     from tests.fakes import Killed
     from worker.execution import execute_run
 

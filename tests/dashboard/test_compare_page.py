@@ -17,10 +17,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from api.db import session_scope
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
 from fedgen import metric_names
+from lab.db import session_scope
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
 from tests.dashboard.lab import Lab, start_lab, tiny_spec
 from tests.fakes import FakeRunner
 from worker.execution import execute_run

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from api.db import session_scope
-from api.repository import workers as workers_repo
 from dashboard.client import LabClient
+from lab.db import session_scope
+from lab.repository import workers as workers_repo
 from tests.dashboard.lab import Lab
 from tests.dashboard.test_pages import open_page, texts
 

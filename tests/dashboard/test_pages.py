@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from api.models import Run
 from fedgen import metric_names
+from lab.models import Run
 from tests.dashboard.lab import Lab
 
 

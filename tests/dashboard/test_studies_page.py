@@ -9,8 +9,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from api.db import session_scope
-from api.repository import workers as workers_repo
+from lab.db import session_scope
+from lab.repository import workers as workers_repo
 from tests.dashboard.lab import Lab, start_lab
 from tests.dashboard.test_pages import open_page, texts
 from tests.fakes import FakeRunner

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from api.db import session_scope
-from api.repository import workers as workers_repo
 from fedgen.specdict import flatten
+from lab.db import session_scope
+from lab.repository import workers as workers_repo
 from tests.dashboard.lab import Lab
 from tests.dashboard.test_pages import open_page, texts
 

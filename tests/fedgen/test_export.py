@@ -24,12 +24,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 import fedgen.runner as runner_mod
-from api.config import Settings
 from api.main import create_app
-from api.models import RoundMetrics, Run
 from fedgen.cli import main
 from fedgen.spec import load_spec, parse_spec
 from fedgen.stats import format_acc
+from lab.config import Settings
+from lab.models import RoundMetrics, Run
 from tests.factories import create_run, create_user
 from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
 from worker.execution import execute_run

@@ -6,7 +6,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-from api.models import Base
+from lab.models import Base
 
 
 def test_upgrade_creates_every_table(engine: Engine) -> None:

@@ -45,8 +45,8 @@ import httpx
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
 from tests import pg_server
 from tests.procs import wait_for
 

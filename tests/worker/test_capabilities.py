@@ -23,15 +23,15 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import db_now
-from api.dispatch import dispatch_pass
-from api.models import Run, Worker
-from api.repository import runs as runs_repo
-from api.repository import workers as workers_repo
 from fedgen import versions as versions_mod
 from fedgen.data.common import DatasetError
 from fedgen.data.locate import loadable
+from lab.config import Settings
+from lab.db import db_now
+from lab.dispatch import dispatch_pass
+from lab.models import Run, Worker
+from lab.repository import runs as runs_repo
+from lab.repository import workers as workers_repo
 from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner
 from worker import capabilities

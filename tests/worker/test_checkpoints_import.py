@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import get_settings
-from api.db import make_engine, make_sessionmaker
-from api.models import CheckpointRow
-from api.repository import checkpoints as ckpt_repo
-from api.store import CheckpointStore
+from lab.config import get_settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import CheckpointRow
+from lab.repository import checkpoints as ckpt_repo
+from lab.store import CheckpointStore
 from tests.factories import create_run, create_user
 from worker.lab_cli import main
 

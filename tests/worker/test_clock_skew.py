@@ -1,7 +1,7 @@
 """Worker hosts whose clocks are 5 minutes off (Postgres): no lease stolen, none kept past expiry.
 
 Each "host" is this process with its clock shifted (every Python clock the lease code could
-read: api.models.utcnow, datetime.now in api.db, and the modules' own imports of them). Leases,
+read: lab.models.utcnow, datetime.now in lab.db, and the modules' own imports of them). Leases,
 heartbeats and the dispatcher are timed by the database's clock, so the shift changes nothing.
 """
 
@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import pytest
 from sqlalchemy.orm import Session
 
-import api.db
-import api.models
-from api.config import Settings
-from api.dispatch import dispatch_pass, liveness
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
-from api.repository import workers as workers_repo
+import lab.db
+import lab.models
+from lab.config import Settings
+from lab.dispatch import dispatch_pass, liveness
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
+from lab.repository import workers as workers_repo
 from tests.factories import create_run, create_user
 
 pytestmark = pytest.mark.postgres
@@ -35,8 +35,8 @@ SKEW = timedelta(minutes=5)
 def pg_session(pg_url: str) -> Iterator[Session]:
     from tests.conftest import _truncate
 
-    engine = api.db.make_engine(pg_url, pool_size=2)
-    with api.db.make_sessionmaker(engine)() as s:
+    engine = lab.db.make_engine(pg_url, pool_size=2)
+    with lab.db.make_sessionmaker(engine)() as s:
         yield s
     _truncate(engine)
     engine.dispose()
@@ -55,8 +55,8 @@ def host_clock(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> Iterator[N
             return shifted() if tz is not None else (shifted().replace(tzinfo=None))
 
     with monkeypatch.context() as m:
-        m.setattr(api.models, "utcnow", shifted)
-        m.setattr(api.db, "datetime", ShiftedDatetime, raising=False)
+        m.setattr(lab.models, "utcnow", shifted)
+        m.setattr(lab.db, "datetime", ShiftedDatetime, raising=False)
         for module in (runs_repo, workers_repo, metrics_repo):
             if hasattr(module, "utcnow"):
                 m.setattr(module, "utcnow", shifted)

@@ -16,9 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.models import Run, User
 from fedgen.data import datasets as dsmod
+from lab.config import Settings
+from lab.models import Run, User
 from tests.factories import create_run, create_user
 from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
 from worker.execution import MAX_HAND_BACKS, execute_run

@@ -3,7 +3,7 @@ expires, from its last checkpoint, and the other slot's run is not interrupted.
 
 A real `fedgen-lab worker --slots 3` (Postgres, Redis) runs two real simulations; the lease is
 600 s, so only the dead-holder rule (heartbeat missed twice, no live `workers` row of its own:
-api/repository/runs.py) can bring the run back within the test. The kill-to-resume time is
+lab/repository/runs.py) can bring the run back within the test. The kill-to-resume time is
 printed (pytest -s); the README states its bound, FEDGEN_HEARTBEAT_S x 2 + FEDGEN_REAPER_S.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.models import RoundMetrics, Run
+from lab.models import RoundMetrics, Run
 from tests.factories import create_run, create_user
 from tests.procs import wait_for as _wait
 from tests.worker.test_slots import _slot_pids, _start_worker, pg_lab

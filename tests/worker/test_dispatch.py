@@ -15,11 +15,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from api.config import Settings
-from api.dispatch import backoff_s, dispatch_pass
-from api.fairshare import Active, Snapshot, Waiting, expected_starts, fair_order
-from api.models import Run, User, Worker, utcnow
-from api.repository import runs as runs_repo
+from lab.config import Settings
+from lab.dispatch import backoff_s, dispatch_pass
+from lab.fairshare import Active, Snapshot, Waiting, expected_starts, fair_order
+from lab.models import Run, User, Worker, utcnow
+from lab.repository import runs as runs_repo
 from tests.factories import create_run, create_user, live_worker, make_spec
 
 API = "/api/v1"

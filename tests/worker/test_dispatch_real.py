@@ -25,11 +25,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
 from api.main import create_app
-from api.models import Base, Run, Worker
-from api.queue import Sender, worker_queue
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import Base, Run, Worker
+from lab.queue import Sender, worker_queue
 from tests.factories import create_run, create_user, live_worker, make_spec
 from tests.needs import needs
 from worker.reaper import dispatch_once

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
+from lab.config import Settings
+from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner, Killed, fake_acc
 from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
@@ -266,7 +266,7 @@ def test_outage_before_the_claim_is_retried_without_progress(
 ) -> None:
     """The database away before anything was claimed: DatabaseUnavailable, no progress, and the
     token to hand back is the one the task carried in."""
-    import api.repository.runs as runs_repo
+    import lab.repository.runs as runs_repo
 
     user, _ = create_user(session)
     run = create_run(session, user, rounds=3)
@@ -308,8 +308,8 @@ def test_run_deleted_mid_run_stops_and_leaves_nothing(
 ) -> None:
     """DELETE lands between two rounds: the worker stops at the next write, its checkpoints
     (rows and bytes) went with the run, no file is left, and it logs 'deleted', not 'lease lost'."""
-    from api.models import CheckpointChunk
-    from api.repository import runs as runs_repo
+    from lab.models import CheckpointChunk
+    from lab.repository import runs as runs_repo
 
     user, _ = create_user(session)
     run = create_run(session, user, rounds=10, checkpoint_every=1)

@@ -22,11 +22,11 @@ import pytest
 from sqlalchemy import func, select, text
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
-from api.migrate import upgrade
-from api.models import CheckpointRow, RoundMetrics, Run
-from api.repository import checkpoints as ckpt_repo
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import CheckpointRow, RoundMetrics, Run
+from lab.repository import checkpoints as ckpt_repo
+from migrations.apply import upgrade
 from tests import pg_server
 from tests.factories import create_run, create_user
 from tests.needs import needs

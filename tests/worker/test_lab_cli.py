@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.db import make_engine
-from api.security import hash_token
+from lab.db import make_engine
+from lab.security import hash_token
 from tests.procs import alive as _alive
 from worker.slots import plan_slots, usable_cores, visible_devices
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from api.config import Settings, get_settings
+from lab.config import Settings, get_settings
 from worker import lab_cli, supervisor
 from worker.lab_cli import embedded_parts, hide_password, main
 
@@ -191,7 +191,7 @@ def test_up_starts_its_worker_embedded_only_on_the_embedded_lab(
     """`up` prints its connections, and its worker gets --embedded iff the lab is embedded."""
     _use(monkeypatch, **urls)
     seen: dict[str, Any] = {}
-    monkeypatch.setattr("api.migrate.upgrade", lambda _url: None)
+    monkeypatch.setattr("migrations.apply.upgrade", lambda _url: None)
     monkeypatch.setattr(supervisor, "supervise", lambda specs, **_kw: seen.update(specs=specs) or 0)
     assert main(["up", "--no-dashboard"]) == 0
     [worker] = [argv for name, argv, _ in seen["specs"] if name == "worker"]

@@ -20,13 +20,13 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.dispatch import dispatch_pass, liveness
-from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, Worker, utcnow
-from api.repository import checkpoints as ckpt_repo
-from api.repository import metrics as metrics_repo
-from api.repository import runs as runs_repo
-from api.repository import workers as workers_repo
+from lab.config import Settings
+from lab.dispatch import dispatch_pass, liveness
+from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, Worker, utcnow
+from lab.repository import checkpoints as ckpt_repo
+from lab.repository import metrics as metrics_repo
+from lab.repository import runs as runs_repo
+from lab.repository import workers as workers_repo
 from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner, fake_acc
 from worker.execution import execute_run

@@ -16,12 +16,12 @@ import torch
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.dispatch import dispatch_pass
-from api.models import Run
-from api.repository import workers as workers_repo
 from fedgen.resources import is_cuda_oom
 from fedgen.spec import ExperimentSpec
+from lab.config import Settings
+from lab.dispatch import dispatch_pass
+from lab.models import Run
+from lab.repository import workers as workers_repo
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner
 from worker import outcomes

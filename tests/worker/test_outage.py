@@ -24,11 +24,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
 from api.main import create_app
-from api.models import RoundMetrics, Run
-from api.queue import TASK_NAME
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import RoundMetrics, Run
+from lab.queue import TASK_NAME
 from tests.factories import create_run, create_user, make_spec
 from tests.needs import needs
 from tests.tcp_proxy import TcpProxy

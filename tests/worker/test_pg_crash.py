@@ -24,13 +24,13 @@ import pytest
 from sqlalchemy import func, select
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
-from api.migrate import upgrade
-from api.models import RoundMetrics, Run
-from api.store import CheckpointStore
 from fedgen.events import MemorySink, RoundEvent, RunInfo, RunSummary, Sink
 from fedgen.spec import ExperimentSpec, parse_spec
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import RoundMetrics, Run
+from lab.store import CheckpointStore
+from migrations.apply import upgrade
 from tests import pg_server
 from tests.factories import create_run, create_user, make_spec
 from tests.needs import needs

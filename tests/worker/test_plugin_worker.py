@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
 from api.main import create_app
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
 from tests.factories import create_user
 from tests.needs import needs
 from tests.plugin_site import ROOT, install_example, plugins_on_path, pythonpath

@@ -16,9 +16,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.models import CheckpointRow, RoundMetrics, Run
-from api.queue import TASK_NAME
+from lab.config import Settings
+from lab.models import CheckpointRow, RoundMetrics, Run
+from lab.queue import TASK_NAME
 from tests.factories import create_run, create_user
 from tests.needs import needs
 from worker.celery_app import make_celery
@@ -198,7 +198,7 @@ def test_kill9_then_new_worker_finishes_exactly_once(
 
 def test_cancel_running_run(lab: dict, factory: sessionmaker, session: Session) -> None:
     """Cancel while running: stops within one round and is marked cancelled."""
-    from api.repository import runs as runs_repo
+    from lab.repository import runs as runs_repo
 
     user, _ = create_user(session)
     run = create_run(session, user, rounds=200, local_steps=5, checkpoint_every=0)

@@ -9,15 +9,15 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.models import AuditEvent, Run, Worker, utcnow
-from api.repository import trash as trash_repo
+from lab.config import Settings
+from lab.models import AuditEvent, Run, Worker, utcnow
+from lab.repository import trash as trash_repo
 from tests.factories import create_run, create_user
 from worker.reaper import start_dispatcher
 
 
 class _Sender:
-    """Stands in for api.queue.Sender: nothing is queued, nothing is sent."""
+    """Stands in for lab.queue.Sender: nothing is queued, nothing is sent."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []

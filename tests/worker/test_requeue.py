@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
-from api.migrate import upgrade
-from api.queue import TASK_NAME, Sender, worker_queue
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.queue import TASK_NAME, Sender, worker_queue
+from migrations.apply import upgrade
 from tests.factories import create_run, create_user, live_worker
 
 pytestmark = pytest.mark.slow

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 import fedgen.runner as runner_mod
-from api.config import Settings
-from api.models import Run
 from fedgen.data.common import DatasetError
 from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.resources import Cost, ResourceMeter, format_bytes
 from fedgen.spec import ExperimentSpec
+from lab.config import Settings
+from lab.models import Run
 from tests.factories import create_run, create_user
 from tests.fakes import FakeRunner
 from worker.execution import execute_run

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.dispatch import PassReport, dispatch_pass
-from api.models import RoundMetrics, Run, utcnow
-from api.repository import run_limits
-from api.repository import runs as runs_repo
+from lab.config import Settings
+from lab.dispatch import PassReport, dispatch_pass
+from lab.models import RoundMetrics, Run, utcnow
+from lab.repository import run_limits
+from lab.repository import runs as runs_repo
 from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner, Killed
 from worker.execution import execute_run

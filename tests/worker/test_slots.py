@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import make_engine, make_sessionmaker
-from api.models import Run
-from api.queue import Sender
+from lab.config import Settings
+from lab.db import make_engine, make_sessionmaker
+from lab.models import Run
+from lab.queue import Sender
 from tests.factories import create_run, create_user
 from tests.needs import needs
 from tests.procs import alive as _alive

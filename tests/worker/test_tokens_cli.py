@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.config import get_settings
-from api.models import ApiToken, AuditEvent
-from api.security import hash_token
+from lab.config import get_settings
+from lab.models import ApiToken, AuditEvent
+from lab.security import hash_token
 from worker.lab_cli import main
 
 API = "/api/v1"

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.config import get_settings
-from api.models import AuditEvent, Run, utcnow
-from api.repository import trash as trash_repo
+from lab.config import get_settings
+from lab.models import AuditEvent, Run, utcnow
+from lab.repository import trash as trash_repo
 from tests.factories import create_run, create_user
 from worker.lab_cli import main
 

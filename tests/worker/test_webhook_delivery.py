@@ -19,10 +19,10 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import db_now
-from api.models import User, Webhook, WebhookDelivery
-from api.repository import webhooks as hooks_repo
+from lab.config import Settings
+from lab.db import db_now
+from lab.models import User, Webhook, WebhookDelivery
+from lab.repository import webhooks as hooks_repo
 from tests.factories import create_run, create_sweep_runs, create_user
 from tests.fakes import FakeRunner
 from worker import webhook_sender

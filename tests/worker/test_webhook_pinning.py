@@ -17,10 +17,10 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from api import webhook_targets
-from api.config import Settings
-from api.models import Webhook, WebhookDelivery
-from api.repository import webhooks as hooks_repo
+from lab import webhook_targets
+from lab.config import Settings
+from lab.models import Webhook, WebhookDelivery
+from lab.repository import webhooks as hooks_repo
 from tests.factories import create_user
 from tests.webhook_net import FakeDNS, banner_service, receiver
 from worker import webhook_sender

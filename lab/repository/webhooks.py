@@ -28,12 +28,12 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from api import webhook_payloads as payloads
-from api.db import db_now, is_unavailable
-from api.models import Run, Sweep, User, Webhook, WebhookDelivery
-from api.webhook_schemas import TEST_EVENT
 from fedgen.status import TERMINAL
 from fedgen.studies import study_of_base
+from lab import webhook_payloads as payloads
+from lab.db import db_now, is_unavailable
+from lab.models import Run, Sweep, User, Webhook, WebhookDelivery
+from lab.webhook_events import SWEEP_EVENTS, TEST_EVENT
 
 log = logging.getLogger(__name__)
 
@@ -255,9 +255,6 @@ def _run_ended(session: Session, run_id: uuid.UUID) -> int:
     if row.sweep_id is not None:
         queued += _sweep_ended(session, row.sweep_id)
     return queued
-
-
-SWEEP_EVENTS = ("sweep.finished", "study.finished")
 
 
 def _sweep_ended(session: Session, sweep_id: uuid.UUID) -> int:

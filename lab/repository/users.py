@@ -1,12 +1,12 @@
-"""Users; their API tokens live in api/repository/tokens.py."""
+"""Users; their API tokens live in lab/repository/tokens.py."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.models import User
-from api.repository import tokens as tokens_repo
+from lab.models import User
+from lab.repository import tokens as tokens_repo
 
 
 def create_user(

@@ -33,10 +33,6 @@ from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
-from api.analysis import FINISHED, flat_spec
-from api.models import Run
-from api.repository import metrics as metrics_repo
-from api.repository import sweeps as sweeps_repo
 from fedgen.csv_cells import SafeWriter
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec
@@ -50,6 +46,10 @@ from fedgen.specdict import (
     varying_within,
 )
 from fedgen.stats import mean_std, reported_curve, summarize_curve
+from lab.analysis import FINISHED, flat_spec
+from lab.models import Run
+from lab.repository import metrics as metrics_repo
+from lab.repository import sweeps as sweeps_repo
 
 Statistic = Literal["final", "best", "top5", "time_to_target"]
 Interval = Literal["std", "ci95"]

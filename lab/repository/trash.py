@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api.models import Run, Sweep, User
-from api.repository import checkpoints as ckpt_repo
+from lab.models import Run, Sweep, User
+from lab.repository import checkpoints as ckpt_repo
 
 
 def trash_run(session: Session, run_id: uuid.UUID, by: str, at: datetime) -> bool:

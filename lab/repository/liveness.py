@@ -1,7 +1,7 @@
 """When a running run's holder counts as gone before its lease expires (`Liveness`), and the SQL
 conditions built from it: a run is unheld when queued, on an expired lease or with its holder gone.
-Shared by the lease protocol (api.repository.runs) and the dispatch state
-(api.repository.dispatch_state)."""
+Shared by the lease protocol (lab.repository.runs) and the dispatch state
+(lab.repository.dispatch_state)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy import (
     select,
 )
 
-from api.models import Run, Worker
+from lab.models import Run, Worker
 
 
 @dataclass(frozen=True)

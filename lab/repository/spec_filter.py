@@ -5,7 +5,7 @@ session's dialect (`spec_equals`), so the filter runs in the database and pagina
 total count stay right. Values compare as the spec's JSON values: a number matches a number of
 the same value whatever its spelling (32, 32.0), a string only the same string, true/false
 only booleans, null only a null. A clause that could match no spec (an unknown field, a value
-its type cannot hold: `field_problems`, from `api.repository.spec_fields`) is refused. The
+its type cannot hold: `field_problems`, from `lab.repository.spec_fields`) is refused. The
 JSON type is checked before any cast, so a number never matches a string field (SQLite would
 read 'fedgen' as 0) and Postgres never casts text to a float (which would fail the query).
 """
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, and_, case, func, literal
 
-from api.models import Run
-from api.repository.spec_fields import where_problem
+from lab.models import Run
+from lab.repository.spec_fields import where_problem
 
 #: At most this many `where` clauses per request, each at most this long.
 MAX_WHERE = 8

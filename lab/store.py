@@ -1,6 +1,6 @@
 """The legacy checkpoint file store under FEDGEN_HOME/checkpoints.
 
-Checkpoints live in the database now (api/repository/checkpoints.py); this store only serves
+Checkpoints live in the database now (lab/repository/checkpoints.py); this store only serves
 the files written before that, by path relative to its root, until `fedgen-lab checkpoints
 import` moves them in. Nothing in the lab writes here any more (`put` makes such files in
 tests of the legacy path).

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from api.db import db_now
-from api.models import Run, Worker
+from lab.db import db_now
+from lab.models import Run, Worker
 
 
 def register(

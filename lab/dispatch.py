@@ -2,10 +2,10 @@
 
 The database is the source of truth for what must run. A pass (run by one process at a time,
 under the one-row `dispatcher` lease) reads a snapshot of the runs and live workers, and:
-- sends each waiting run, in `api.fairshare.fair_order` per queue, to one live worker that can
+- sends each waiting run, in `lab.fairshare.fair_order` per queue, to one live worker that can
   run it (serves its cpu/gpu queue and advertises its dataset: worker.capabilities) and has a
   free slot (its slots minus runs it holds minus runs sent to it and not yet claimed), through
-  that worker's own queue (`api.queue.worker_queue`), so a host without the files never gets
+  that worker's own queue (`lab.queue.worker_queue`), so a host without the files never gets
   the run; a run no live worker can load is skipped (it shows a `waiting_reason`) and does not
   hold back the runs behind it;
 - re-sends a run that was sent, is still unclaimed after its back-off (dispatch_timeout_s,
@@ -16,8 +16,8 @@ under the one-row `dispatcher` lease) reads a snapshot of the runs and live work
   cancelled such a run whose cancel was asked for;
 - fails a running run past FEDGEN_MAX_RUN_HOURS, and counts the death of each run whose worker
   died holding it, failing one whose worker died FEDGEN_MAX_ATTEMPTS times in a row
-  (api.repository.run_limits) instead of sending it again;
-- given `live` (the workers' loops do; see api.repository.runs.Liveness), also treats as waiting
+  (lab.repository.run_limits) instead of sending it again;
+- given `live` (the workers' loops do; see lab.repository.runs.Liveness), also treats as waiting
   a running run whose holder is gone (heartbeat missed twice, no live `workers` row): it stops
   counting against the slots and is sent at once, without waiting for its lease to expire.
 A send is recorded (committed) before the message goes out, and undone when the broker
@@ -35,12 +35,12 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from api.config import Settings
-from api.db import db_now
-from api.fairshare import Snapshot, Waiting, orders
-from api.queue import Enqueue, worker_queue
-from api.repository import run_limits
-from api.repository import runs as runs_repo
+from lab.config import Settings
+from lab.db import db_now
+from lab.fairshare import Snapshot, Waiting, orders
+from lab.queue import Enqueue, worker_queue
+from lab.repository import run_limits
+from lab.repository import runs as runs_repo
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def dispatch_pass(
 def _end_limited(
     session: Session, settings: Settings, now: datetime, live: runs_repo.Liveness | None
 ) -> None:
-    """Fail, instead of sending again, the runs past a limit (api.repository.run_limits): run
+    """Fail, instead of sending again, the runs past a limit (lab.repository.run_limits): run
     longer than FEDGEN_MAX_RUN_HOURS, or whose worker died FEDGEN_MAX_ATTEMPTS times in a row;
     count the death of each other run whose worker died holding it."""
     for rid in run_limits.end_overruns(session, now, settings.max_run_hours):

@@ -1,8 +1,8 @@
 """Checkpoints: rows and their bytes in fixed-size chunk rows, read whole or streamed.
 
-A round's checkpoints are written by api/repository/metrics.py: write_round, in the round's
+A round's checkpoints are written by lab/repository/metrics.py: write_round, in the round's
 transaction (`insert_chunks`, `prune_full`). A checkpoint written before checkpoints moved into
-the database has a `path` in the file store instead (api/store.py) until `import_files`.
+the database has a `path` in the file store instead (lab/store.py) until `import_files`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.models import CheckpointChunk, CheckpointRow
-from api.store import CheckpointStore
+from lab.models import CheckpointChunk, CheckpointRow
+from lab.store import CheckpointStore
 
 CHUNK_BYTES = 1 << 20  # 1 MiB a row: a download holds one at a time
 _INSERT_BATCH = 16  # chunks a statement (16 MiB of parameters at most)

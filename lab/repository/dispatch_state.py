@@ -1,7 +1,7 @@
 """Dispatch state of runs: the queue snapshot the dispatcher plans from, which runs were sent
 (and forgetting sends), the dispatcher's lease, and cancelling runs whose worker is gone.
 
-Re-exported by api.repository.runs, where these lived before."""
+Re-exported by lab.repository.runs, where these lived before."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db import db_now
-from api.fairshare import Active, LiveWorker, Snapshot, Waiting
-from api.models import DispatcherLease, Run, Worker
-from api.repository import webhooks as webhooks_repo
-from api.repository import workers as workers_repo
-from api.repository.liveness import Liveness, holder_gone, unheld
+from lab.db import db_now
+from lab.fairshare import Active, LiveWorker, Snapshot, Waiting
+from lab.models import DispatcherLease, Run, Worker
+from lab.repository import webhooks as webhooks_repo
+from lab.repository import workers as workers_repo
+from lab.repository.liveness import Liveness, holder_gone, unheld
 
 
 def _needs_worker(now: datetime, live: Liveness | None) -> Any:

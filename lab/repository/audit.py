@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.models import AuditEvent, User
+from lab.models import AuditEvent, User
 
 # The acts recorded, one name each (the `action` column; GET /audit?action=).
 ACTIONS: tuple[str, ...] = (

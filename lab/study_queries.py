@@ -12,11 +12,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api.models import Sweep
-from api.repository import metrics as metrics_repo
-from api.repository import sweeps as sweeps_repo
 from fedgen.spec import SpecError, parse_spec
 from fedgen.studies import RunResult, Study, study_of_base, study_table
+from lab.models import Sweep
+from lab.repository import metrics as metrics_repo
+from lab.repository import sweeps as sweeps_repo
 
 MAX_STUDY_SWEEPS_SCANNED = 1000
 

@@ -1,7 +1,7 @@
 """The per-run limits of a shared lab: how long a run may run, how often its worker may die.
 
 - Time (FEDGEN_MAX_RUN_HOURS): a run's running time is the sum of its segments' (one per
-  start: api.repository.runs.record_start). A segment that ended has `ended_at` (set when the
+  start: lab.repository.runs.record_start). A segment that ended has `ended_at` (set when the
   next one starts: the time its last round was stored, so time spent queued between two
   segments never counts); the run's current segment runs until `until` (the database's clock
   on the worker, the last heartbeat in the dispatcher). Segments recorded before segments kept
@@ -16,8 +16,8 @@
   run stored a new round since the last death, so a run that progresses between worker
   restarts (a deploy, a rebooted host) is never failed by it: only one that dies
   FEDGEN_MAX_ATTEMPTS times in a row at the same place (it kills its worker) fails.
-Both are checked by the dispatcher's pass (api.dispatch) and the death also at claim time
-(api.repository.runs.claim), since a redelivered message may reach a worker first.
+Both are checked by the dispatcher's pass (lab.dispatch) and the death also at claim time
+(lab.repository.runs.claim), since a redelivered message may reach a worker first.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from api.models import Run
-from api.repository import webhooks as webhooks_repo
-from api.repository.liveness import Liveness, unheld
+from lab.models import Run
+from lab.repository import webhooks as webhooks_repo
+from lab.repository.liveness import Liveness, unheld
 
 
 def _when(value: Any) -> datetime | None:

@@ -7,7 +7,7 @@ does not count). Such a run is waiting again at once: it no longer takes a slot,
 sends it, and another worker may claim it without waiting for the lease to expire.
 
 The dispatch state (queue snapshot, sends, the dispatcher's lease) lives in
-api.repository.dispatch_state and `Liveness` in api.repository.liveness; both are re-exported
+lab.repository.dispatch_state and `Liveness` in lab.repository.liveness; both are re-exported
 here.
 """
 
@@ -30,23 +30,23 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, contains_eager
 
-from api.db import db_now
-from api.models import RoundMetrics, Run, User
-from api.repository import run_limits
-from api.repository import webhooks as webhooks_repo
-from api.repository.annotations import matches_text, tags_csv
-from api.repository.dispatch_state import cancel_orphans as cancel_orphans
-from api.repository.dispatch_state import forget_sends as forget_sends
-from api.repository.dispatch_state import live_workers as live_workers
-from api.repository.dispatch_state import mark_dispatched as mark_dispatched
-from api.repository.dispatch_state import queue_snapshot as queue_snapshot
-from api.repository.dispatch_state import release_dispatch_lease as release_dispatch_lease
-from api.repository.dispatch_state import take_dispatch_lease as take_dispatch_lease
-from api.repository.dispatch_state import unmark_dispatched as unmark_dispatched
-from api.repository.liveness import Liveness as Liveness
-from api.repository.liveness import unheld as _unheld
-from api.repository.spec_filter import SpecWhere, spec_equals
 from fedgen.status import TERMINAL
+from lab.db import db_now
+from lab.models import RoundMetrics, Run, User
+from lab.repository import run_limits
+from lab.repository import webhooks as webhooks_repo
+from lab.repository.annotations import matches_text, tags_csv
+from lab.repository.dispatch_state import cancel_orphans as cancel_orphans
+from lab.repository.dispatch_state import forget_sends as forget_sends
+from lab.repository.dispatch_state import live_workers as live_workers
+from lab.repository.dispatch_state import mark_dispatched as mark_dispatched
+from lab.repository.dispatch_state import queue_snapshot as queue_snapshot
+from lab.repository.dispatch_state import release_dispatch_lease as release_dispatch_lease
+from lab.repository.dispatch_state import take_dispatch_lease as take_dispatch_lease
+from lab.repository.dispatch_state import unmark_dispatched as unmark_dispatched
+from lab.repository.liveness import Liveness as Liveness
+from lab.repository.liveness import unheld as _unheld
+from lab.repository.spec_filter import SpecWhere, spec_equals
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class RunFilters:
     sweep_id: uuid.UUID | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
-    # Spec field = JSON value, each one must hold (api.repository.spec_filter).
+    # Spec field = JSON value, each one must hold (lab.repository.spec_filter).
     where: tuple[SpecWhere, ...] = ()
     q: str | None = None  # in the note or the tags, ignoring case
 
@@ -183,7 +183,7 @@ def request_cancel(session: Session, run_id: uuid.UUID) -> None:
 
 def delete_run(session: Session, run_id: uuid.UUID) -> None:
     """Delete a run and (by cascade) its metrics and checkpoint rows, for good (the API moves
-    runs to the trash instead: api.repository.trash; this is for tests and tools)."""
+    runs to the trash instead: lab.repository.trash; this is for tests and tools)."""
     sweep_id = session.scalar(select(Run.sweep_id).where(Run.id == run_id))
     session.execute(delete(Run).where(Run.id == run_id))
     webhooks_repo.enqueue_sweep_if_finished(session, sweep_id)  # it may have been the last one
@@ -208,7 +208,7 @@ def claim(
 ) -> bool:
     """Take the lease of a queued run, or of a running one whose lease expired or (with `live`)
     whose holder is gone. With `max_attempts`, a holder that died is counted first (a run
-    whose worker died that many times in a row fails instead: api.repository.run_limits)."""
+    whose worker died that many times in a row fails instead: lab.repository.run_limits)."""
     now = db_now(session)
     if max_attempts is not None:
         run_limits.count_deaths(session, now, live, max_attempts, run_id)

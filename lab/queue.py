@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from api.config import Settings
+from lab.config import Settings
 
 if TYPE_CHECKING:
     from celery import Celery

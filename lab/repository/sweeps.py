@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.orm import Session
 
-from api.models import Run, Sweep, User
-from api.repository.annotations import matches_text
+from lab.models import Run, Sweep, User
+from lab.repository.annotations import matches_text
 
 
 def create_sweep(

@@ -11,8 +11,8 @@ import uuid
 from sqlalchemy import ColumnElement, func, or_, update
 from sqlalchemy.orm import QueryableAttribute, Session
 
-from api.db import db_now
-from api.models import Run, Sweep
+from lab.db import db_now
+from lab.models import Run, Sweep
 
 
 def tags_csv(tags: list[str]) -> str:

@@ -160,7 +160,7 @@ class Run(Base):
     summary: Mapped[dict[str, Any] | None]
     versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # One entry per start of the simulation (first claim, then each resume): where it ran, with
-    # which numerics, from which round (api/repository/runs.py: record_start).
+    # which numerics, from which round (lab/repository/runs.py: record_start).
     segments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     started_at: Mapped[datetime | None]
@@ -233,7 +233,7 @@ class CheckpointRow(Base):
 
 
 class CheckpointChunk(Base):
-    """Bytes seq*CHUNK .. of a checkpoint (api/repository/checkpoints.py: CHUNK_BYTES): fixed-size
+    """Bytes seq*CHUNK .. of a checkpoint (lab/repository/checkpoints.py: CHUNK_BYTES): fixed-size
     rows, so a download streams one chunk at a time on either database."""
 
     __tablename__ = "checkpoint_chunks"

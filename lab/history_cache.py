@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from api.downsample import Columns, to_columns
-from api.repository import metrics as metrics_repo
+from lab.downsample import Columns, to_columns
+from lab.repository import metrics as metrics_repo
 
 MAX_ENTRIES = 2000  # runs
 History = tuple[list[int], Columns]

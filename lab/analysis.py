@@ -19,9 +19,6 @@ from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
-from api.models import Run
-from api.repository import metrics as metrics_repo
-from api.repository import sweeps as sweeps_repo
 from fedgen.csv_cells import SafeWriter
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
@@ -43,8 +40,11 @@ from fedgen.stats import (
     summarize_curve,
 )
 from fedgen.status import SUCCEEDED
+from lab.models import Run
+from lab.repository import metrics as metrics_repo
+from lab.repository import sweeps as sweeps_repo
 
-# Succeeded (fedgen.status); the old name stays for api.plot_data until it imports SUCCEEDED.
+# Succeeded (fedgen.status); the old name stays for lab.plot_data until it imports SUCCEEDED.
 FINISHED = SUCCEEDED
 
 
@@ -362,7 +362,7 @@ class _Side:
 
 
 def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: Statistic) -> _Side:
-    from api.repository import runs as runs_repo
+    from lab.repository import runs as runs_repo
 
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
     errors: list[tuple[str, str]] = []

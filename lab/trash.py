@@ -6,7 +6,7 @@ exactly as it was. Deleting a queued or running run also cancels it (the dispatc
 trashed run; a running one stops between rounds). After FEDGEN_TRASH_DAYS the workers'
 periodic pass (`purge_pass`, worker/reaper.py) deletes it for good, a bounded number per pass.
 
-Each act is recorded in the audit log in the transaction that does it (api.repository.audit).
+Each act is recorded in the audit log in the transaction that does it (lab.repository.audit).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.config import Settings
-from api.db import db_now, session_scope
-from api.models import Run, Sweep
-from api.repository import audit
-from api.repository import runs as runs_repo
-from api.repository import sweeps as sweeps_repo
-from api.repository import trash as trash_repo
-from api.store import CheckpointStore
+from lab.config import Settings
+from lab.db import db_now, session_scope
+from lab.models import Run, Sweep
+from lab.repository import audit
+from lab.repository import runs as runs_repo
+from lab.repository import sweeps as sweeps_repo
+from lab.repository import trash as trash_repo
+from lab.store import CheckpointStore
 
 log = logging.getLogger(__name__)
 

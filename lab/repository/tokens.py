@@ -12,8 +12,8 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from api.models import ApiToken, User, utcnow
-from api.security import hash_token, new_token
+from lab.models import ApiToken, User, utcnow
+from lab.security import hash_token, new_token
 
 # last_used_at is written at most this often per token: not a write on every request.
 TOUCH_EVERY = timedelta(minutes=1)

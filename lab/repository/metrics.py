@@ -32,10 +32,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
-from api.db import loads_json
-from api.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
-from api.repository import checkpoints as ckpt_repo
 from fedgen.events import UserRoundMetrics
+from lab.db import loads_json
+from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
+from lab.repository import checkpoints as ckpt_repo
 
 
 class LeaseLost(RuntimeError):

@@ -7,13 +7,31 @@ Plain `postgresql://` URLs get the psycopg v3 driver.
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from api.client_address import parse_proxies
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@lru_cache(maxsize=64)
+def parse_proxies(text: str) -> tuple[Network, ...]:
+    """'10.0.0.0/8, 127.0.0.1' -> networks; a ValueError names the entry that is not one."""
+    nets: list[Network] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            nets.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"FEDGEN_TRUSTED_PROXIES: {part!r} is not an address or a CIDR"
+            ) from None
+    return tuple(nets)
+
 
 SEVEN_DAYS_S = 7 * 24 * 3600
 RATE_PATTERN = r"^\s*[1-9][0-9]{0,8}\s*/\s*(second|minute|hour|day)\s*$"
@@ -104,7 +122,7 @@ class Settings(BaseSettings):
     this many times in a row fails with that reason instead of being claimed again. "In a row":
     the count restarts once the run stores a new round, so a run that progresses between
     worker restarts is never failed by it; hand-backs (dataset, out of memory, a database
-    outage) and storage retries are not deaths (api.repository.run_limits)."""
+    outage) and storage retries are not deaths (lab.repository.run_limits)."""
     data_roots: str = Field("", max_length=4000)
     """Comma-separated folders data may be read from (`data.root` and `data.folder.path` must
     resolve inside one); empty: FEDGEN_DATA (else ~/.fedgen/data) and Debian's dataset folder
@@ -119,7 +137,7 @@ class Settings(BaseSettings):
     `*` any name) and addresses or CIDRs (`127.0.0.1`, `10.0.0.0/8`, `::1`). A pattern lets a
     name through only: every address it resolves to must be public or inside an address entry
     (loopback, private, link-local, CGNAT, multicast, reserved and unspecified ones are refused
-    otherwise, even under `*`); see api/webhook_targets.py. Empty: none. Checked at registration
+    otherwise, even under `*`); see lab/webhook_targets.py. Empty: none. Checked at registration
     and again before each send, which connects to the address it checked."""
     webhook_retries: int = Field(8, ge=1, le=50)
     """Attempts of one delivery before it is marked failed."""
