@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     one commits. Generator and final-model checkpoints are all kept."""
     max_checkpoint_bytes: int = Field(1 << 30, ge=1 << 20)
     """A spec whose estimated full checkpoint is larger is refused at submission."""
+    quota_bytes: int = Field(50 << 30, ge=0, le=1 << 60)
+    """What each member's runs may store together (checkpoints and rounds; trashed runs count
+    until purged); `fedgen-lab quota set USER BYTES` overrides it per member. A submission whose
+    estimated footprint would put its owner over it is refused (422)."""
+    max_queued_runs_per_member: int = Field(5000, ge=1, le=1_000_000)
+    """A member's runs queued at once; a submission that would go past it is refused (429)."""
     storage_retries: int = Field(6, ge=0, le=100)
     """How many times a run whose checkpoint could not be written (a full disk) resumes from its
     last good checkpoint before it fails."""
