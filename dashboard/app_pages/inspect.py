@@ -20,32 +20,35 @@ from dashboard.latents import (
     latent_points,
 )
 
-st.title("Inspect")
-url, token = ui.connection()
 
-linked = st.query_params.get("run")
-if linked:
+def _linked_run_gone(url: str, token: str) -> None:
+    """Stop with a note when the URL names a deleted run, rather than show another run."""
+    linked = st.query_params.get("run")
+    if not linked:
+        return
     try:
         loaders.run(url, token, str(linked))
-    except ApiNotFound:  # a link to a deleted run: say so rather than show another run
+    except ApiNotFound:
         st.warning(live_view.gone_note(str(linked)), icon=":material/delete:")
         st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
         st.stop()
     except ApiError:
-        pass  # said by the picker's own call below
-run_id, by_id = ui.pick_run(url, token, key="inspect_run")
+        pass  # said by the picker's own call
 
-st.header("Partition")
-try:
-    info: dict[str, Any] | None = loaders.info(url, token, run_id)
-except ApiNotFound:
-    info = None  # the API answers 404 until the run has started
-except ApiError as exc:
-    ui.show_error(exc)
-    info = None
-if not info or not info.get("label_histogram"):
-    st.info("This run has not started yet: the partition is recorded when it starts.")
-else:
+
+def partition(url: str, token: str, run_id: str) -> None:
+    """The per-user label histogram and sample counts, once the run has started."""
+    st.header("Partition")
+    try:
+        info: dict[str, Any] | None = loaders.info(url, token, run_id)
+    except ApiNotFound:
+        info = None  # the API answers 404 until the run has started
+    except ApiError as exc:
+        ui.show_error(exc)
+        info = None
+    if not info or not info.get("label_histogram"):
+        st.info("This run has not started yet: the partition is recorded when it starts.")
+        return
     st.caption(
         f"Fingerprint `{info.get('partition_fingerprint')}` · {info.get('num_users')} users · "
         f"{info.get('num_classes')} classes · device {info.get('device')}"
@@ -58,44 +61,62 @@ else:
     with st.expander("Samples per user"):
         st.dataframe(sizes, key="inspect_sizes")
 
-st.header("Generator")
-algorithm = ((by_id[run_id].get("spec") or {}).get("algorithm") or {}).get("name")
-if algorithm != "fedgen":
-    st.info("Generator checkpoints exist for FedGen runs only.")
-    st.stop()
-ckpts = ui.call(loaders.checkpoints, url, token, run_id)
-gens = ckpts[ckpts["kind"] == "generator"]
-if gens.empty:
-    st.info(
-        "No generator checkpoints yet (written every `checkpoint_every` rounds and at the end)."
+
+def generator_rounds(url: str, token: str, run_id: str, run: dict[str, Any]) -> pd.DataFrame:
+    """The run's generator checkpoints; stops the page with a note when there is none to show."""
+    st.header("Generator")
+    algorithm = ((run.get("spec") or {}).get("algorithm") or {}).get("name")
+    if algorithm != "fedgen":
+        st.info("Generator checkpoints exist for FedGen runs only.")
+        st.stop()
+    ckpts = ui.call(loaders.checkpoints, url, token, run_id)
+    gens = ckpts[ckpts["kind"] == "generator"]
+    if gens.empty:
+        st.info(
+            "No generator checkpoints yet (written every `checkpoint_every` rounds and at the end)."
+        )
+        st.stop()
+    if generator_api() is None:
+        st.warning(LOADER_MISSING)
+        st.stop()
+    return gens
+
+
+def pick_view(run_id: str, rounds: list[int]) -> tuple[list[int], int, int]:
+    """Rounds, samples per class and seed, seeded from the URL and written back to it."""
+    default = sorted({rounds[0], rounds[len(rounds) // 2], rounds[-1]})
+    url_rounds = [int(r) for r in st.query_params.get("rounds", "").split(",") if r.isdigit()]
+    if "inspect_rounds" not in st.session_state:
+        st.session_state["inspect_rounds"] = [r for r in url_rounds if r in rounds][:4] or default
+    picked = st.multiselect(
+        "Rounds",
+        rounds,
+        key="inspect_rounds",
+        max_selections=4,
+        help="The rounds with a generator checkpoint; round r is the model after r aggregations "
+        "(docs/metrics.md, How rounds are counted).",
     )
-    st.stop()
-if generator_api() is None:
-    st.warning(LOADER_MISSING)
-    st.stop()
-rounds = gens["round"].tolist()
-default = sorted({rounds[0], rounds[len(rounds) // 2], rounds[-1]})
-url_rounds = [int(r) for r in st.query_params.get("rounds", "").split(",") if r.isdigit()]
-if "inspect_rounds" not in st.session_state:
-    st.session_state["inspect_rounds"] = [r for r in url_rounds if r in rounds][:4] or default
-picked = st.multiselect(
-    "Rounds",
-    rounds,
-    key="inspect_rounds",
-    max_selections=4,
-    help="The rounds with a generator checkpoint; round r is the model after r aggregations "
-    "(docs/metrics.md, How rounds are counted).",
-)
-c1, c2 = st.columns(2)
-ui.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
-per_class = c1.slider("Samples per class", 10, 200, key="inspect_per_class")
-ui.from_url("inspect_seed", "seed", 0, int, choices=list(range(10_001)))
-seed = int(c2.number_input("Sampling seed", 0, 10_000, key="inspect_seed"))
-st.query_params.update(
-    {"run": run_id, "rounds": ",".join(str(r) for r in picked), "per_class": str(per_class),
-     "seed": str(seed)}
-)  # fmt: skip
-if picked:
+    c1, c2 = st.columns(2)
+    ui.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
+    per_class = c1.slider("Samples per class", 10, 200, key="inspect_per_class")
+    ui.from_url("inspect_seed", "seed", 0, int, choices=list(range(10_001)))
+    seed = int(c2.number_input("Sampling seed", 0, 10_000, key="inspect_seed"))
+    st.query_params.update(
+        {
+            "run": run_id,
+            "rounds": ",".join(str(r) for r in picked),
+            "per_class": str(per_class),
+            "seed": str(seed),
+        }
+    )
+    return picked, per_class, seed
+
+
+def latents(url: str, token: str, run_id: str, gens: pd.DataFrame) -> None:
+    """The PCA of generated latents at the picked rounds."""
+    picked, per_class, seed = pick_view(run_id, gens["round"].tolist())
+    if not picked:
+        return
     ids_by_round = dict(zip(gens["round"], gens["id"], strict=True))
     blobs = {
         r: ui.call(loaders.checkpoint_bytes, url, token, run_id, str(ids_by_round[r]))
@@ -110,3 +131,19 @@ if picked:
     st.caption(
         "Each panel is its own PCA of the generated latents; classes separating = a useful teacher."
     )
+
+
+def render() -> None:
+    """The page: pick a run, then its partition and its generator's latents."""
+    st.title("Inspect")
+    url, token = ui.connection()
+    _linked_run_gone(url, token)
+    run_id, by_id = ui.pick_run(url, token, key="inspect_run")
+    partition(url, token, run_id)
+    gens = generator_rounds(url, token, run_id, by_id[run_id])
+    latents(url, token, run_id, gens)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()

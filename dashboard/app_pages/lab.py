@@ -8,10 +8,11 @@ one row per worker process (a slot).
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
+from typing import Any
 
 import streamlit as st
 
-from dashboard import lab_view, loaders, runs_view, ui
+from dashboard import lab_view, loaders, runs_table, times, ui
 
 REFRESH_S = 5
 EMPTY = (
@@ -20,11 +21,8 @@ EMPTY = (
     "`fedgen-lab up` starts one next to the API. Queued runs wait until a worker is up."
 )
 
-st.title("Lab")
-url, token = ui.connection()
 
-
-def workers_table(workers: list[dict], now: datetime, tz: tzinfo) -> None:
+def workers_table(workers: list[dict[str, Any]], now: datetime, tz: tzinfo) -> None:
     """The live workers, the code they run, and links to the runs they hold."""
     st.dataframe(
         lab_view.table(workers, now, tz),
@@ -62,20 +60,22 @@ def workers_table(workers: list[dict], now: datetime, tz: tzinfo) -> None:
 
 def waiting(now: datetime, tz: tzinfo) -> None:
     """The runs no live worker can take, with what each waits for."""
+    url, token = ui.connection()
     stuck = lab_view.waiting_runs(ui.call(loaders.runs, url, token))
     if not stuck:
         return
     st.subheader("Runs no live worker can take")
-    df = runs_view.table(stuck, now, tz)[["run", "status", "waiting for", "age", "owner", "id"]]
+    df = runs_table.table(stuck, now, tz)[["run", "status", "waiting for", "age", "owner", "id"]]
     st.dataframe(df.rename(columns={"age": "submitted"}), hide_index=True, key="lab_waiting")
 
 
 def panel() -> None:
     """Summary, workers and waiting runs (a fragment: reruns by itself every few seconds)."""
+    url, token = ui.connection()
     body = ui.call(loaders.workers, url, token)
     workers = list(body.get("workers") or [])
     now = datetime.now(UTC)
-    tz = runs_view.zone(st.context.timezone)
+    tz = times.zone(st.context.timezone)
     if workers:
         st.markdown(f"**{lab_view.summary(body)}**")
         st.caption(
@@ -87,4 +87,12 @@ def panel() -> None:
     waiting(now, tz)
 
 
-st.fragment(run_every=f"{REFRESH_S}s")(panel)()
+def render() -> None:
+    """The page: its title, then the panel that refreshes itself."""
+    st.title("Lab")
+    st.fragment(run_every=f"{REFRESH_S}s")(panel)()
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()

@@ -10,13 +10,14 @@ segments, why it waits) at most every 5 s.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import annotate, live_view, loaders, runs_view, ui
+from dashboard import annotate, live_view, loaders, run_failures, run_state, times, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.frames import (
     last_round,
@@ -29,11 +30,33 @@ from dashboard.frames import (
 from fedgen import metric_names
 from fedgen.status import ACTIVE, FAILED, SUCCEEDED
 
-st.title("Live run")
-url, token = ui.connection()
+
+@dataclass(frozen=True)
+class Watch:
+    """The watched run as the picker listed it, and the API it is read from."""
+
+    url: str
+    token: str
+    run_id: str
+    run: dict[str, Any]
+
+    @property
+    def hist(self) -> str:
+        """Session key of the rounds taken from the stream so far."""
+        return f"live_hist_{self.run_id}"
+
+    @property
+    def users(self) -> str:
+        """Session key of the per-user rows read so far."""
+        return f"live_users_{self.run_id}"
+
+    @property
+    def status(self) -> str:
+        """Session key of the last status the stream reported."""
+        return f"live_status_{self.run_id}"
 
 
-def linked_run_status() -> str | None:
+def linked_run_status(url: str, token: str) -> str | None:
     """The status of the run the link (`?run=`) or the last view names; None when there is
     none. A link to a run that no longer exists is said on the page, and the page stops; a
     remembered run that was deleted since is forgotten quietly."""
@@ -55,19 +78,14 @@ def linked_run_status() -> str | None:
     return None
 
 
-# The picker's key follows the run's status: its label names the status, and Streamlit's
-# frontend does not always redraw a kept select box's label when only the label changed.
-run_id, by_id = ui.pick_run(url, token, key=f"live_run_{linked_run_status() or 'any'}")
-HIST = f"live_hist_{run_id}"
-
-
-def note_and_tags(run: dict[str, Any]) -> None:
+def note_and_tags(w: Watch) -> None:
     """The run's tags and note, and (in an expander) the editor: the owner or an admin saves."""
+    run = w.run
     line = annotate.summary(run)
     if line:
         st.markdown(line)
     try:
-        me = loaders.me(url, token)
+        me = loaders.me(w.url, w.token)
     except ApiError:  # without an identity the editor says who may edit
         me = None
     with st.expander("Note and tags" if line else "Add a note or tags"):
@@ -75,39 +93,34 @@ def note_and_tags(run: dict[str, Any]) -> None:
             st.rerun()
 
 
-note_and_tags(by_id[run_id])
-USERS = f"live_users_{run_id}"
-STATUS = f"live_status_{run_id}"
-
-
-def pull(run_id: str) -> str:
+def pull(w: Watch) -> str:
     """Take the stream's new rounds into the cached history; return the run's status."""
     c = ui.client()
-    hist = st.session_state.get(HIST)
+    hist = st.session_state.get(w.hist)
     since = last_round(hist)
     # The first tick only takes what the server has (the page draws at once); later ticks
     # wait up to a second for new rounds.
-    events = c.events(run_id, since_round=since, wait_s=0.3 if hist is None else 1.0)
+    events = c.events(w.run_id, since_round=since, wait_s=0.3 if hist is None else 1.0)
     payload = live_view.events_payload(events)
     if payload["rounds"] or hist is None:
-        st.session_state[HIST] = merge_history(hist, payload)
-    status = live_view.last_status(events) or st.session_state.get(STATUS)
-    status = status or by_id[run_id].get("status") or "?"
-    st.session_state[STATUS] = status
-    users = st.session_state.get(USERS)
+        st.session_state[w.hist] = merge_history(hist, payload)
+    status = live_view.last_status(events) or st.session_state.get(w.status)
+    status = status or w.run.get("status") or "?"
+    st.session_state[w.status] = status
+    users = st.session_state.get(w.users)
     if payload["rounds"] or users is None:
         first = int(users["round"].max()) + 1 if users is not None and not users.empty else None
-        new_users = users_frame(ui.call(c.users, run_id, round_from=first))
+        new_users = users_frame(ui.call(c.users, w.run_id, round_from=first))
         if users is None or users.empty:
-            st.session_state[USERS] = new_users
+            st.session_state[w.users] = new_users
         elif not new_users.empty:
-            st.session_state[USERS] = pd.concat([users, new_users]).drop_duplicates(
+            st.session_state[w.users] = pd.concat([users, new_users]).drop_duplicates(
                 ["round", "user"], keep="last"
             )
     return str(status)
 
 
-def where_it_ran(run: dict[str, Any]) -> None:
+def where_it_ran(w: Watch, run: dict[str, Any]) -> None:
     """Why a run waits, a notice left on it, and its segments (each start and resume)."""
     waiting = live_view.waiting_note(run)
     if waiting:
@@ -129,7 +142,7 @@ def where_it_ran(run: dict[str, Any]) -> None:
         st.caption(cost)
     with st.expander(live_view.segments_label(segments), expanded=len(segments) > 1):
         now = datetime.now(UTC)
-        tz = runs_view.zone(st.context.timezone)
+        tz = times.zone(st.context.timezone)
         st.dataframe(
             live_view.segments_frame(segments, now, tz),
             hide_index=True,
@@ -144,12 +157,12 @@ def where_it_ran(run: dict[str, Any]) -> None:
                 ),
             },
         )
-    data_files(str(run.get("id") or run_id))
+    data_files(w)
 
 
-def data_files(rid: str) -> None:
+def data_files(w: Watch) -> None:
     """The files the run's data was read from (its info), when it recorded any."""
-    info = ui.try_call(loaders.info, url, token, rid) or {}
+    info = ui.try_call(loaders.info, w.url, w.token, w.run_id) or {}
     files = [f for f in info.get("data_files") or [] if isinstance(f, dict)]
     if not files:
         return
@@ -169,12 +182,12 @@ def data_files(rid: str) -> None:
         )
 
 
-def state_part(shown: dict[str, Any], status: str, error: str | None) -> None:
+def state_part(w: Watch, shown: dict[str, Any], status: str, error: str | None) -> None:
     """The run's failure (message and traceback) or its state in words, then where it ran."""
     if status == FAILED:
-        message, trace = runs_view.split_error(error)
+        message, trace = run_failures.split_error(error)
         st.error(
-            f"The run failed {runs_view.stopped_at(shown)}: "
+            f"The run failed {run_state.stopped_at(shown)}: "
             f"{message or 'the worker recorded no error message'}",
             icon=":material/error:",
         )
@@ -183,11 +196,11 @@ def state_part(shown: dict[str, Any], status: str, error: str | None) -> None:
                 st.code(trace, language=None)
     else:
         note = live_view.state_note(
-            shown, status, datetime.now(UTC), runs_view.zone(st.context.timezone)
+            shown, status, datetime.now(UTC), times.zone(st.context.timezone)
         )
         if note:
             st.info(note, icon=":material/info:")
-    where_it_ran(shown)
+    where_it_ran(w, shown)
 
 
 def figures_part(df: pd.DataFrame, run: dict[str, Any], status: str) -> None:
@@ -231,14 +244,14 @@ FIRST_ROW = ("accuracy", "loss")
 BESIDE_USERS = "timing"
 
 
-def charts_part(df: pd.DataFrame) -> None:
+def charts_part(w: Watch, df: pd.DataFrame) -> None:
     """The declared Live charts and the per-user spread."""
-    rev = f"live-{run_id}"
+    rev = f"live-{w.run_id}"
     for col, chart in zip(st.columns(2), FIRST_ROW, strict=True):
         col.plotly_chart(live_view.live_chart(df, chart, rev), key=f"live_{chart}")
     c3, c4 = st.columns(2)
     with c3:
-        users_part(st.session_state.get(USERS), rev)
+        users_part(st.session_state.get(w.users), rev)
     c4.plotly_chart(live_view.live_chart(df, BESIDE_USERS, rev), key=f"live_{BESIDE_USERS}")
     fixed = {*FIRST_ROW, BESIDE_USERS}
     more = [c for c in live_view.CHARTS if c not in fixed and live_view.has_data(df, c)]
@@ -247,11 +260,11 @@ def charts_part(df: pd.DataFrame) -> None:
             col.plotly_chart(live_view.live_chart(df, chart, rev), key=f"live_{chart}")
 
 
-def panel() -> None:
+def panel(w: Watch) -> None:
     """Progress and charts; re-run by the fragment while the run is active."""
-    run = by_id[run_id]
+    run, run_id, url, token = w.run, w.run_id, w.url, w.token
     try:
-        status = pull(run_id)
+        status = pull(w)
     except ApiNotFound:  # deleted while watched
         st.warning(live_view.gone_note(run_id), icon=":material/delete:")
         return
@@ -266,27 +279,42 @@ def panel() -> None:
         loaders.run.clear()
         st.rerun(scope="app")
     rounds = int(run.get("rounds") or 0)
-    df = metrics_frame(st.session_state[HIST])
+    df = metrics_frame(st.session_state[w.hist])
     # The run itself (segments, waiting reason, notices, cancel asked): at most one request
     # per 5 s, and afresh when the stream reports another status than the cached copy.
     full = ui.try_call(loaders.run, url, token, run_id) or run
     if full.get("status") != status:
         loaders.run.clear(url, token, run_id)
         full = ui.try_call(loaders.run, url, token, run_id) or run
-    stored = int(full.get("current_round") if full.get("current_round") is not None else -1)
+    stored = int(full["current_round"]) if full.get("current_round") is not None else -1
     current = int(df["round"].max()) if not df.empty else stored
     shown = {**full, "status": status, "current_round": current}
     st.progress(
         min(max(current, 0) / rounds, 1.0) if rounds else 0.0,
         live_view.headline(shown, status, current),
     )
-    state_part(shown, status, full.get("error"))
+    state_part(w, shown, status, full.get("error"))
     if df.empty:
         st.caption(live_view.no_rounds_note(shown, status))
         return
     figures_part(df, run, status)
-    charts_part(df)
+    charts_part(w, df)
 
 
-active = by_id[run_id].get("status") in ACTIVE
-st.fragment(run_every="2s" if active else None)(panel)()
+def render() -> None:
+    """The page: pick a run, its note and tags, then the panel that follows it."""
+    st.title("Live run")
+    url, token = ui.connection()
+    # The picker's key follows the run's status: its label names the status, and Streamlit's
+    # frontend does not always redraw a kept select box's label when only the label changed.
+    status = linked_run_status(url, token) or "any"
+    run_id, by_id = ui.pick_run(url, token, key=f"live_run_{status}")
+    w = Watch(url, token, run_id, by_id[run_id])
+    note_and_tags(w)
+    active = w.run.get("status") in ACTIVE
+    st.fragment(run_every="2s" if active else None)(panel)(w)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()

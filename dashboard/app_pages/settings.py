@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import alerts_view, runs_view, tokens_view, ui
+from dashboard import alerts_view, times, tokens_view, ui
 from dashboard.client import ApiError, error_fields
 
 REFRESH_S = 5
@@ -24,12 +24,9 @@ HOW_TO_VERIFY = (
     "and `X-FedGen-Signature: sha256=<hex HMAC-SHA256 of the raw body with the secret>`."
 )
 
-st.title("Settings")
-client = ui.client()
-
 
 def _tz() -> tzinfo:
-    return runs_view.zone(st.context.timezone)
+    return times.zone(st.context.timezone)
 
 
 def show_field_errors(exc: ApiError) -> None:
@@ -61,7 +58,7 @@ def token_form() -> None:
         if not st.form_submit_button("Create token", icon=":material/key:"):
             return
     try:
-        made = client.create_token(name.strip(), int(days) or None)
+        made = ui.client().create_token(name.strip(), int(days) or None)
     except ApiError as exc:
         show_field_errors(exc)
         return
@@ -81,7 +78,7 @@ def revoke_control(tokens: list[dict[str, Any]]) -> bool:
     )
     if not button_col.button("Revoke", key="tokens_revoke", icon=":material/block:"):
         return False
-    if ui.try_call(client.revoke_token, str(picked["id"])) is None:
+    if ui.try_call(ui.client().revoke_token, str(picked["id"])) is None:
         return False
     st.success(f"Token {tokens_view.label(picked)} revoked.", icon=":material/check:")
     return True
@@ -95,11 +92,11 @@ def tokens_section() -> None:
         "others. The token this page is signed in with is one of them; revoking it signs you out."
     )
     token_form()
-    page = ui.try_call(client.list_tokens)
+    page = ui.try_call(ui.client().list_tokens)
     if page is None:
         return
     if revoke_control(list(page.get("data") or [])):
-        page = ui.try_call(client.list_tokens) or page
+        page = ui.try_call(ui.client().list_tokens) or page
     tokens = list(page.get("data") or [])
     if not tokens:
         st.info("No token.", icon=":material/key_off:")
@@ -133,7 +130,7 @@ def add_form() -> None:
         if not st.form_submit_button("Add webhook", icon=":material/add_alert:"):
             return
     try:
-        hook = client.create_webhook(url.strip(), chosen, secret.strip() or None)
+        hook = ui.client().create_webhook(url.strip(), chosen, secret.strip() or None)
     except ApiError as exc:
         show_field_errors(exc)
         return
@@ -142,7 +139,7 @@ def add_form() -> None:
 
 def deliveries(hook_id: str, now: datetime) -> None:
     """The hook's newest deliveries."""
-    page = ui.try_call(client.webhook_deliveries, hook_id, DELIVERIES_SHOWN)
+    page = ui.try_call(ui.client().webhook_deliveries, hook_id, DELIVERIES_SHOWN)
     if page is None:
         return
     rows = list(page.get("data") or [])
@@ -175,14 +172,14 @@ def hook_card(hook: dict[str, Any], now: datetime) -> None:
         head.markdown(f"**`{hook['url']}`**")  # as text: a webhook URL is not a page to open
         head.caption(
             f"{alerts_view.events_text(hook.get('events') or [])} · owner {hook.get('owner')} · "
-            f"added {runs_view.when(hook.get('created_at'), now, _tz())}"
+            f"added {times.when(hook.get('created_at'), now, _tz())}"
         )
         if test_col.button("Send test", key=f"alerts_test_{hid}", icon=":material/send:"):
-            if ui.try_call(client.test_webhook, hid) is not None:
+            if ui.try_call(ui.client().test_webhook, hid) is not None:
                 st.toast("Test delivery queued; a worker sends it within seconds.")
         if delete_col.button("Delete", key=f"alerts_del_{hid}", icon=":material/delete:"):
             try:
-                client.delete_webhook(hid)
+                ui.client().delete_webhook(hid)
             except ApiError as exc:
                 ui.show_error(exc)
             else:
@@ -195,7 +192,7 @@ def hook_card(hook: dict[str, Any], now: datetime) -> None:
 
 def hooks_panel() -> None:
     """Every webhook of yours (an admin sees all), refreshed every few seconds."""
-    page = ui.call(client.list_webhooks)
+    page = ui.call(ui.client().list_webhooks)
     hooks = list(page.get("data") or [])
     now = datetime.now(UTC)
     if not hooks:
@@ -206,12 +203,20 @@ def hooks_panel() -> None:
         hook_card(hook, now)
 
 
-tokens_section()
-st.subheader("Alerts")
-st.caption(
-    "Webhooks: a signed JSON POST to your URL when a run fails or succeeds, or a sweep or a "
-    "study finishes, with a Slack-compatible `text`. The lab's workers send them and retry "
-    "a receiver that is down (2, 4, 8 … s); a delivery never holds a run back."
-)
-add_form()
-st.fragment(run_every=f"{REFRESH_S}s")(hooks_panel)()
+def render() -> None:
+    """The page: tokens, then alerts (the form and the panel that refreshes itself)."""
+    st.title("Settings")
+    tokens_section()
+    st.subheader("Alerts")
+    st.caption(
+        "Webhooks: a signed JSON POST to your URL when a run fails or succeeds, or a sweep or a "
+        "study finishes, with a Slack-compatible `text`. The lab's workers send them and retry "
+        "a receiver that is down (2, 4, 8 … s); a delivery never holds a run back."
+    )
+    add_form()
+    st.fragment(run_every=f"{REFRESH_S}s")(hooks_panel)()
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()

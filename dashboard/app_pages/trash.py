@@ -9,10 +9,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import loaders, runs_view, trash_view, ui
+from dashboard import loaders, times, trash_view, ui
 from dashboard.client import ApiError
-
-st.title("Trash")
 
 
 def load() -> dict[str, Any] | None:
@@ -36,7 +34,7 @@ def restore(kind: str, ident: str) -> None:
 
 def section(kind: str, rows: list[dict[str, Any]], now: datetime) -> None:
     """The table of trashed runs or sweeps and a Restore button under it for each."""
-    tz = runs_view.zone(st.context.timezone)
+    tz = times.zone(st.context.timezone)
     table = trash_view.runs_table if kind == "run" else trash_view.sweeps_table
     st.subheader("Runs" if kind == "run" else "Sweeps")
     st.dataframe(table(rows, now, tz), hide_index=True, key=f"trash_{kind}s")
@@ -50,8 +48,12 @@ def section(kind: str, rows: list[dict[str, Any]], now: datetime) -> None:
         )
 
 
-body = load()
-if body is not None:
+def render() -> None:
+    """The page: how long the trash keeps things, then the trashed sweeps and runs."""
+    st.title("Trash")
+    body = load()
+    if body is None:
+        return
     days = trash_view.days_text(float(body.get("trash_days", 7)))
     st.caption(
         f"Deleted runs and sweeps stay here for {days} (FEDGEN_TRASH_DAYS), then the workers "
@@ -64,3 +66,8 @@ if body is not None:
         section("sweep", body["sweeps"], now)
     if body["runs"]:
         section("run", body["runs"], now)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()
