@@ -9,13 +9,14 @@ the last model the run's protocol evaluates, its round named when it is not the 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import loaders, paper, runs_view, study_view, sweep_plot, ui
+from dashboard import loaders, paper, study_view, sweep_plot, times, ui
 from dashboard.client import LabClient
 from dashboard.sweep_tables import (
     frame_latex,
@@ -33,41 +34,68 @@ from fedgen.status import ACTIVE
 
 REFRESH_S = 3
 STATISTICS = {"top5": "top-5 mean", "final": "final", "best": "best"}
-
-st.title("Sweep tables")
-url, token = ui.connection()
-
-sweeps = ui.call(loaders.sweeps, url, token)
-if not sweeps:
-    st.info(
-        "No sweeps yet. Submit one on the **Submit** page (e.g. algorithms × α × seeds 0, 1, 2); "
-        "the paper's published numbers are shown below for reference."
-    )
-now = datetime.now(UTC)
-tz = runs_view.zone(st.context.timezone)
-names = {str(s["id"]): study_view.sweep_label(s, now, tz) for s in sweeps}
-ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
-sweep_id = (
-    st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
-    if names
-    else None
+STATISTIC_HELP = (
+    "top-5 mean: mean ± std of each seed's 5 best rounds, pooled (the official code's number). "
+    "final: the accuracy of the last model the run's protocol evaluates (round R, or R-1 under "
+    "the official before_training timing, which never evaluates the model after the last "
+    "aggregation: then named '@R-1'). best: the highest accuracy over the same rounds."
 )
-ui.from_url("tables_stat", "statistic", "top5", choices=list(STATISTICS))
-statistic = st.radio(
-    "Statistic", list(STATISTICS), horizontal=True, key="tables_stat",
-    format_func=lambda k: STATISTICS[k],
-    help="top-5 mean: mean ± std of each seed's 5 best rounds, pooled (the official code's "
-    "number). final: the accuracy of the last model the run's protocol evaluates (round R, or "
-    "R-1 under the official before_training timing, which never evaluates the model after the "
-    "last aggregation: then named '@R-1'). best: the highest accuracy over the same rounds.",
-)  # fmt: skip
 
-# The sweep plot's pickers, seeded from the URL (x and by are checked against the sweep there).
-ui.from_url("tables_plot_x", "x", None)
-ui.from_url("tables_plot_by", "by", None)
-ui.from_url("tables_plot_stat", "plot_stat", "top5", choices=list(sweep_plot.STATISTICS))
-ui.from_url("tables_plot_interval", "interval", "std", choices=list(sweep_plot.INTERVALS))
-ui.from_url("tables_plot_target", "target_pct", 70.0, cast=float)
+
+@dataclass(frozen=True)
+class Pick:
+    """The sweep and statistic picked above the tables, and the API they are read from."""
+
+    url: str
+    token: str
+    sweeps: list[dict[str, Any]]
+    sweep_id: str | None
+    statistic: str
+    in_flight: bool = False  # a run of the sweep was queued or running when the page ran
+
+    def to_url(self) -> None:
+        """The query string of the whole view (defaults left out)."""
+        stat = self.statistic if self.statistic != "top5" else None
+        ui.to_url({"sweep": self.sweep_id, "statistic": stat, **plot_url()})
+
+
+def pick(url: str, token: str) -> Pick:
+    """The sweep and the statistic, seeded from the URL."""
+    sweeps = ui.call(loaders.sweeps, url, token)
+    if not sweeps:
+        st.info(
+            "No sweeps yet. Submit one on the **Submit** page (e.g. algorithms × α × seeds 0, "
+            "1, 2); the paper's published numbers are shown below for reference."
+        )
+    now = datetime.now(UTC)
+    tz = times.zone(st.context.timezone)
+    names = {str(s["id"]): study_view.sweep_label(s, now, tz) for s in sweeps}
+    ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
+    sweep_id = (
+        st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
+        if names
+        else None
+    )
+    ui.from_url("tables_stat", "statistic", "top5", choices=list(STATISTICS))
+    statistic = st.radio(
+        "Statistic",
+        list(STATISTICS),
+        horizontal=True,
+        key="tables_stat",
+        format_func=lambda k: STATISTICS[k],
+        help=STATISTIC_HELP,
+    )
+    return Pick(url, token, sweeps, sweep_id, str(statistic))
+
+
+def seed_plot_pickers() -> None:
+    """The sweep plot's pickers, seeded from the URL (x and by are checked against the sweep
+    where the plot is drawn)."""
+    ui.from_url("tables_plot_x", "x", None)
+    ui.from_url("tables_plot_by", "by", None)
+    ui.from_url("tables_plot_stat", "plot_stat", "top5", choices=list(sweep_plot.STATISTICS))
+    ui.from_url("tables_plot_interval", "interval", "std", choices=list(sweep_plot.INTERVALS))
+    ui.from_url("tables_plot_target", "target_pct", 70.0, cast=float)
 
 
 def plot_url() -> dict[str, Any]:
@@ -83,17 +111,12 @@ def plot_url() -> dict[str, Any]:
     }
 
 
-ui.to_url(
-    {"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None, **plot_url()}
-)
-
-
-def sweep_runs() -> list[dict[str, Any]]:
+def sweep_runs(p: Pick) -> list[dict[str, Any]]:
     """The chosen sweep's runs (none without a sweep)."""
-    return ui.call(loaders.runs, url, token, sweep_id=sweep_id) if sweep_id else []
+    return ui.call(loaders.runs, p.url, p.token, sweep_id=p.sweep_id) if p.sweep_id else []
 
 
-def progress_part(members: list[dict[str, Any]]) -> None:
+def progress_part(p: Pick, members: list[dict[str, Any]]) -> None:
     """The sweep's progress; the whole page again once a run ended (so the picker follows)."""
     active = any(r.get("status") in ACTIVE for r in members)
     if members:
@@ -101,21 +124,21 @@ def progress_part(members: list[dict[str, Any]]) -> None:
         fraction, text = study_view.progress(counts, len(members))
         st.progress(fraction, text + (f" · refreshing every {REFRESH_S} s" if active else ""))
     ended = sum(r.get("status") not in ACTIVE for r in members)
-    listed = next((study_view.done(s) for s in sweeps if str(s["id"]) == sweep_id), ended)
-    changed = ended != listed or (not active and in_flight)
-    if changed and st.session_state.get("tables_ended") != (sweep_id, ended):
+    listed = next((study_view.done(s) for s in p.sweeps if str(s["id"]) == p.sweep_id), ended)
+    changed = ended != listed or (not active and p.in_flight)
+    if changed and st.session_state.get("tables_ended") != (p.sweep_id, ended):
         # A run ended (or every run did): the whole page again, so the picker's count follows
         # and, once all ended, the timer stops.
-        st.session_state["tables_ended"] = (sweep_id, ended)
+        st.session_state["tables_ended"] = (p.sweep_id, ended)
         loaders.sweeps.clear()
         st.rerun(scope="app")
 
 
-def table1_part(members: list[dict[str, Any]]) -> None:
+def table1_part(p: Pick, members: list[dict[str, Any]]) -> None:
     """Our Table 1 beside the paper's numbers (matrix, versus list, CSV and LaTeX)."""
-    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+    summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
     runs = {str(r["id"]): r for r in members}
-    groups = summary_groups(summary, runs, statistic)
+    groups = summary_groups(summary, runs, p.statistic)
     long = table1_long(groups)
     long = long[long["mean"].notna()]
     if long.empty:
@@ -132,7 +155,7 @@ def table1_part(members: list[dict[str, Any]]) -> None:
     )
     st.dataframe(styled, key="tables_t1")
     named = groups.loc[groups["mean"].notna(), "statistic"] if "statistic" in groups else []
-    stat = " / ".join(dict.fromkeys(str(x) for x in named)) or STATISTICS[statistic]
+    stat = " / ".join(dict.fromkeys(str(x) for x in named)) or STATISTICS[p.statistic]
     st.caption(
         f"Cells: ours, the mean ± std over each group's runs of their {stat} (paper mean, "
         "Δ = ours − paper). Bold: best of our runs per row."
@@ -157,22 +180,24 @@ def table1_part(members: list[dict[str, Any]]) -> None:
         st.code(table1_latex(long), language="latex")
 
 
-def table3_part() -> None:
+def table3_part(p: Pick) -> None:
     """Table 3: ms per local update, ours beside the paper's (CSV and LaTeX)."""
     st.header("Table 3: ms per local update")
-    timing = ui.try_call(loaders.timing, url, token, sweep_id)
+    timing = ui.try_call(loaders.timing, p.url, p.token, p.sweep_id) if p.sweep_id else None
     t3 = table3_frame(timing_rows(timing or {}))
     if t3.empty:
         st.info("No timing yet: runs report time_user_ms from round 1 on.")
         return
     st.dataframe(
-        t3, hide_index=True, key="tables_t3",
+        t3,
+        hide_index=True,
+        key="tables_t3",
         column_config={
             **{c: st.column_config.NumberColumn(c, format="%.2f") for c in TABLE3_NUMBERS},
             "n": st.column_config.NumberColumn("n", format="%d", help="runs measured"),
         },
-        placeholder=runs_view.DASH,  # a row without a paper number: a dash, not "None"
-    )  # fmt: skip
+        placeholder=times.DASH,  # a row without a paper number: a dash, not "None"
+    )
     if t3["paper_ms"].isna().any():
         st.caption(
             "Rows without paper_ms: the paper reports no number for them (Table 3 has FedAvg "
@@ -194,23 +219,25 @@ def table3_part() -> None:
     d2.download_button("LaTeX", frame_latex(t3), "table3.tex", "text/x-tex", key="tables_t3_tex")
 
 
-def panel() -> None:
+def published_table1() -> pd.DataFrame:
+    """The paper's Table 1, a row per dataset, setting and T."""
+    rows = []
+    for k, v in paper.TABLE1.items():
+        cells = {paper.PAPER_LABELS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}
+        rows.append({"dataset": k.dataset, "setting": k.setting, "T": k.local_steps, **cells})
+    return pd.DataFrame(rows)
+
+
+def panel(p: Pick) -> None:
     """Table 1 and Table 3 (a fragment: reruns by itself while the sweep's runs are active)."""
-    members = sweep_runs()
-    progress_part(members)
+    members = sweep_runs(p)
+    progress_part(p, members)
     st.header("Table 1: accuracy (%)")
-    if sweep_id:
-        table1_part(members)
-    with st.expander("The paper's Table 1", expanded=not sweep_id):
-        pub = pd.DataFrame(
-            [
-                {"dataset": k.dataset, "setting": k.setting, "T": k.local_steps,
-                 **{paper.PAPER_LABELS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}}
-                for k, v in paper.TABLE1.items()
-            ]
-        )  # fmt: skip
-        st.dataframe(pub, hide_index=True, key="tables_t1_paper")
-    table3_part()
+    if p.sweep_id:
+        table1_part(p, members)
+    with st.expander("The paper's Table 1", expanded=not p.sweep_id):
+        st.dataframe(published_table1(), hide_index=True, key="tables_t1_paper")
+    table3_part(p)
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -220,13 +247,13 @@ def plot_data(url: str, token: str, sweep_id: str, fmt: str = "json", **query: A
         return c.plot_data(sweep_id, fmt=fmt, **query)
 
 
-def plot_panel() -> None:
+def plot_panel(p: Pick) -> None:
     """The sweep plot: a statistic against a swept field, a line per value of another (a
     fragment: refreshes with the tables while runs are active; points show n of their runs)."""
-    if not sweep_id:
+    if not p.sweep_id:
         return
     st.header("Plot")
-    summary = ui.call(loaders.sweep_summary, url, token, sweep_id)
+    summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
     varying = list(dict.fromkeys(f for g in summary.get("groups", []) for f in g.get("fields", {})))
     if not varying:
         st.info("Only the seed varies in this sweep: there is no field to plot against.")
@@ -242,34 +269,45 @@ def plot_panel() -> None:
     if ss.get("tables_plot_by") not in fields.by_options:
         ss["tables_plot_by"] = fields.by_default
     by = c2.selectbox("One line per", fields.by_options, key="tables_plot_by", format_func=label)
-    stat = c3.selectbox(
-        "Statistic", list(sweep_plot.STATISTICS), key="tables_plot_stat",
+    stat, interval, target = plot_statistic(c3, c4)
+    p.to_url()
+    query = {"x": x, "by": by, "statistic": stat, "interval": interval, "target": target}
+    data = ui.try_call(plot_data, p.url, p.token, p.sweep_id, **query)
+    if data is not None:
+        plot_result(p, data, query, interval)
+
+
+def plot_statistic(stat_col: Any, bar_col: Any) -> tuple[str, str, float | None]:
+    """The plotted statistic, its bar, and the target (a fraction) for time to target."""
+    stat = stat_col.selectbox(
+        "Statistic",
+        list(sweep_plot.STATISTICS),
+        key="tables_plot_stat",
         format_func=lambda k: sweep_plot.STATISTICS[k],
         help="Each run's own figure (docs/metrics.md); time to target: the first round whose "
         "accuracy reaches the target.",
-    )  # fmt: skip
-    interval = c4.radio(
-        "Bar", list(sweep_plot.INTERVALS), key="tables_plot_interval", horizontal=True,
+    )
+    interval = bar_col.radio(
+        "Bar",
+        list(sweep_plot.INTERVALS),
+        key="tables_plot_interval",
+        horizontal=True,
         format_func=lambda k: sweep_plot.INTERVALS[k],
         help="± std over seeds, as the tables (top-5: pooled over each seed's 5 best rounds), "
         "or the 95 % t interval of the mean over seeds.",
-    )  # fmt: skip
+    )
     target = None
     if stat == "time_to_target":
+        ss = st.session_state
         ss["tables_plot_target"] = min(max(float(ss["tables_plot_target"]), 1.0), 100.0)
         pct = st.number_input("Target accuracy (%)", 1.0, 100.0, step=1.0, key="tables_plot_target")
         target = round(pct / 100, 6)
-    ui.to_url(
-        {"sweep": sweep_id, "statistic": statistic if statistic != "top5" else None, **plot_url()}
-    )
-    query = {"x": x, "by": by, "statistic": stat, "interval": interval, "target": target}
-    data = ui.try_call(plot_data, url, token, sweep_id, **query)
-    if data is not None:
-        plot_result(data, query, interval)
+    return str(stat), str(interval), target
 
 
-def plot_result(data: dict[str, Any], query: dict[str, Any], interval: str) -> None:
+def plot_result(p: Pick, data: dict[str, Any], query: dict[str, Any], interval: str) -> None:
     """The plot, what it counts, its warnings, its CSV and the parallel coordinates."""
+    sweep_id = str(p.sweep_id)
     st.plotly_chart(sweep_plot.plot_figure(data, f"plot-{sweep_id}"), key="tables_plot")
     counted = sum(p["n"] for s in data["series"] for p in s["points"])
     left = ", ".join(f"{n} {s}" for s, n in sorted(data["excluded"]["counts"].items()))
@@ -281,15 +319,31 @@ def plot_result(data: dict[str, Any], query: dict[str, Any], interval: str) -> N
     for w in data["warnings"]:
         st.warning(w)
     st.download_button(
-        "CSV", ui.call(plot_data, url, token, sweep_id, fmt="csv", **query),
-        f"sweep-{sweep_id}-plot.csv", "text/csv", key="tables_plot_csv",
-    )  # fmt: skip
+        "CSV",
+        ui.call(plot_data, p.url, p.token, sweep_id, fmt="csv", **query),
+        f"sweep-{sweep_id}-plot.csv",
+        "text/csv",
+        key="tables_plot_csv",
+    )
     parcoords = sweep_plot.parcoords_figure(data, f"parcoords-{sweep_id}")
     if parcoords is not None:
         st.subheader("Every group (parallel coordinates)")
         st.plotly_chart(parcoords, key="tables_parcoords")
 
 
-in_flight = any(r.get("status") in ACTIVE for r in sweep_runs())
-st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(panel)()
-st.fragment(run_every=f"{REFRESH_S}s" if in_flight else None)(plot_panel)()
+def render() -> None:
+    """The page: the pickers, then the tables and the plot (refreshing while runs are active)."""
+    st.title("Sweep tables")
+    url, token = ui.connection()
+    picked = pick(url, token)
+    seed_plot_pickers()
+    picked.to_url()
+    p = replace(picked, in_flight=any(r.get("status") in ACTIVE for r in sweep_runs(picked)))
+    every = f"{REFRESH_S}s" if p.in_flight else None
+    st.fragment(run_every=every)(panel)(p)
+    st.fragment(run_every=every)(plot_panel)(p)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()
