@@ -1,4 +1,4 @@
-"""Error bodies: every 422 is {"detail": [{"loc", "msg", "type", "field"}]} (api.schemas.ValidationErrorBody); nothing malformed gives a 500.
+"""Error bodies: every 422 is {"detail": [{"loc", "msg", "type", "field"}]} (api.schemas.errors.ValidationErrorBody); nothing malformed gives a 500.
 
 A database that cannot be reached (down, restarting, pool exhausted) is answered once, here,
 for every route: 503 {"detail": "database unavailable (<error class>); retry later"} with

@@ -20,8 +20,10 @@ from typing import Any
 from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
+from api.budget import check_budget
 from api.errors import FieldErrors
-from api.schemas import AnnotationsUpdate, RunPublic
+from api.schemas.annotations import AnnotationsUpdate
+from api.schemas.runs import RunPublic
 from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
@@ -232,7 +234,8 @@ def submit_run(
     check_data_paths(spec, sub.settings, prefix)
     check_checkpoint_size(sub, [spec], prefix)
     check_device_served(sub, [spec], prefix)
-    run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions())
+    [size] = check_budget(sub.session, sub.user, sub.settings, [spec], prefix)
+    run = _queued_row(sub, spec, priority, sweep_id=None, versions=versions(), estimated_bytes=size)
     sub.session.commit()
     _dispatch_now(sub, {run.queue})
     return run
@@ -273,11 +276,15 @@ def submit_sweep(
             raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
     check_checkpoint_size(sub, specs, "base.")
     check_device_served(sub, specs, "base.")
+    sizes = check_budget(sub.session, sub.user, sub.settings, specs, "base.", sweep=True)
     sweep = sweeps_repo.create_sweep(
         sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id
     )
     recorded = versions()
-    runs = [_queued_row(sub, s, priority, sweep_id=sweep.id, versions=recorded) for s in specs]
+    runs = [
+        _queued_row(sub, s, priority, sweep_id=sweep.id, versions=recorded, estimated_bytes=n)
+        for s, n in zip(specs, sizes, strict=True)
+    ]
     sub.session.commit()
     _dispatch_now(sub, {r.queue for r in runs})
     return sweep, runs

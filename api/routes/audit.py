@@ -9,8 +9,9 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
 from api.errors import FieldErrors
-from api.schemas import AUTHED, IsoDatetime, error_responses
-from api.schemas_audit import AuditEventPublic, AuditPublic
+from api.schemas.audit import AuditEventPublic, AuditPublic
+from api.schemas.base import IsoDatetime
+from api.schemas.errors import AUTHED, error_responses
 from lab.repository import audit
 
 router = APIRouter(prefix="/audit", tags=["audit"])

@@ -15,7 +15,8 @@ from api.deps import (
     StreamSessionDep,
     parse_uuid,
 )
-from api.schemas import AUTHED, CheckpointPublic, CheckpointsPublic, error_responses
+from api.schemas.checkpoints import CheckpointPublic, CheckpointsPublic
+from api.schemas.errors import AUTHED, error_responses
 from lab.repository import checkpoints as ckpt_repo
 from lab.store import CheckpointStore
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
-from api.schemas import AUTHED, error_responses
-from api.schemas_analysis import Difference
+from api.schemas.analysis import Difference
+from api.schemas.errors import AUTHED, error_responses
 from lab import analysis
 
 router = APIRouter(tags=["metrics"])

@@ -33,8 +33,8 @@ from api.deps import (
 )
 from api.errors import RETRY_AFTER_S
 from api.limits import Limits
-from api.schemas import AUTHED, error_responses
-from api.schemas_spec import StreamToken
+from api.schemas.errors import AUTHED, error_responses
+from api.schemas.runs import StreamToken
 from fedgen.status import TERMINAL
 from lab.db import is_unavailable
 from lab.models import Run

@@ -11,18 +11,10 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
 from api.errors import FieldErrors
-from api.schemas import (
-    AUTHED,
-    ComparePublic,
-    CompareRun,
-    MetricsPublic,
-    RunInfoPublic,
-    RunStatus,
-    UserRow,
-    UsersPublic,
-    error_responses,
-    segments_out,
-)
+from api.schemas.errors import AUTHED, error_responses
+from api.schemas.results import ComparePublic, CompareRun, MetricsPublic, UserRow, UsersPublic
+from api.schemas.runs import RunInfoPublic, segments_out
+from fedgen.status import RunStatus
 from lab import history_cache
 from lab.downsample import Columns, downsample, to_columns
 from lab.history_cache import History
@@ -129,7 +121,7 @@ def compare(
         if wanted is not None:
             cols = {k: v for k, v in cols.items() if k in wanted}
         out.append(_compare_run(run, rounds, cols, max_points))
-    # Written by orjson straight from the dataclasses (see api.schemas.CompareRun).
+    # Written by orjson straight from the dataclasses (see api.schemas.results.CompareRun).
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
 
 
@@ -156,7 +148,7 @@ def _compare_run(run: Run, rounds: list[int], cols: Columns, max_points: int) ->
 
 
 def _curves(rounds: list[int], cols: Columns, max_points: int) -> dict[str, Any]:
-    """`downsample`'s result as the keyword arguments of `api.schemas.Curves`."""
+    """`downsample`'s result as the keyword arguments of `api.schemas.results.Curves`."""
     r, last, lo, hi, ds = downsample(rounds, cols, max_points)
     return {"rounds": r, "metrics": last, "min": lo, "max": hi, "downsampled": ds}
 

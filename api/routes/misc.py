@@ -1,4 +1,4 @@
-"""Health, readiness, the spec schema and validation, the current user, the timing table."""
+"""Health, readiness, the spec schema and validation, the timing table (GET /me: usage.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ from fastapi.responses import JSONResponse
 from api import readiness, service
 from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
 from api.routes.runs import NO_NUL
-from api.schemas import AUTHED, BODY, Health, SpecValidate, UserPublic, error_responses
-from api.schemas_analysis import TimingTable
-from api.schemas_spec import (
+from api.schemas.analysis import TimingTable
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.spec import (
     AlgorithmInfo,
     SpecDefaults,
     SpecJsonSchema,
+    SpecValidate,
     SpecValidated,
     SpecWarning,
 )
+from api.schemas.users import Health
 from fedgen.algorithms.registry import algorithms
 from fedgen.spec import ExperimentSpec
 from lab import analysis
@@ -101,12 +103,6 @@ def spec_defaults(_user: UserDep) -> SpecDefaults:
 def spec_schema(_user: UserDep) -> SpecJsonSchema:
     """The JSON schema of ExperimentSpec (the dashboard builds its form from it)."""
     return SpecJsonSchema.model_validate(ExperimentSpec.model_json_schema())
-
-
-@router.get("/me", tags=["users"], responses=error_responses(*AUTHED))
-def me(user: UserDep) -> UserPublic:
-    """The token's user."""
-    return UserPublic.model_validate(user)
 
 
 @router.get("/timing", tags=["metrics"], responses=error_responses(*AUTHED, 404, 422))

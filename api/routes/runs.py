@@ -21,22 +21,17 @@ from api.deps import (
     require_owner,
 )
 from api.errors import FieldErrors
-from api.schemas import (
-    AUTHED,
-    BODY,
-    AnnotationsUpdate,
-    IsoDatetime,
-    RunClone,
-    RunCreate,
-    RunPublic,
-    RunsPublic,
-    error_responses,
-)
+from api.schemas.annotations import AnnotationsUpdate
+from api.schemas.base import IsoDatetime
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.runs import RunClone, RunCreate, RunPublic, RunsPublic
 from fedgen.status import RunStatus
 from lab import trash
 from lab.models import Run
+from lab.repository import run_list
 from lab.repository import runs as runs_repo
 from lab.repository import sweeps as sweeps_repo
+from lab.repository.run_list import MAX_CURSOR_CHARS
 from lab.repository.spec_filter import (
     MAX_WHERE,
     MAX_WHERE_CHARS,
@@ -55,6 +50,11 @@ WhereClause = Annotated[
         json_schema_extra={"pattern": WHERE_PATTERN},  # parse_where checks it, saying what is wrong
     ),
 ]
+CURSOR = r"^[A-Za-z0-9_-]*$"
+CURSOR_DOC = (
+    "The previous page's `next_cursor`: the page after it, newest first (a deep page costs "
+    "what the first does, unlike `offset`); not with `offset`."
+)
 WHERE_DOC = (
     f"Repeatable, at most {MAX_WHERE}: `field=value`, a dotted spec field equal to a JSON value, "
     "e.g. `algorithm.gen_batch_size=32` (matches 32 and 32.0), `partition.alpha=0.1`, "
@@ -95,14 +95,26 @@ def list_runs(
     ] = None,
     limit: Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    cursor: Annotated[
+        str | None, Query(max_length=MAX_CURSOR_CHARS, pattern=CURSOR, description=CURSOR_DOC)
+    ] = None,
 ) -> RunsPublic:
-    """Runs, newest first, filtered and paginated."""
+    """Runs, newest first, filtered and paginated (by `cursor`, or by `offset`), with the count
+    under the filters and the lab's runs per status under the filters but `status`."""
     check_page_size(limit, settings)
+    after = None
+    if cursor is not None:
+        if offset:
+            raise FieldErrors([("offset", "give offset or cursor, not both")])
+        try:
+            after = run_list.decode_cursor(cursor)
+        except ValueError as exc:
+            raise FieldErrors([("cursor", f"{cursor[:40]!r} {exc}")]) from None
     clauses, problems = parse_where(where or [])
     problems += field_problems(clauses)  # unknown fields, values their type cannot hold
     if problems:
         raise FieldErrors([("where", p) for p in problems])
-    filters = runs_repo.RunFilters(
+    filters = run_list.RunFilters(
         status=status_,
         algorithm=algorithm,
         dataset=dataset,
@@ -114,8 +126,15 @@ def list_runs(
         where=tuple(clauses),
         q=q or None,
     )
-    rows, count = runs_repo.list_runs(session, filters, limit, offset)
-    return RunsPublic(data=service.runs_public(session, rows, settings), count=count)
+    page = run_list.list_runs(session, filters, limit, offset=offset, cursor=after)
+    return RunsPublic(
+        data=service.runs_public(session, page.runs, settings),
+        count=page.count,
+        count_exact=page.count_exact,
+        status_counts=page.status_counts,
+        status_counts_exact=page.status_counts_exact,
+        next_cursor=page.next_cursor,
+    )
 
 
 @router.get("/{run_id}", responses=error_responses(*AUTHED, 404))

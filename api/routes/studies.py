@@ -20,8 +20,8 @@ from api import service
 from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
-from api.schemas import AUTHED, BODY, error_responses
-from api.schemas_analysis import (
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.studies import (
     StudiesPublic,
     StudyDefinition,
     StudyLaunched,

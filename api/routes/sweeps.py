@@ -15,18 +15,11 @@ from sqlalchemy.orm import Session
 
 from api import deps, service
 from api.errors import FieldErrors
-from api.schemas import (
-    AUTHED,
-    BODY,
-    AnnotationsUpdate,
-    PlotData,
-    SweepCreate,
-    SweepPublic,
-    SweepsPublic,
-    error_responses,
-)
-from api.schemas_analysis import SweepSummary
-from api.schemas_trash import SweepRestored
+from api.schemas.annotations import AnnotationsUpdate
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.results import PlotData
+from api.schemas.sweeps import SweepCreate, SweepPublic, SweepsPublic, SweepSummary
+from api.schemas.trash import SweepRestored
 from fedgen.specdict import group_fields
 from lab import analysis, plot_data, trash
 from lab.models import Sweep

@@ -14,8 +14,8 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import ActorDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
 from api.errors import FieldErrors
-from api.schemas import AUTHED, BODY, error_responses
-from api.schemas_tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
 from lab.models import ApiToken
 from lab.repository import audit
 from lab.repository import tokens as tokens_repo

@@ -9,8 +9,8 @@ from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
-from api.schemas import AUTHED, error_responses
-from api.schemas_trash import TrashedRun, TrashedSweep, TrashPublic
+from api.schemas.errors import AUTHED, error_responses
+from api.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
 from lab import trash
 from lab.config import Settings
 from lab.models import Run, Sweep

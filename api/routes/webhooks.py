@@ -26,8 +26,8 @@ from api.deps import (
 )
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.schemas import AUTHED, BODY, error_responses
-from api.webhook_schemas import (
+from api.schemas.errors import AUTHED, BODY, error_responses
+from api.schemas.webhooks import (
     MAX_WEBHOOKS_PER_USER,
     DeliveriesPublic,
     DeliveryPublic,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.schemas import AUTHED, WorkerPublic, WorkerRun, WorkersPublic, error_responses
+from api.schemas.errors import AUTHED, error_responses
+from api.schemas.workers import WorkerPublic, WorkerRun, WorkersPublic
 from lab.repository import workers as workers_repo
 
 router = APIRouter(tags=["workers"])

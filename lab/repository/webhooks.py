@@ -30,10 +30,10 @@ from sqlalchemy.orm import Session
 
 from fedgen.status import TERMINAL
 from fedgen.studies import study_of_base
+from fedgen.webhook_events import SWEEP_EVENTS, TEST_EVENT
 from lab import webhook_payloads as payloads
 from lab.db import db_now, is_unavailable
 from lab.models import Run, Sweep, User, Webhook, WebhookDelivery
-from lab.webhook_events import SWEEP_EVENTS, TEST_EVENT
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from typing import Any
 import schemathesis
 
 from api.routes.sweeps import GROUP_BY_PATTERN
+from api.schemas.webhooks import url_problem
 from api.service import checkpoint_problem, partition_problem
-from api.webhook_schemas import url_problem
 from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from api.schemas import ComparePublic
+from api.schemas.results import ComparePublic
 from tests.factories import create_run, create_user, make_spec, seed_rounds
 
 API = "/api/v1"

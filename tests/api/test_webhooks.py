@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.webhook_schemas import MAX_WEBHOOKS_PER_USER
+from api.schemas.webhooks import MAX_WEBHOOKS_PER_USER
 from lab import webhook_payloads, webhook_targets
 from lab.config import Settings
 from lab.models import Run, User, WebhookDelivery

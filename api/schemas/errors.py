@@ -30,6 +30,8 @@ class ValidationErrorBody(BaseModel):
 
 
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}}
+
+
 _ERROR_TEXT: dict[int, str] = {
     400: "The body is not JSON",
     401: "Missing or invalid bearer token",
@@ -63,4 +65,5 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 # What any authenticated route may answer; routes add their own (404, 403, 422, 413...).
 AUTHED = (401, 429, 503)
+
 BODY = (400, 413, 422)

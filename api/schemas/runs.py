@@ -1,144 +1,41 @@
-"""Request and response bodies of the REST API (the dashboard codes against these): requests,
-runs, sweeps, checkpoints, the user. Errors, results (curves, plots) and workers live in
-api.schemas_errors, api.schemas_results and api.schemas_workers, re-exported here."""
+"""A run in requests and responses: submit and clone, the run as shown (with its segments), a page
+of runs, what is fixed for it (/info) and the token of its event stream."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    AliasChoices,
-    AliasPath,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, Field, model_validator
 
-# Split by job; re-exported so `from api.schemas import X` keeps working for every body.
-from api.schemas_base import FromRow as _FromRow
-from api.schemas_base import IdStr as IdStr
-from api.schemas_base import In as _In
-from api.schemas_base import IsoDatetime as IsoDatetime
-from api.schemas_base import OptionalIdStr as OptionalIdStr
-from api.schemas_errors import AUTHED as AUTHED
-from api.schemas_errors import BODY as BODY
-from api.schemas_errors import ErrorBody as ErrorBody
-from api.schemas_errors import FieldError as FieldError
-from api.schemas_errors import ValidationErrorBody as ValidationErrorBody
-from api.schemas_errors import error_responses as error_responses
-from api.schemas_results import ComparePublic as ComparePublic
-from api.schemas_results import CompareRun as CompareRun
-from api.schemas_results import Curves as Curves
-from api.schemas_results import MetricsPublic as MetricsPublic
-from api.schemas_results import PlotData as PlotData
-from api.schemas_results import PlotExcluded as PlotExcluded
-from api.schemas_results import PlotGroup as PlotGroup
-from api.schemas_results import PlotPoint as PlotPoint
-from api.schemas_results import PlotSeries as PlotSeries
-from api.schemas_results import UserRow as UserRow
-from api.schemas_results import UsersPublic as UsersPublic
-from api.schemas_workers import WorkerDevice as WorkerDevice
-from api.schemas_workers import WorkerPublic as WorkerPublic
-from api.schemas_workers import WorkerRun as WorkerRun
-from api.schemas_workers import WorkersPublic as WorkersPublic
-from fedgen.algorithms.registry import sharing_predictor
+from api.schemas.annotations import ANNOTATED_AT, ANNOTATED_BY, TagList
+from api.schemas.base import FromRow, IdStr, In, OptionalIdStr
+from api.schemas.spec import CROSS_FIELD, SpecChangesIn, SpecIn
 from fedgen.status import RunStatus
-
-# The spec as requests send it: the input schema of fedgen.spec.ExperimentSpec (every field
-# optional, defaults fill in), put into the OpenAPI components by api.openapi. The handler
-# still validates with fedgen.spec.parse_spec (field errors under `spec.`).
-# (allOf: pydantic resolves a bare $ref it did not generate, and fails.)
-SpecIn = Annotated[
-    dict[str, Any],
-    WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/ExperimentSpecInput"}]}),
-]
-SpecChangesIn = Annotated[
-    dict[str, Any], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SpecChanges"}]})
-]
-GridIn = Annotated[
-    dict[str, list[Any]], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SweepGrid"}]})
-]
-
+from lab.repository.run_counts import COUNT_CAP
 
 Priority = Literal["low", "normal", "high"]
+
 PRIORITY_DOC = (
     "Queue priority of the submitted run(s): high goes before normal before low, each tier "
     "shared round-robin across owners; `high` is for admins only (403 otherwise)."
 )
-CROSS_FIELD = (
-    "Cross-field rules (422 with both fields named): users_per_round <= partition.num_users; "
-    f"share='predictor' only with {' or '.join(sharing_predictor())} (the algorithms that "
-    "declare it); a partition the "
-    "dataset can satisfy (enough samples for num_users x min_samples)."
-)
 
 
-class RunCreate(_In):
+class RunCreate(In):
     """POST /runs: a spec (fedgen.spec.ExperimentSpec; omitted fields take their defaults)."""
 
     spec: SpecIn = Field(description=CROSS_FIELD)
     priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
-class RunClone(_In):
+class RunClone(In):
     """POST /runs/{id}/clone: a partial nested spec merged over the original."""
 
     changes: SpecChangesIn = Field(
         default_factory=dict, description="Merged over the run's spec. " + CROSS_FIELD
     )
     priority: Priority = Field("normal", description=PRIORITY_DOC)
-
-
-class SpecValidate(_In):
-    """POST /spec/validate."""
-
-    spec: SpecIn = Field(description=CROSS_FIELD)
-
-
-class SweepCreate(_In):
-    """POST /sweeps: base spec and grid of dotted field -> values.
-
-    The grid's product is at most 1000 runs, and every expanded spec must satisfy the
-    spec's cross-field rules.
-    """
-
-    name: str = Field("sweep", min_length=1, max_length=200, pattern=r"^[^\x00]*$")
-    base: SpecIn = Field(default_factory=dict, description=CROSS_FIELD)
-    grid: GridIn = Field(default_factory=dict)
-    priority: Priority = Field("normal", description=PRIORITY_DOC)
-
-
-# A tag and a note as the spec takes them (fedgen.spec.ExperimentSpec.tags / .note).
-Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]
-MAX_TAGS = 32
-MAX_NOTE = 10_000
-
-
-class AnnotationsUpdate(_In):
-    """PATCH /runs/{id}, PATCH /sweeps/{id}: new tags and/or note (what is left out is kept).
-
-    `tags` replaces the whole list (each tag once; a comma becomes a space). Owner or admin.
-    A body with neither changes nothing (and records no editor).
-    """
-
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="At most 32 tags.")
-    note: str | None = Field(None, max_length=MAX_NOTE, pattern=r"^[^\x00]*$")
-
-
-def _tag_list(value: Any) -> Any:
-    # Read from the stored ',a,b,' (tags_csv) or given as a list.
-    if isinstance(value, str):
-        return [t for t in value.split(",") if t]
-    return [] if value is None else value
-
-
-TagList = Annotated[list[str], BeforeValidator(_tag_list)]
-ANNOTATED_BY = "The user who last changed the tags or note (null: never changed)."
-ANNOTATED_AT = "When (the database's clock) they were last changed."
 
 
 class Segment(BaseModel):
@@ -190,7 +87,7 @@ def segments_out(stored: list[dict[str, Any]] | None, current_round: int) -> lis
     return out
 
 
-class RunPublic(_FromRow):
+class RunPublic(FromRow):
     """A run as the API shows it."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
@@ -268,66 +165,22 @@ class RunPublic(_FromRow):
 
 
 class RunsPublic(BaseModel):
-    """A page of runs and the total under the filters."""
+    """A page of runs, the total under the filters and the runs per status under the others."""
 
     data: list[RunPublic]
-    count: int
-
-
-class CheckpointPublic(_FromRow):
-    """A stored checkpoint (download it from .../download)."""
-
-    id: IdStr
-    round: int
-    kind: str
-    size: int
-    sha256: str
-    created_at: datetime
-
-
-class CheckpointsPublic(BaseModel):
-    """GET /runs/{id}/checkpoints."""
-
-    data: list[CheckpointPublic]
-
-
-class SweepPublic(BaseModel):
-    """A sweep and the runs it expanded into."""
-
-    id: str
-    name: str
-    owner: str
-    base: dict[str, Any]
-    grid: dict[str, Any]
-    run_ids: list[str]
-    count: int
-    status_counts: dict[str, int]
-    tags: list[str] = Field(default_factory=list, description="Editable (PATCH /sweeps/{id}).")
-    note: str = Field("", description="Editable (PATCH /sweeps/{id}).")
-    annotated_by: str | None = Field(None, description=ANNOTATED_BY)
-    annotated_at: datetime | None = Field(None, description=ANNOTATED_AT)
-    created_at: datetime
-
-
-class SweepsPublic(BaseModel):
-    """GET /sweeps."""
-
-    data: list[SweepPublic]
-    count: int
-
-
-class Health(BaseModel):
-    """GET /health: the process is up (readiness, with the database and broker: GET /ready)."""
-
-    status: Literal["ok"]
-
-
-class UserPublic(_FromRow):
-    """GET /me."""
-
-    id: IdStr
-    name: str
-    is_admin: bool
+    count: int = Field(
+        description=f"Runs under the filters: exact up to {COUNT_CAP:,} per status, an "
+        "estimate past it"
+    )
+    count_exact: bool = Field(description="False when `count` is the database's estimate")
+    status_counts: dict[RunStatus, int] = Field(
+        description="The lab's runs per status under every filter but `status` (every status, "
+        "zeros included): what the Runs page counts"
+    )
+    status_counts_exact: bool = Field(description="False when any status count is an estimate")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page (newest first); null on the last page"
+    )
 
 
 class DataFile(BaseModel):
@@ -388,3 +241,12 @@ class RunInfoPublic(BaseModel):
     data_files: list[DataFile] = Field(default_factory=list)
     """The files the run's data was read from (empty before it started, for generated data,
     and for runs started before this was recorded)."""
+
+
+class StreamToken(BaseModel):
+    """POST /runs/{id}/stream-token: pass `token` as `?token=` to GET /runs/{id}/events."""
+
+    token: str
+    run_id: str
+    expires_at: int = Field(description="Unix time")
+    ttl_s: int

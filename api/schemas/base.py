@@ -1,5 +1,6 @@
 """The building blocks of the API's bodies: ids as strings, ISO 8601 date-times only, response
-models read from ORM rows and request models that refuse unknown fields."""
+models read from ORM rows, request models that refuse unknown fields and strict responses built
+from dicts (a key that drifts from the model fails loudly instead of being dropped)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def _as_str(value: Any) -> Any:
 
 # Ids are UUIDs in the database and strings in the API.
 IdStr = Annotated[str, BeforeValidator(_as_str)]
+
 OptionalIdStr = Annotated[str | None, BeforeValidator(_as_str)]
 
 
@@ -38,5 +40,11 @@ class FromRow(BaseModel):
 
 class In(BaseModel):
     """A request body: an unknown field is a 422, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Strict(BaseModel):
+    """A response built from a dict: a key the model lacks is an error, not dropped."""
 
     model_config = ConfigDict(extra="forbid")

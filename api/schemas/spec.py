@@ -1,11 +1,44 @@
-"""Responses about specs and tokens: /spec/validate, /spec/defaults, /spec/schema,
-/runs/{id}/stream-token."""
+"""The spec in requests (its schema by reference) and the answers about specs: validation,
+the algorithms, the defaults and the spec's JSON Schema."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from api.schemas.base import In
+from fedgen.algorithms.registry import sharing_predictor
+
+# The spec as requests send it: the input schema of fedgen.spec.ExperimentSpec (every field
+# optional, defaults fill in), put into the OpenAPI components by api.openapi. The handler
+# still validates with fedgen.spec.parse_spec (field errors under `spec.`).
+# (allOf: pydantic resolves a bare $ref it did not generate, and fails.)
+SpecIn = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/ExperimentSpecInput"}]}),
+]
+
+SpecChangesIn = Annotated[
+    dict[str, Any], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SpecChanges"}]})
+]
+
+GridIn = Annotated[
+    dict[str, list[Any]], WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/SweepGrid"}]})
+]
+
+CROSS_FIELD = (
+    "Cross-field rules (422 with both fields named): users_per_round <= partition.num_users; "
+    f"share='predictor' only with {' or '.join(sharing_predictor())} (the algorithms that "
+    "declare it); a partition the "
+    "dataset can satisfy (enough samples for num_users x min_samples)."
+)
+
+
+class SpecValidate(In):
+    """POST /spec/validate."""
+
+    spec: SpecIn = Field(description=CROSS_FIELD)
 
 
 class SpecWarning(BaseModel):
@@ -69,12 +102,3 @@ class SpecJsonSchema(BaseModel):
     properties: dict[str, Any] = Field(description="one JSON Schema per top-level spec field")
     title: str
     type: Literal["object"]
-
-
-class StreamToken(BaseModel):
-    """POST /runs/{id}/stream-token: pass `token` as `?token=` to GET /runs/{id}/events."""
-
-    token: str
-    run_id: str
-    expires_at: int = Field(description="Unix time")
-    ttl_s: int

@@ -10,12 +10,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from api.schemas import IdStr
-from lab.webhook_events import EVENTS, WebhookEvent
+from api.schemas.base import IdStr
+from fedgen.webhook_events import EVENTS, WebhookEvent
 
 MAX_URL_CHARS = 2000  # the column's length
+
 MIN_SECRET_CHARS, MAX_SECRET_CHARS = 16, 128
+
 MAX_WEBHOOKS_PER_USER = 20  # each one multiplies the deliveries of every run's end
+
 # http(s), a host name or IPv4 (ASCII: an IDN host in punycode) or a bracketed IPv6 address,
 # an optional port, then anything without spaces; url_problem checks the rest (port range).
 URL_PATTERN = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?#][^\s]*)?$"

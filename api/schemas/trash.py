@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from api.schemas_base import IdStr, OptionalIdStr
+from api.schemas.base import IdStr, OptionalIdStr
 
 
 class TrashedRun(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas_base import FromRow
+from api.schemas.base import FromRow
 
 
 class AuditEventPublic(FromRow):

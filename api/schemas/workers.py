@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas_base import IdStr
+from api.schemas.base import IdStr
 
 
 class WorkerDevice(BaseModel):

@@ -8,9 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas_base import IdStr, In
+from api.schemas.base import IdStr, In
 
 MAX_NAME_CHARS = 100  # the column's length
+
 MAX_DAYS = 36500  # FEDGEN_TOKEN_MAX_DAYS caps it further
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas_base import FromRow
+from api.schemas.base import FromRow
 from fedgen.status import RunStatus
 
 
