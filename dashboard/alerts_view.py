@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import DASH, when
+from dashboard.times import DASH, when
 
-# The events a webhook can subscribe to (api/webhook_schemas.py), as the form shows them.
+# The events a webhook can subscribe to (fedgen/webhook_events.py), as the form shows them.
 EVENTS: dict[str, str] = {
     "run.failed": "Run failed",
     "run.succeeded": "Run succeeded",

@@ -1,6 +1,6 @@
 """A run's note and tags on a page: shown, and editable by its owner or an admin (PATCH).
 
-The Runs and Live pages share this one editor; who may edit is `runs_view.may_change`.
+The Runs and Live pages share this one editor; who may edit is `permissions.may_change`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import loaders, runs_view, ui
+from dashboard import loaders, permissions, runs_table, times, ui
 
 NOT_YOURS = "Only the run's owner or an admin may change its note and tags"
 
@@ -19,7 +19,7 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
     """The note and tags of `run` in a form (disabled, saying why, for others); the run as the
     API returns it after a Save, else None. `key` prefixes the widget keys (one per page)."""
     rid = str(run.get("id"))
-    allowed = runs_view.may_change(run, me)
+    allowed = permissions.may_change(run, me)
     why = None if allowed else NOT_YOURS
     with st.form(f"{key}_annotate_{rid}", border=False):
         note = st.text_area(
@@ -40,13 +40,13 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
         saved = st.form_submit_button(
             "Save note and tags", disabled=not allowed, help=why, key=f"{key}_save_{rid}"
         )
-    edited = edited_line(run, datetime.now(UTC), runs_view.zone(st.context.timezone))
+    edited = edited_line(run, datetime.now(UTC), times.zone(st.context.timezone))
     if edited:
         st.caption(edited)
     if not saved:
         return None
     updated = ui.try_call(
-        ui.client().annotate_run, rid, tags=runs_view.parse_tags(tags or ""), note=note or ""
+        ui.client().annotate_run, rid, tags=parse_tags(tags or ""), note=note or ""
     )
     if updated is not None:
         loaders.runs.clear()
@@ -57,17 +57,20 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
 
 def edited_line(run: dict[str, Any], now: datetime, tz: tzinfo) -> str | None:
     """`Last edited by alice · 5 min ago (14:03)`, the time as the rest of the dashboard shows
-    it (`runs_view.when`, in the viewer's zone); None for a run nobody annotated."""
+    it (`times.when`, in the viewer's zone); None for a run nobody annotated."""
     if not run.get("annotated_by"):
         return None
-    return (
-        f"Last edited by {run['annotated_by']} · {runs_view.when(run.get('annotated_at'), now, tz)}"
-    )
+    return f"Last edited by {run['annotated_by']} · {times.when(run.get('annotated_at'), now, tz)}"
 
 
 def summary(run: dict[str, Any]) -> str:
     """The tags and the note's first line as one Markdown line (empty when there are none)."""
     tags = " ".join(f":blue-badge[{t}]" for t in run.get("tags") or [])
-    note = runs_view.first_line(run.get("note"), width=120)
+    note = runs_table.first_line(run.get("note"), width=120)
     note = f":material/sticky_note_2: {note}" if note else ""
     return " ".join(p for p in (tags, note) if p)
+
+
+def parse_tags(text: str) -> list[str]:
+    """Tags typed as `a, b, c`: stripped, empty ones dropped, each once, in order."""
+    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))

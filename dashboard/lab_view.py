@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import DASH, parse_ts, relative, when
+from dashboard.times import DASH, parse_ts, relative, when
 
 TABLE_COLUMNS = [
     "host", "slot", "queues", "devices", "threads", "code version", "datasets", "running",

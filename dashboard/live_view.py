@@ -19,7 +19,8 @@ import plotly.graph_objects as go
 
 from dashboard import charts
 from dashboard.lab_view import short_version
-from dashboard.runs_view import DASH, state, stopped_at, when
+from dashboard.run_state import state, stopped_at
+from dashboard.times import DASH, when
 from fedgen import metric_names
 from fedgen.resources import format_bytes
 from fedgen.stats import format_acc, summarize_curve

@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import local_time, parse_ts, relative, waiting_for
+from dashboard.run_state import waiting_for
+from dashboard.times import local_time, parse_ts, relative
 from dashboard.worker_offer import Offer
 from fedgen.status import TERMINAL
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import DASH, when
+from dashboard.times import DASH, when
 
 COLUMNS = ["name", "user", "id", "state", "created", "last used", "expires", "revoked"]
 NEVER = "never"

@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.runs_view import DASH, parse_ts, relative, short_id, when
+from dashboard.runs_table import short_id
+from dashboard.times import DASH, parse_ts, relative, when
 
 RUN_COLUMNS = ["run", "status", "owner", "deleted", "deleted by", "purged", "id"]
 SWEEP_COLUMNS = ["sweep", "runs", "owner", "deleted", "deleted by", "purged", "id"]

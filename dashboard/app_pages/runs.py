@@ -17,7 +17,20 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from dashboard import annotate, loaders, run_name, runs_view, trash_view, ui
+from dashboard import (
+    annotate,
+    loaders,
+    permissions,
+    run_failures,
+    run_filters,
+    run_name,
+    runs_csv,
+    runs_table,
+    status_counts,
+    times,
+    trash_view,
+    ui,
+)
 from dashboard.client import ApiError, LabClient
 from dashboard.frames import any_active
 from fedgen.csv_cells import frame_csv
@@ -69,7 +82,7 @@ dataset = c3.selectbox(
 owner = c4.text_input("Owner", key="runs_owner")
 tag = c5.text_input("Tag", key="runs_tag")
 w1, w2 = st.columns([3, 2])
-where = runs_view.where_clauses(
+where = run_filters.where_clauses(
     w1.text_input(
         "Spec fields",
         key="runs_where",
@@ -120,7 +133,7 @@ def _why_not(picked: list[dict[str, Any]], allowed: list[dict[str, Any]], what: 
 
 def cancel(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
     """Cancel the picked active runs the user may change, after a confirmation."""
-    mine = [r for r in picked if runs_view.may_change(r, me)]
+    mine = [r for r in picked if permissions.may_change(r, me)]
     active = [r for r in mine if r.get("status") in ACTIVE]
     label = f"Cancel {len(active)}…" if active else "Cancel…"
     with slot.popover(label, disabled=not active, help=_why_not(picked, active, "cancel")):
@@ -137,7 +150,7 @@ def cancel(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -
 
 def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
     """Delete the picked runs the user may change (one or many), after a confirmation."""
-    mine = [r for r in picked if runs_view.may_change(r, me)]
+    mine = [r for r in picked if permissions.may_change(r, me)]
     label = f"Delete {len(mine)}…" if mine else "Delete…"
     with slot.popover(label, disabled=not mine, help=_why_not(picked, mine, "delete")):
         others = len(picked) - len(mine)
@@ -148,7 +161,7 @@ def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -
             + (f" The {others} picked that are not yours stay." if others else "")
         )
         for run in mine[:5]:
-            st.caption(f"{run['_name']} · {runs_view.short_id(run['id'])}")
+            st.caption(f"{run['_name']} · {runs_table.short_id(run['id'])}")
         if len(mine) > 5:
             st.caption(f"… and {len(mine) - 5} more")
         if st.button("Yes, delete", key="runs_delete", type="primary"):
@@ -184,7 +197,7 @@ def actions(picked: list[dict[str, Any]], me: dict[str, Any] | None) -> None:
         "app_pages/compare.py",
         label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",
         icon=":material/compare_arrows:",
-        query_params=runs_view.compare_params(ids) if ids else None,
+        query_params={"runs": ",".join(ids)} if ids else None,
         disabled=not ids,
     )
     b2.page_link(
@@ -210,20 +223,20 @@ def actions(picked: list[dict[str, Any]], me: dict[str, Any] | None) -> None:
                 return
             new = ui.try_call(ui.client().clone_run, ids[0], changes)
             if new:
-                st.success(f"Queued clone {runs_view.short_id(new['id'])}")
+                st.success(f"Queued clone {runs_table.short_id(new['id'])}")
                 loaders.runs.clear()
     delete(picked, me, b5)
 
 
 def details(run: dict[str, Any], me: dict[str, Any] | None, now: datetime) -> None:
     """The one picked run: its full id and times, and its note and tags (editable)."""
-    tz = runs_view.zone(st.context.timezone)
+    tz = times.zone(st.context.timezone)
     st.subheader(run["_name"])
     left, right = st.columns([3, 2])
     with left:
         if annotate.editor(run, me, key="runs") is not None:
             st.rerun(scope="fragment")  # the table shows the new note and tags
-    rows = runs_view.details(run, now, tz)
+    rows = runs_table.details(run, now, tz)
     right.dataframe(
         {"": [k for k, _ in rows], "value": [v for _, v in rows]},
         hide_index=True,
@@ -235,7 +248,7 @@ def failures(runs: list[dict[str, Any]], now: datetime) -> None:
     """The newest failed runs, each linked to its Live page, with its whole error message and
     the round it stopped at (the table's error cell is one line, cut to the column's width);
     open while one failed in the last day."""
-    shown, total, recent = runs_view.recent_failures(runs, now)
+    shown, total, recent = run_failures.recent_failures(runs, now)
     if not shown:
         return
     more = f" (the newest {len(shown)})" if total > len(shown) else ""
@@ -245,11 +258,11 @@ def failures(runs: list[dict[str, Any]], now: datetime) -> None:
         for run in shown:
             st.page_link(
                 "app_pages/live.py",
-                label=f"{run['_name']} · {runs_view.short_id(run['id'])}",
+                label=f"{run['_name']} · {runs_table.short_id(run['id'])}",
                 icon=":material/error:",
                 query_params={"run": str(run["id"])},
             )
-            st.code(runs_view.full_failure(run), language=None, wrap_lines=True)
+            st.code(run_failures.full_failure(run), language=None, wrap_lines=True)
 
 
 def load(status: str | None = None) -> list[dict[str, Any]] | None:
@@ -259,7 +272,7 @@ def load(status: str | None = None) -> list[dict[str, Any]] | None:
         return loaders.runs(url, token, **{**filters, "status": status or ""})
     except ApiError as exc:
         if exc.status == 422:
-            problems = runs_view.filter_problems(exc.detail, exc.message)
+            problems = run_filters.filter_problems(exc.detail, exc.message)
             st.error(problems, icon=":material/filter_alt_off:")
         else:
             ui.show_error(exc)
@@ -280,7 +293,7 @@ def nothing_shown() -> None:
 
 def table_caption(shown: int, runs: list[dict[str, Any]], tz: tzinfo) -> str:
     """How many runs, what they share, the time zone, refreshing, what ticking does."""
-    shared = runs_view.common_fields(runs)
+    shared = runs_table.common_fields(runs)
     return (
         f"{shown} runs shown"
         + (f" · all {shared}" if shared else "")
@@ -312,18 +325,18 @@ def table() -> None:
     if not everything:
         nothing_shown()
         return
-    counts = runs_view.status_counts(everything)
-    st.markdown(runs_view.counts_line(counts), help="Runs per status under the other filters")
+    counts = status_counts.status_counts(everything)
+    st.markdown(status_counts.counts_line(counts), help="Runs per status under the other filters")
     now = datetime.now(UTC)
-    tz = runs_view.zone(st.context.timezone)
-    times = {
+    tz = times.zone(st.context.timezone)
+    round_ms = {
         str(r["id"]): round_times(url, token, str(r["id"]), int(r.get("current_round") or 0))
         for r in runs
         if r.get("status") == RUNNING
     }
     names = run_name.compact_names(runs)
     runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
-    df = runs_view.table(runs, now, tz, times, names)
+    df = runs_table.table(runs, now, tz, round_ms, names)
     st.caption(table_caption(len(df), runs, tz))
     failures(runs, now)
     stuck_link(runs)
@@ -334,9 +347,9 @@ def table() -> None:
         key="runs_table" if not gen else f"runs_table_{gen}",
         on_select="rerun",
         selection_mode="multi-row",
-        column_order=runs_view.shown_columns(df),
+        column_order=runs_table.shown_columns(df),
         column_config=COLUMNS,
-        placeholder=runs_view.DASH,
+        placeholder=times.DASH,
     )
     rows = [i for i in event.selection.rows if 0 <= i < len(runs)]
     picked = [runs[i] for i in rows]
@@ -351,7 +364,7 @@ def table() -> None:
     with st.expander("Export"):
         st.download_button(
             "Download table as CSV",
-            frame_csv(runs_view.csv_frame(runs, now, names)),
+            frame_csv(runs_csv.csv_frame(runs, now, names)),
             "runs.csv",
             "text/csv",
             key="runs_csv",

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from dashboard import compare_view, runs_view
+from dashboard import compare_view, runs_csv
 from fedgen.csv_cells import frame_csv
 
 
@@ -27,7 +27,7 @@ def test_runs_table_csv_quotes_a_note_a_tag_and_a_sweep_name() -> None:
         "error": "\tboom",
     }
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    text = frame_csv(runs_view.csv_frame([run], now, {"r1": "-2+3 · seed=0"}))
+    text = frame_csv(runs_csv.csv_frame([run], now, {"r1": "-2+3 · seed=0"}))
     (row,) = csv.DictReader(io.StringIO(text))
     assert (row["note"], row["tags"], row["run"]) == ("'=1+1", "'@SUM(A1)", "'-2+3 · seed=0")
     assert row["error"] == "'\tboom"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from dashboard import lab_view
-from dashboard.runs_view import zone
+from dashboard.times import zone
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

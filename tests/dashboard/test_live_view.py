@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from dashboard import live_view, runs_view
+from dashboard import live_view, run_failures
 from dashboard.frames import metrics_frame
 
 
@@ -185,11 +185,11 @@ def test_state_notes_and_a_workers_error() -> None:
     )
     assert live_view.state_note({"current_round": 3}, "succeeded", now, UTC) is None
     assert "failed before round 0" in live_view.no_rounds_note({"current_round": -1}, "failed")
-    message, trace = runs_view.split_error(
+    message, trace = run_failures.split_error(
         "RuntimeError: x\n\nTraceback (most recent call last):\n y"
     )
     assert (message, trace) == ("RuntimeError: x", "Traceback (most recent call last):\n y")
-    assert runs_view.split_error("mnist: dataset files not found.") == (
+    assert run_failures.split_error("mnist: dataset files not found.") == (
         "mnist: dataset files not found.",
         None,
     )

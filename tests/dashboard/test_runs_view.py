@@ -6,7 +6,18 @@ import csv as csvlib
 import io
 from datetime import UTC, datetime, timedelta
 
-from dashboard import runs_view
+from dashboard import (
+    annotate,
+    permissions,
+    run_eta,
+    run_failures,
+    run_filters,
+    run_state,
+    runs_csv,
+    runs_table,
+    status_counts,
+    times,
+)
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -19,38 +30,38 @@ def test_eta_is_median_round_time_times_rounds_left() -> None:
     """Round 0 (evaluation only) is left out; one slow round does not move the median."""
     run = _run(status="running", rounds=10, current_round=4)
     ms = [50.0, 2000.0, 2000.0, 9000.0, 2000.0]
-    assert runs_view.median_round_s(ms) == 2.0
-    assert runs_view.eta_seconds(run, ms) == 12.0
-    assert runs_view.eta_seconds(run, [50.0]) is None
-    df = runs_view.table([run], NOW, UTC, {"r1": ms})
+    assert run_eta.median_round_s(ms) == 2.0
+    assert run_eta.eta_seconds(run, ms) == 12.0
+    assert run_eta.eta_seconds(run, [50.0]) is None
+    df = runs_table.table([run], NOW, UTC, {"r1": ms})
     assert df.loc[0, "ETA"] == "12 s (12:00)"
 
 
 def test_durations_and_times_read_like_words() -> None:
     """Durations in s/min/h/d; timestamps relative plus the local wall-clock time."""
-    assert runs_view.duration(42) == "42 s"
-    assert runs_view.duration(185) == "3 min 05 s"
-    assert runs_view.duration(7620) == "2 h 07 min"
-    assert runs_view.duration(None) == "—"
+    assert times.duration(42) == "42 s"
+    assert times.duration(185) == "3 min 05 s"
+    assert times.duration(7620) == "2 h 07 min"
+    assert times.duration(None) == "—"
     earlier = (NOW - timedelta(minutes=5)).isoformat()
-    assert runs_view.when(earlier, NOW, runs_view.zone("Europe/Berlin")) == "5 min ago (12:55)"
-    assert runs_view.when(None, NOW, UTC) == "—"
-    assert runs_view.zone("Not/AZone") is UTC
+    assert times.when(earlier, NOW, times.zone("Europe/Berlin")) == "5 min ago (12:55)"
+    assert times.when(None, NOW, UTC) == "—"
+    assert times.zone("Not/AZone") is UTC
     finished = _run(
         status="succeeded",
         started_at="2026-12-01T10:00:00",  # naive: UTC
         finished_at="2026-12-01T11:30:00+00:00",
     )
-    assert runs_view.run_duration(finished, NOW) == "1 h 30 min"
+    assert run_state.run_duration(finished, NOW) == "1 h 30 min"
 
 
 def test_status_counts_in_lifecycle_order() -> None:
     """Counts follow queued, running, succeeded, failed, cancelled; empty statuses left out."""
     runs = [_run(status=s) for s in ["succeeded", "queued", "succeeded", "failed"]]
-    counts = runs_view.status_counts(runs)
+    counts = status_counts.status_counts(runs)
     assert list(counts.items()) == [("queued", 1), ("succeeded", 2), ("failed", 1)]
-    assert runs_view.counts_line(counts) == "1 queued · 2 succeeded · 1 failed"
-    assert runs_view.counts_line({}) == "no runs"
+    assert status_counts.counts_line(counts) == "1 queued · 2 succeeded · 1 failed"
+    assert status_counts.counts_line({}) == "no runs"
 
 
 def test_waiting_for_says_which_worker_the_run_needs() -> None:
@@ -63,22 +74,22 @@ def test_waiting_for_says_which_worker_the_run_needs() -> None:
     )
     nobody = _run(status="queued", waiting_reason="no live worker serves the lab-gpu queue")
     other = _run(status="running", waiting_reason="the moon is in the wrong phase")
-    assert runs_view.waiting_for(emnist) == "a worker with dataset emnist-letters"
-    assert runs_view.waiting_for(nobody) == "a worker serving the lab-gpu queue"
-    assert runs_view.waiting_for(other) == "the moon is in the wrong phase"
-    assert runs_view.waiting_for(_run(status="queued", waiting_reason=None)) == "—"
-    df = runs_view.table([emnist, _run(status="queued")], NOW, UTC)
+    assert run_state.waiting_for(emnist) == "a worker with dataset emnist-letters"
+    assert run_state.waiting_for(nobody) == "a worker serving the lab-gpu queue"
+    assert run_state.waiting_for(other) == "the moon is in the wrong phase"
+    assert run_state.waiting_for(_run(status="queued", waiting_reason=None)) == "—"
+    df = runs_table.table([emnist, _run(status="queued")], NOW, UTC)
     assert list(df["waiting for"]) == ["a worker with dataset emnist-letters", "—"]
     assert (df.loc[0, "queue"], df.loc[0, "expected start"]) == ("#1", "—")
-    assert "waiting for" in runs_view.shown_columns(df)
+    assert "waiting for" in runs_table.shown_columns(df)
 
 
 def test_waiting_for_column_hidden_when_no_run_waits_for_a_worker() -> None:
     """The column is left out of the table when every run shown has a worker that can take it."""
-    df = runs_view.table([_run(status="queued"), _run(status="succeeded")], NOW, UTC)
-    shown = runs_view.shown_columns(df)
+    df = runs_table.table([_run(status="queued"), _run(status="succeeded")], NOW, UTC)
+    shown = runs_table.shown_columns(df)
     assert "waiting for" not in shown
-    assert shown == [c for c in runs_view.TABLE_COLUMNS if c not in runs_view.OPTIONAL_COLUMNS]
+    assert shown == [c for c in runs_table.TABLE_COLUMNS if c not in runs_table.OPTIONAL_COLUMNS]
 
 
 def test_states_beyond_the_status_and_a_failed_runs_round() -> None:
@@ -95,19 +106,20 @@ def test_states_beyond_the_status_and_a_failed_runs_round() -> None:
         rounds=6,
         error="RuntimeError: boom\n\nTraceback (most recent call last):\n  File x\nRuntimeError",
     )
-    assert [runs_view.state(r) for r in (claimed, cancelling, early)] == [
+    assert [run_state.state(r) for r in (claimed, cancelling, early)] == [
         "claimed", "cancelling", "failed",
     ]  # fmt: skip
     assert (
-        runs_view.failure(early) == "before round 0: mnist: dataset files not found. Searched: /x."
+        run_failures.failure(early)
+        == "before round 0: mnist: dataset files not found. Searched: /x."
     )
-    assert runs_view.failure(late) == "in round 3 of 6: RuntimeError: boom"
-    assert runs_view.failure(claimed) == "—"
-    df = runs_view.table([claimed, cancelling, late], NOW, UTC)
+    assert run_failures.failure(late) == "in round 3 of 6: RuntimeError: boom"
+    assert run_failures.failure(claimed) == "—"
+    df = runs_table.table([claimed, cancelling, late], NOW, UTC)
     assert list(df["status"]) == ["claimed", "cancelling", "failed"]
     assert list(df["progress"]) == ["0/10", "4/10", "2/6"]
-    assert "error" in runs_view.shown_columns(df)
-    shown, total, recent = runs_view.recent_failures([early, claimed, late], NOW)
+    assert "error" in runs_table.shown_columns(df)
+    shown, total, recent = run_failures.recent_failures([early, claimed, late], NOW)
     assert (len(shown), total, recent) == (2, 2, True)
 
 
@@ -124,8 +136,8 @@ def test_runs_are_named_by_the_fields_that_differ() -> None:
     # Prepare
     runs = [_t2("a" * 36, 32, 0.01), _t2("b" * 36, 64, 0.01), _t2("c" * 36, 32, 0.05)]
     # Execute
-    df = runs_view.table(runs, NOW, UTC)
-    alone = runs_view.table(runs[:1], NOW, UTC)
+    df = runs_table.table(runs, NOW, UTC)
+    alone = runs_table.table(runs[:1], NOW, UTC)
     # Assert
     assert list(df["run"]) == [
         "B_G=32 · lr=0.01 · s0",
@@ -134,8 +146,8 @@ def test_runs_are_named_by_the_fields_that_differ() -> None:
     ]
     assert list(alone["run"]) == ["FedGen · MNIST · s0"]
     assert list(df["id"]) == ["aaaaaaaa", "bbbbbbbb", "cccccccc"]
-    assert runs_view.common_fields(runs) == "algorithm=fedgen, dataset=mnist, alpha=0.1"
-    assert runs_view.TABLE_COLUMNS[:9] == [
+    assert runs_table.common_fields(runs) == "algorithm=fedgen, dataset=mnist, alpha=0.1"
+    assert runs_table.TABLE_COLUMNS[:9] == [
         "run", "status", "final acc (%)", "seed", "progress", "ETA", "queue", "waiting for",
         "error",
     ]  # fmt: skip
@@ -153,8 +165,8 @@ def test_table_shows_words_and_the_csv_real_values() -> None:
     )  # fmt: skip
     queued = _t2("e" * 36, 64, 0.01, status="queued", created_at="2026-12-01T11:59:00Z")
     # Execute
-    df = runs_view.table([done, queued], NOW, UTC)
-    text = runs_view.csv_frame([done, queued], NOW).to_csv(index=False)
+    df = runs_table.table([done, queued], NOW, UTC)
+    text = runs_csv.csv_frame([done, queued], NOW).to_csv(index=False)
     csv = list(csvlib.reader(io.StringIO(text)))
     # Assert
     row = df.iloc[0]
@@ -185,16 +197,16 @@ def test_table_shows_words_and_the_csv_real_values() -> None:
 def test_who_may_change_a_run_and_the_typed_filters() -> None:
     """Owner or admin may change a run; tags and `where` clauses typed in a box are split."""
     run = {"owner": "alice"}
-    assert runs_view.may_change(run, {"name": "alice", "is_admin": False})
-    assert runs_view.may_change(run, {"name": "root", "is_admin": True})
-    assert not runs_view.may_change(run, {"name": "bob", "is_admin": False})
-    assert not runs_view.may_change(run, None)
-    assert runs_view.parse_tags(" t2, lr ,, t2,") == ["t2", "lr"]
-    assert runs_view.where_clauses("algorithm.gen_batch_size=32; lr=0.01;\n") == [
+    assert permissions.may_change(run, {"name": "alice", "is_admin": False})
+    assert permissions.may_change(run, {"name": "root", "is_admin": True})
+    assert not permissions.may_change(run, {"name": "bob", "is_admin": False})
+    assert not permissions.may_change(run, None)
+    assert annotate.parse_tags(" t2, lr ,, t2,") == ["t2", "lr"]
+    assert run_filters.where_clauses("algorithm.gen_batch_size=32; lr=0.01;\n") == [
         "algorithm.gen_batch_size=32", "lr=0.01",
     ]  # fmt: skip
     details = dict(
-        runs_view.details({"id": "f" * 36, "created_at": "2026-12-01T11:00:00Z"}, NOW, UTC)
+        runs_table.details({"id": "f" * 36, "created_at": "2026-12-01T11:00:00Z"}, NOW, UTC)
     )
     assert details["id"] == "f" * 36
     assert "2026-12-01T11:00:00Z" in details["submitted"]
@@ -261,8 +273,8 @@ def test_failed_runs_whole_error_is_kept() -> None:
     error = f"{long}\nsecond line\n\nTraceback (most recent call last):\n  x"
     run = _run(status="failed", rounds=6, current_round=2, error=error)
     # Execute
-    cell = runs_view.table([run], NOW, UTC).loc[0, "error"]
-    full = runs_view.full_failure(run)
+    cell = runs_table.table([run], NOW, UTC).loc[0, "error"]
+    full = run_failures.full_failure(run)
     # Assert
     assert cell == f"in round 3 of 6: {long}"
     assert full == f"Failed in round 3 of 6:\n{long}\nsecond line"
