@@ -18,6 +18,8 @@ data.root or data.download.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -51,28 +53,17 @@ ERR_KEY = "submit_errors"  # {"body": the JSON the API judged, "errors": field -
 UNSET = "— profile's choice —"
 
 
-st.title("Submit")
-url, token = ui.connection()
-# (defaults, schema) from the server: the one source of the form's fields and values.
-defaults, schema = ui.call(loaders.spec_source, url, token)
-FIELDS: list[FormField] = fields_from_schema(schema, defaults)
-# The server's datasets (its registry, plugins included), as its schema lists them.
-DATASET_NAMES: tuple[Any, ...] = next((f.choices for f in FIELDS if f.path == "data.name"), ())
-TEXT = text_fields(schema)
-SWEEP_NAME = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
-
-
 def _forget() -> None:
     """A widget changed: the API's errors were about another body."""
     st.session_state.pop(ERR_KEY, None)
 
 
-def _now(path: str) -> Any:
+def _now(defaults: dict[str, Any], path: str) -> Any:
     """A single-value field's current value, before its widget is drawn (read from its state)."""
     return st.session_state.get(f"submit_one_{path}", get_dotted(defaults, path))
 
 
-def _offer() -> tuple[Offer | None, str]:
+def workers_offer(url: str, token: str, defaults: dict[str, Any]) -> tuple[Offer | None, str]:
     """What the live workers can load for this spec's queue; (None, why) when unknown."""
     try:
         workers = loaders.workers(url, token)
@@ -81,140 +72,153 @@ def _offer() -> tuple[Offer | None, str]:
             None,
             f"The live workers could not be read ({exc.message}): datasets are not checked.",
         )
-    own_data = bool(_now("data.root")) or bool(_now("data.download"))
-    return offer(workers, str(_now("device") or "cpu"), any_worker=own_data), ""
+    own_data = bool(_now(defaults, "data.root")) or bool(_now(defaults, "data.download"))
+    return offer(workers, str(_now(defaults, "device") or "cpu"), any_worker=own_data), ""
 
 
-OFFER, offer_unknown = _offer()
+@dataclass
+class Form:
+    """The form being drawn: its fields (from the server's schema and defaults), what the
+    live workers offer, and the values and refusals gathered as each widget is drawn."""
+
+    defaults: dict[str, Any]
+    schema: dict[str, Any]
+    found: Offer | None
+    offer_unknown: str
+    sweep: bool
+    fields: list[FormField] = field(init=False)
+    # field -> why the form refuses its value (nothing is sent)
+    local_errors: dict[str, str] = field(default_factory=dict)
+    # The API's answer about the body last validated; any change to the form forgets it.
+    server_errors: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    # Each drawn field's picked values: a field with `only` is drawn when the field it belongs
+    # to (algorithm.name, drawn first; data.name, drawn before data.folder.*) has one of them.
+    picked: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.fields = fields_from_schema(self.schema, self.defaults)
+
+    @property
+    def dataset_names(self) -> tuple[Any, ...]:
+        """The server's datasets (its registry, plugins included), as its schema lists them."""
+        return next((f.choices for f in self.fields if f.path == "data.name"), ())
+
+    def dataset_label(self, value: Any) -> str:
+        """A dataset option's label: 'mnist — no live worker has it' when none can load it."""
+        if self.found is None or value not in self.dataset_names:
+            return UNSET if value is None else str(value)
+        return self.found.label(value)
+
+    def dataset_problem(self, values: list[Any]) -> str | None:
+        """The first chosen dataset no live worker can load, as the picker says it."""
+        found, names = self.found, self.dataset_names
+        if found is None:
+            return None
+        return next((r for v in values if v in names and (r := found.reason(v))), None)
+
+    def in_list(self, f: FormField) -> bool:
+        """Whether `f` takes a list: in sweep mode's columns, but a conditional section's
+        fields (data.folder: one object, zipped with data.name) and nullable ones take one."""
+        return self.sweep and f.section != "advanced" and not f.nullable and not sweeps_whole(f)
+
+    def draw(self, f: FormField) -> None:
+        """`f`'s widget when it applies to what is picked so far; its value in `values`."""
+        if applies(f, self.picked):
+            self.values[f.path] = self.widget(f)
+            self.picked[f.path] = self.values[f.path] if self.in_list(f) else [self.values[f.path]]
+
+    def widget(self, f: FormField) -> Any:
+        """One input with the reason it is refused right below it (a list in sweep mode)."""
+        as_list = self.in_list(f)
+        key = f"submit_{'sw' if as_list else 'one'}_{f.path}"
+        value = self.listed(f, key) if as_list else single(f, key, self.dataset_label)
+        chosen = value if as_list else [value]
+        errors = self.local_errors
+        if f.path not in errors and not as_list and (why := check(f, value)):
+            errors[f.path] = why
+        if f.path not in errors and (why := self.dataset_problem(chosen)):
+            errors[f.path] = why
+        msg = errors.get(f.path) or self.server_errors.get(f.path)
+        if msg:
+            st.markdown(f":red[{f.path}: {msg}]")
+        if f.path == "data.name":
+            self.dataset_caption()
+        return value
+
+    def listed(self, f: FormField, key: str) -> list[Any]:
+        """Sweep mode: a list of values for `f`, as typed (a value that does not parse stays
+        text)."""
+        if f.kind in ("choice", "bool"):
+            options = list(f.choices) if f.kind == "choice" else [True, False]
+            value: list[Any] = st.multiselect(
+                f.label,
+                options,
+                default=[f.default],
+                key=key,
+                help=f.help,
+                format_func=self.dataset_label,
+                on_change=_forget,
+            )
+            if not value:
+                self.local_errors[f.path] = "pick at least one value"
+            return value
+        default = "0, 1, 2" if f.path == "seed" else str(f.default)
+        help_ = f"Comma-separated values. {f.help}"
+        text = st.text_input(f.label, default, key=key, help=help_, on_change=_forget)
+        values, problem = read_list(text, f)
+        if problem:
+            self.local_errors[f.path] = problem
+        return values
+
+    def dataset_caption(self) -> None:
+        """Under the dataset picker: which datasets the live workers can load, or why unknown."""
+        found = self.found
+        if found is None:
+            st.caption(self.offer_unknown)
+        elif found.any_worker:
+            st.caption(
+                "data.root or data.download is set: any worker of the "
+                f"{found.queue} queue may take it."
+            )
+        elif found.notice() is None and found.datasets is not None:
+            have = ", ".join(d for d in self.dataset_names if d in found.datasets) or "none"
+            st.caption(f"Live workers ({found.queue} queue) can load: {have}.")
 
 
-def dataset_label(value: Any) -> str:
-    """A dataset option's label: 'mnist — no live worker has it' when none can load it."""
-    if OFFER is None or value not in DATASET_NAMES:
-        return UNSET if value is None else str(value)
-    return OFFER.label(value)
-
-
-def dataset_problem(values: list[Any]) -> str | None:
-    """The first chosen dataset no live worker can load, as the picker says it."""
-    if OFFER is None:
-        return None
-    return next((r for v in values if v in DATASET_NAMES and (r := OFFER.reason(v))), None)
-
-
-mode = st.radio(
-    "What to submit",
-    ["Single run", "Sweep"],
-    horizontal=True,
-    key="submit_mode",
-    on_change=_forget,
-    help="In a sweep, give comma-separated values for any field in the three columns: "
-    "every combination becomes a run.",
-)
-sweep = mode == "Sweep"
-local_errors: dict[str, str] = {}  # field -> why the form refuses its value (nothing is sent)
-# The API's answer about the body last validated; any change to the form forgets it (`_forget`).
-judged: dict[str, Any] = st.session_state.get(ERR_KEY) or {}
-server_errors: dict[str, str] = dict(judged.get("errors") or {})
-
-
-def single(f: FormField, key: str) -> Any:
+def single(f: FormField, key: str, label: Callable[[Any], str]) -> Any:
     """One value for `f` (None allowed where the schema allows it), exactly as entered.
 
     Number inputs get no min/max: Streamlit would keep the last in-range value while showing
     the typed one in red, so the form would send a value it does not show; `check` refuses
     an out-of-range value instead, naming the limit.
     """
+    common: dict[str, Any] = {"key": key, "help": f.help, "on_change": _forget}
     if f.kind == "choice" or (f.kind == "bool" and f.nullable):
         options = list(f.choices) if f.kind == "choice" else [True, False]
         if f.nullable:
             options = [None, *options]
-        return st.selectbox(
-            f.label, options, index=options.index(f.default), key=key, help=f.help,
-            format_func=dataset_label, on_change=_forget,
-        )  # fmt: skip
+        index = options.index(f.default)
+        return st.selectbox(f.label, options, index=index, format_func=label, **common)
     if f.kind == "names":  # a count ('3') or comma-separated names ('cat, dog, bird')
         text = st.text_input(
-            f.label, names_text(f.default), key=key, help=f.help, on_change=_forget,
-            placeholder="3, or cat, dog, bird",
-        )  # fmt: skip
+            f.label, names_text(f.default), placeholder="3, or cat, dog, bird", **common
+        )
         return parse_names(text)
     if f.kind == "bool":
-        return st.checkbox(f.label, value=bool(f.default), key=key, help=f.help, on_change=_forget)
+        return st.checkbox(f.label, value=bool(f.default), **common)
+    placeholder = UNSET if f.nullable else None
     if f.kind == "int":
-        return st.number_input(
-            f.label, value=f.default, step=1, key=key, help=f.help,
-            placeholder=UNSET if f.nullable else None, on_change=_forget,
-        )  # fmt: skip
+        return st.number_input(f.label, value=f.default, step=1, placeholder=placeholder, **common)
     if f.kind == "float":
         # %.10g: a typed 0.1234567 is shown as typed (%g would show 0.123457 and send more)
+        start = None if f.default is None else float(f.default)
         got = st.number_input(
-            f.label, value=None if f.default is None else float(f.default), format="%.10g",
-            key=key, help=f.help, placeholder=UNSET if f.nullable else None, on_change=_forget,
-        )  # fmt: skip
-        return None if got is None else float(got)
-    text = st.text_input(
-        f.label, "" if f.default is None else str(f.default), key=key, help=f.help,
-        on_change=_forget,
-    )  # fmt: skip
-    return None if f.nullable and not text else text
-
-
-def listed(f: FormField, key: str) -> list[Any]:
-    """Sweep mode: a list of values for `f`, as typed (a value that does not parse stays text)."""
-    if f.kind in ("choice", "bool"):
-        options = list(f.choices) if f.kind == "choice" else [True, False]
-        value: list[Any] = st.multiselect(
-            f.label, options, default=[f.default], key=key, help=f.help,
-            format_func=dataset_label, on_change=_forget,
-        )  # fmt: skip
-        if not value:
-            local_errors[f.path] = "pick at least one value"
-        return value
-    default = "0, 1, 2" if f.path == "seed" else str(f.default)
-    help_ = f"Comma-separated values. {f.help}"
-    text = st.text_input(f.label, default, key=key, help=help_, on_change=_forget)
-    values, problem = read_list(text, f)
-    if problem:
-        local_errors[f.path] = problem
-    return values
-
-
-def in_list(f: FormField) -> bool:
-    """Whether `f` takes a list: in sweep mode's columns, but a conditional section's fields
-    (data.folder: one object, zipped with data.name) and nullable ones take one value."""
-    return sweep and f.section != "advanced" and not f.nullable and not sweeps_whole(f)
-
-
-def widget(f: FormField) -> Any:
-    """One input with the reason it is refused right below it (a list in sweep mode's columns)."""
-    as_list = in_list(f)
-    key = f"submit_{'sw' if as_list else 'one'}_{f.path}"
-    value = listed(f, key) if as_list else single(f, key)
-    chosen = value if as_list else [value]
-    if f.path not in local_errors and not as_list and (why := check(f, value)):
-        local_errors[f.path] = why
-    if f.path not in local_errors and (why := dataset_problem(chosen)):
-        local_errors[f.path] = why
-    msg = local_errors.get(f.path) or server_errors.get(f.path)
-    if msg:
-        st.markdown(f":red[{f.path}: {msg}]")
-    if f.path == "data.name":
-        dataset_caption()
-    return value
-
-
-def dataset_caption() -> None:
-    """Under the dataset picker: which datasets the live workers can load, or why unknown."""
-    if OFFER is None:
-        st.caption(offer_unknown)
-    elif OFFER.any_worker:
-        st.caption(
-            f"data.root or data.download is set: any worker of the {OFFER.queue} queue may take it."
+            f.label, value=start, format="%.10g", placeholder=placeholder, **common
         )
-    elif OFFER.notice() is None and OFFER.datasets is not None:
-        have = ", ".join(d for d in DATASET_NAMES if d in OFFER.datasets) or "none"
-        st.caption(f"Live workers ({OFFER.queue} queue) can load: {have}.")
+        return None if got is None else float(got)
+    text = st.text_input(f.label, "" if f.default is None else str(f.default), **common)
+    return None if f.nullable and not text else text
 
 
 def combination_errors(sweep_body: dict[str, Any]) -> dict[str, str]:
@@ -228,148 +232,215 @@ def combination_errors(sweep_body: dict[str, Any]) -> dict[str, str]:
     return {}
 
 
-values: dict[str, Any] = {}
-# Each drawn field's picked values: a field with `only` is drawn when the field it belongs to
-# (algorithm.name, drawn first; data.name, drawn before data.folder.*) has one of them.
-picked: dict[str, list[Any]] = {}
+SECTIONS = {"data": "Data and partition", "algorithm": "Algorithm", "run": "Training"}
 
 
-def draw(f: FormField) -> None:
-    """`f`'s widget when it applies to what is picked so far; its value in `values`."""
-    if applies(f, picked):
-        values[f.path] = widget(f)
-        picked[f.path] = values[f.path] if in_list(f) else [values[f.path]]
+def columns_part(form: Form) -> None:
+    """The three columns of main fields (the algorithm first: others depend on it)."""
+    algo_field = next(f for f in form.fields if f.path == ALGORITHM)
+    cols = st.columns(3)
+    with cols[1]:
+        st.subheader(SECTIONS["algorithm"])
+        form.draw(algo_field)
+    for col, (section, title) in zip(cols, SECTIONS.items(), strict=True):
+        with col:
+            if section != "algorithm":
+                st.subheader(title)
+            for f in beside_their_field(form.fields):  # the folder's fields under the dataset
+                if f.section == section and f is not algo_field:
+                    form.draw(f)
 
 
-algo_field = next(f for f in FIELDS if f.path == ALGORITHM)
-sections = {"data": "Data and partition", "algorithm": "Algorithm", "run": "Training"}
-cols = st.columns(3)
-with cols[1]:
-    st.subheader(sections["algorithm"])
-    draw(algo_field)
-for col, (section, title) in zip(cols, sections.items(), strict=True):
-    with col:
-        if section != "algorithm":
-            st.subheader(title)
-        for f in beside_their_field(FIELDS):  # the folder's fields right under the dataset
-            if f.section == section and f is not algo_field:
-                draw(f)
+def advanced_part(form: Form) -> None:
+    """Every other spec field, grouped by its first path part, three a row."""
+    with st.expander("Advanced: every other spec field"):
+        st.caption(
+            "Left at the server's defaults unless changed. Knobs set to "
+            f"“{UNSET}” take the fidelity profile's value (docs/fidelity.md)."
+        )
+        advanced = [f for f in form.fields if f.section == "advanced" and applies(f, form.picked)]
+        groups: dict[str, list[FormField]] = {}
+        for f in advanced:
+            groups.setdefault(f.path.split(".")[0] if "." in f.path else "training", []).append(f)
+        for name, members in groups.items():
+            st.markdown(f"**{name}**")
+            acols = st.columns(3)
+            for i, f in enumerate(members):
+                with acols[i % 3]:
+                    form.draw(f)
 
-with st.expander("Advanced: every other spec field"):
-    st.caption(
-        "Left at the server's defaults unless changed. Knobs set to "
-        f"“{UNSET}” take the fidelity profile's value (docs/fidelity.md)."
-    )
-    advanced = [f for f in FIELDS if f.section == "advanced" and applies(f, picked)]
-    groups: dict[str, list[FormField]] = {}
-    for f in advanced:
-        groups.setdefault(f.path.split(".")[0] if "." in f.path else "training", []).append(f)
-    for name, members in groups.items():
-        st.markdown(f"**{name}**")
-        acols = st.columns(3)
-        for i, f in enumerate(members):
-            with acols[i % 3]:
-                draw(f)
 
-with st.expander("Tags and note"):
-    tag = TEXT["tags"]
-    tags_text = st.text_input(
-        "Tags (comma-separated)", key="submit_tags", help=f"Each tag: {tag.help}",
-        on_change=_forget,
-    )  # fmt: skip
-    tags, tags_problem = read_tags(tags_text, tag, schema)
-    note = st.text_area("Note", key="submit_note", help=TEXT["note"].help, on_change=_forget)
-    sweep_name = st.text_input(
-        "Sweep name", "sweep", key="submit_sweep_name", disabled=not sweep,
-        help=SWEEP_NAME.help, on_change=_forget,
-    )  # fmt: skip
-    for path, problem in (
-        ("tags", tags_problem),
-        ("note", check(TEXT["note"], note)),
-        ("name", check(SWEEP_NAME, sweep_name) if sweep else None),
-    ):
-        if problem:
-            local_errors[path] = problem
-            st.markdown(f":red[{path}: {problem}]")
+def labels_part(form: Form) -> tuple[dict[str, Any], str]:
+    """Tags, note and the sweep's name; returns ({tags, note}, sweep name)."""
+    text = text_fields(form.schema)
+    sweep_field = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
+    with st.expander("Tags and note"):
+        tag = text["tags"]
+        tags_text = st.text_input(
+            "Tags (comma-separated)",
+            key="submit_tags",
+            help=f"Each tag: {tag.help}",
+            on_change=_forget,
+        )
+        tags, tags_problem = read_tags(tags_text, tag, form.schema)
+        note = st.text_area("Note", key="submit_note", help=text["note"].help, on_change=_forget)
+        sweep_name = st.text_input(
+            "Sweep name",
+            "sweep",
+            key="submit_sweep_name",
+            disabled=not form.sweep,
+            help=sweep_field.help,
+            on_change=_forget,
+        )
+        for path, problem in (
+            ("tags", tags_problem),
+            ("note", check(text["note"], note)),
+            ("name", check(sweep_field, sweep_name) if form.sweep else None),
+        ):
+            if problem:
+                form.local_errors[path] = problem
+                st.markdown(f":red[{path}: {problem}]")
+    return {"tags": tags, "note": note}, sweep_name
 
-extra: dict[str, Any] = {"tags": tags, "note": note}
 
-if sweep:
+@dataclass(frozen=True)
+class Body:
+    """What the form sends: the body shown, the (base) spec validated, and a sweep's parts."""
+
+    body: dict[str, Any]
+    spec: dict[str, Any]
+    sweep_name: str = ""
+    base: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, Any] = field(default_factory=dict)
+
+
+def build_body(form: Form, extra: dict[str, Any], sweep_name: str) -> Body:
+    """The run's spec, or the sweep's name, base and grid, from the drawn values."""
+    if not form.sweep:
+        spec = {**build_spec(form.values, form.fields, form.defaults), **extra}
+        return Body(spec, spec)
     # A list-valued single field (class names) stays one value: only listed fields are lists.
     lists = {
-        f.path: values[f.path] if in_list(f) else [values[f.path]]
-        for f in FIELDS
-        if f.path in values
+        f.path: form.values[f.path] if form.in_list(f) else [form.values[f.path]]
+        for f in form.fields
+        if f.path in form.values
     }
-    base, grid = build_sweep(lists, FIELDS, defaults)
+    base, grid = build_sweep(lists, form.fields, form.defaults)
     base.update(extra)
-    body: dict[str, Any] = {"name": sweep_name, "base": base, "grid": grid}
-    spec = base
     st.caption(f"This sweep expands to **{sweep_size(grid)}** runs.")
-else:
-    spec = {**build_spec(values, FIELDS, defaults), **extra}
-    body = spec
+    body = {"name": sweep_name, "base": base, "grid": grid}
+    return Body(body, base, sweep_name, base, grid)
 
-st.subheader("What will be sent")
-if local_errors:
-    st.caption(
-        f":red[Nothing is validated or sent while {', '.join(local_errors)} "
-        f"{'is' if len(local_errors) == 1 else 'are'} refused (below).]"
-    )
-st.caption("Save as `spec.yaml` and run it locally with `fedgen run spec.yaml` (sweeps too).")
-st.code(yaml.safe_dump(body, sort_keys=False), language="yaml")
 
-top_errors = split_errors(server_errors, FIELDS)[1]
-for field, msg in top_errors.items():
-    st.error(f"{field}: {msg}")
-if OFFER is not None and OFFER.notice():
-    st.warning(OFFER.notice(), icon=":material/hourglass_empty:")
+def preview_part(form: Form, sent: Body) -> None:
+    """The YAML that will be sent, the API's errors that name no field, and the queue note."""
+    st.subheader("What will be sent")
+    errors = form.local_errors
+    if errors:
+        st.caption(
+            f":red[Nothing is validated or sent while {', '.join(errors)} "
+            f"{'is' if len(errors) == 1 else 'are'} refused (below).]"
+        )
+    st.caption("Save as `spec.yaml` and run it locally with `fedgen run spec.yaml` (sweeps too).")
+    st.code(yaml.safe_dump(sent.body, sort_keys=False), language="yaml")
+    for name, msg in split_errors(form.server_errors, form.fields)[1].items():
+        st.error(f"{name}: {msg}")
+    if form.found is not None and form.found.notice():
+        st.warning(form.found.notice(), icon=":material/hourglass_empty:")
 
-b1, b2, _ = st.columns([1, 1, 4])
-validate = b1.button("Validate", key="submit_validate")
-submit = b2.button("Submit sweep" if sweep else "Submit run", type="primary", key="submit_go")
 
-if local_errors:
-    # Nothing is validated or sent while a field is refused: the YAML above is not sendable.
-    what = "Not validated" if validate else "Not submitted" if submit else "Refused until fixed"
-    st.error(f"**{what}**: fix these fields first.\n\n{refusals(local_errors)}")
-elif validate or submit:
-    # Exactly the body shown: the API validates the (base) spec; a sweep's every combination
-    # is expanded by the same code the API runs on POST /sweeps (fedgen.sweep.expand).
-    result = ui.call(ui.client().validate_spec, spec)
-    problems = result.errors if not result.ok else (combination_errors(body) if sweep else {})
+def send(sent: Body, validate: bool, sweep: bool) -> None:
+    """Validate exactly the body shown, then say it is valid or submit it."""
+    # The API validates the (base) spec; a sweep's every combination is expanded by the same
+    # code the API runs on POST /sweeps (fedgen.sweep.expand).
+    result = ui.call(ui.client().validate_spec, sent.spec)
+    problems = result.errors if not result.ok else (combination_errors(sent.body) if sweep else {})
     if problems:
-        st.session_state[ERR_KEY] = {"body": body, "errors": problems}
+        st.session_state[ERR_KEY] = {"body": sent.body, "errors": problems}
         st.rerun()
     st.session_state[ERR_KEY] = {}
     if validate:
         st.success(
-            f"The sweep is valid: all {sweep_size(grid)} runs, as shown above."
+            f"The sweep is valid: all {sweep_size(sent.grid)} runs, as shown above."
             if sweep
             else "The spec is valid, exactly as shown above."
         )
     elif sweep:
-        created = ui.try_call(ui.client().create_sweep, sweep_name, base, grid)
-        if created:
-            loaders.runs.clear()
-            loaders.sweeps.clear()
-            st.success(f"Queued sweep {created.get('id')} with {created.get('count')} runs.")
-            st.page_link(
-                "app_pages/compare.py",
-                label="Compare its runs as they land",
-                icon=":material/compare_arrows:",
-                query_params={"sweep": str(created.get("id"))},
-            )
+        submit_sweep(sent)
     else:
-        run = ui.try_call(ui.client().submit_run, spec)
-        if run:
-            loaders.runs.clear()
-            st.session_state["live_run_id"] = run["id"]
-            st.success(f"Queued run {run['id']}.")
-            st.page_link(
-                "app_pages/live.py", label="Watch it on the Live page", icon=":material/monitoring:"
-            )
+        submit_run(sent.spec)
     # A valid spec the server still has doubts about (a folder its host cannot see): said, not
     # refused, since the worker that runs it may be on another host.
     for name, msg in result.warnings.items():
         st.warning(f"{name}: {msg}", icon=":material/warning:")
+
+
+def submit_sweep(sent: Body) -> None:
+    """POST /sweeps, and a link to compare its runs."""
+    created = ui.try_call(ui.client().create_sweep, sent.sweep_name, sent.base, sent.grid)
+    if not created:
+        return
+    loaders.runs.clear()
+    loaders.sweeps.clear()
+    st.success(f"Queued sweep {created.get('id')} with {created.get('count')} runs.")
+    st.page_link(
+        "app_pages/compare.py",
+        label="Compare its runs as they land",
+        icon=":material/compare_arrows:",
+        query_params={"sweep": str(created.get("id"))},
+    )
+
+
+def submit_run(spec: dict[str, Any]) -> None:
+    """POST /runs, and a link to watch it."""
+    run = ui.try_call(ui.client().submit_run, spec)
+    if not run:
+        return
+    loaders.runs.clear()
+    st.session_state["live_run_id"] = run["id"]
+    st.success(f"Queued run {run['id']}.")
+    st.page_link(
+        "app_pages/live.py", label="Watch it on the Live page", icon=":material/monitoring:"
+    )
+
+
+def render() -> None:
+    """The page: mode, the fields, tags and note, the YAML, then Validate and Submit."""
+    st.title("Submit")
+    url, token = ui.connection()
+    # (defaults, schema) from the server: the one source of the form's fields and values.
+    defaults, schema = ui.call(loaders.spec_source, url, token)
+    found, offer_unknown = workers_offer(url, token, defaults)
+    mode = st.radio(
+        "What to submit",
+        ["Single run", "Sweep"],
+        horizontal=True,
+        key="submit_mode",
+        on_change=_forget,
+        help="In a sweep, give comma-separated values for any field in the three columns: "
+        "every combination becomes a run.",
+    )
+    form = Form(defaults, schema, found, offer_unknown, sweep=mode == "Sweep")
+    judged: dict[str, Any] = st.session_state.get(ERR_KEY) or {}
+    form.server_errors = dict(judged.get("errors") or {})
+    columns_part(form)
+    advanced_part(form)
+    extra, sweep_name = labels_part(form)
+    sent = build_body(form, extra, sweep_name)
+    preview_part(form, sent)
+    b1, b2, _ = st.columns([1, 1, 4])
+    validate = b1.button("Validate", key="submit_validate")
+    submit = b2.button(
+        "Submit sweep" if form.sweep else "Submit run", type="primary", key="submit_go"
+    )
+    if form.local_errors:
+        # Nothing is validated or sent while a field is refused: the YAML is not sendable.
+        what = "Not validated" if validate else "Not submitted" if submit else "Refused until fixed"
+        st.error(f"**{what}**: fix these fields first.\n\n{refusals(form.local_errors)}")
+    elif validate or submit:
+        send(sent, validate, form.sweep)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()
