@@ -12,7 +12,6 @@ from api.schemas.annotations import ANNOTATED_AT, ANNOTATED_BY, TagList
 from api.schemas.base import FromRow, IdStr, In, OptionalIdStr
 from api.schemas.spec import CROSS_FIELD, SpecChangesIn, SpecIn
 from fedgen.status import RunStatus
-from lab.repository.run_counts import COUNT_CAP
 
 Priority = Literal["low", "normal", "high"]
 
@@ -169,8 +168,8 @@ class RunsPublic(BaseModel):
 
     data: list[RunPublic]
     count: int = Field(
-        description=f"Runs under the filters: exact up to {COUNT_CAP:,} per status, an "
-        "estimate past it"
+        description="Runs under the filters: exact up to the lab's count cap per status "
+        "(lab.repository.run_counts.COUNT_CAP), an estimate past it"
     )
     count_exact: bool = Field(description="False when `count` is the database's estimate")
     status_counts: dict[RunStatus, int] = Field(
