@@ -11,6 +11,7 @@ waiting_reason); running runs an ETA from their own median round time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -38,71 +39,97 @@ from fedgen.status import ACTIVE, RUN_STATUSES, RUNNING
 
 STATUSES = ["", *RUN_STATUSES]
 
-st.title("Runs")
-url, token = ui.connection()
+
+@dataclass(frozen=True)
+class Listing:
+    """The filters picked above the table, and the API the runs are read from."""
+
+    url: str
+    token: str
+    filters: dict[str, Any]
+
+    @property
+    def status(self) -> str:
+        """The status filter ("" for any): the counts line counts every status regardless."""
+        return str(self.filters.get("status") or "")
 
 
-def spec_choices() -> dict[str, list[Any]]:
-    """The algorithms and datasets the server knows, plugins included, as the Submit form
-    offers them (cached a minute); none when the API cannot be read (the table says why)."""
+def filter_choices(url: str, token: str) -> dict[str, tuple[str, list[str] | None]]:
+    """Widget key -> (query parameter, choices or None for free text). The algorithms and
+    datasets are those the server knows, plugins included, as the Submit form offers them
+    (cached a minute); none when the API cannot be read (the table says why)."""
     try:
-        return loaders.spec_choices(url, token)
+        choices = loaders.spec_choices(url, token)
     except ApiError:
-        return {}
+        choices = {}
+    return {
+        "runs_status": ("status", STATUSES),
+        "runs_alg": ("algorithm", ["", *choices.get("algorithm.name", [])]),
+        "runs_data": ("dataset", ["", *choices.get("data.name", [])]),
+        "runs_owner": ("owner", None),
+        "runs_tag": ("tag", None),
+    }
 
 
-CHOICES = spec_choices()
-# widget key -> (query parameter, choices or None for free text)
-FILTERS: dict[str, tuple[str, list[str] | None]] = {
-    "runs_status": ("status", STATUSES),
-    "runs_alg": ("algorithm", ["", *CHOICES.get("algorithm.name", [])]),
-    "runs_data": ("dataset", ["", *CHOICES.get("data.name", [])]),
-    "runs_owner": ("owner", None),
-    "runs_tag": ("tag", None),
-}
+def seed_from_link(filters: dict[str, tuple[str, list[str] | None]]) -> None:
+    """Seed the filters from the link once per session; a value not among the choices is
+    dropped."""
+    for key, (param, choices) in filters.items():
+        if key not in st.session_state:
+            raw = st.query_params.get(param, "")
+            st.session_state[key] = raw if choices is None or raw in choices else ""
+    if "runs_where" not in st.session_state:
+        st.session_state["runs_where"] = "; ".join(st.query_params.get_all("where"))
+    if "runs_q" not in st.session_state:
+        st.session_state["runs_q"] = st.query_params.get("q", "")
 
-# Seed the filters from the link once per session; a value not among the choices is dropped.
-for key, (param, choices) in FILTERS.items():
-    if key not in st.session_state:
-        raw = st.query_params.get(param, "")
-        st.session_state[key] = raw if choices is None or raw in choices else ""
-if "runs_where" not in st.session_state:
-    st.session_state["runs_where"] = "; ".join(st.query_params.get_all("where"))
-if "runs_q" not in st.session_state:
-    st.session_state["runs_q"] = st.query_params.get("q", "")
 
-c1, c2, c3, c4, c5 = st.columns(5)
-status = c1.selectbox("Status", STATUSES, key="runs_status", format_func=lambda s: s or "any")
-algorithm = c2.selectbox(
-    "Algorithm", FILTERS["runs_alg"][1] or [], key="runs_alg", format_func=lambda s: s or "any"
-)
-dataset = c3.selectbox(
-    "Dataset", FILTERS["runs_data"][1] or [], key="runs_data", format_func=lambda s: s or "any"
-)
-owner = c4.text_input("Owner", key="runs_owner")
-tag = c5.text_input("Tag", key="runs_tag")
-w1, w2 = st.columns([3, 2])
-where = run_filters.where_clauses(
-    w1.text_input(
-        "Spec fields",
-        key="runs_where",
-        placeholder="algorithm.gen_batch_size=32; partition.alpha=0.1",
-        help="Runs whose spec has these values: dotted spec fields, `;` between them (32 also "
-        "matches 32.0; text is matched exactly)",
+def _or_any(value: str) -> str:
+    """A choice filter's label: its value, or 'any' for none."""
+    return value or "any"
+
+
+def filter_controls(url: str, token: str) -> dict[str, Any]:
+    """The filter widgets (seeded from the link); the URL follows what they hold."""
+    choices = filter_choices(url, token)
+    seed_from_link(choices)
+    c1, c2, c3, c4, c5 = st.columns(5)
+    status = c1.selectbox("Status", STATUSES, key="runs_status", format_func=_or_any)
+    algorithm = c2.selectbox(
+        "Algorithm", choices["runs_alg"][1] or [], key="runs_alg", format_func=_or_any
     )
-)
-q = w2.text_input(
-    "Search notes and tags", key="runs_q", help="Text in a run's note or tags, any case"
-)
-filters: dict[str, Any] = {
-    "status": status, "algorithm": algorithm, "dataset": dataset, "owner": owner, "tag": tag,
-    "where": where, "q": q,
-}  # fmt: skip
-wanted = {k: v for k, v in filters.items() if v}
-if {k: st.query_params.get_all(k) for k in st.query_params} != {
-    k: v if isinstance(v, list) else [v] for k, v in wanted.items()
-}:
-    st.query_params.from_dict(wanted)
+    dataset = c3.selectbox(
+        "Dataset", choices["runs_data"][1] or [], key="runs_data", format_func=_or_any
+    )
+    owner = c4.text_input("Owner", key="runs_owner")
+    tag = c5.text_input("Tag", key="runs_tag")
+    w1, w2 = st.columns([3, 2])
+    where = run_filters.where_clauses(
+        w1.text_input(
+            "Spec fields",
+            key="runs_where",
+            placeholder="algorithm.gen_batch_size=32; partition.alpha=0.1",
+            help="Runs whose spec has these values: dotted spec fields, `;` between them (32 "
+            "also matches 32.0; text is matched exactly)",
+        )
+    )
+    q = w2.text_input(
+        "Search notes and tags", key="runs_q", help="Text in a run's note or tags, any case"
+    )
+    filters: dict[str, Any] = {
+        "status": status,
+        "algorithm": algorithm,
+        "dataset": dataset,
+        "owner": owner,
+        "tag": tag,
+        "where": where,
+        "q": q,
+    }
+    wanted = {k: v for k, v in filters.items() if v}
+    in_url = {k: st.query_params.get_all(k) for k in st.query_params}
+    if in_url != {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}:
+        st.query_params.from_dict(wanted)
+    return filters
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -265,11 +292,12 @@ def failures(runs: list[dict[str, Any]], now: datetime) -> None:
             st.code(run_failures.full_failure(run), language=None, wrap_lines=True)
 
 
-def load(status: str | None = None) -> list[dict[str, Any]] | None:
-    """The runs under the filters (all statuses when `status` is empty); None after saying why
-    the API refused them (a malformed spec field filter is said under the filters)."""
+def load(v: Listing) -> list[dict[str, Any]] | None:
+    """The runs under the filters, of every status (the counts line counts them all); None
+    after saying why the API refused them (a malformed spec field filter is said under the
+    filters)."""
     try:
-        return loaders.runs(url, token, **{**filters, "status": status or ""})
+        return loaders.runs(v.url, v.token, **{**v.filters, "status": ""})
     except ApiError as exc:
         if exc.status == 422:
             problems = run_filters.filter_problems(exc.detail, exc.message)
@@ -279,9 +307,9 @@ def load(status: str | None = None) -> list[dict[str, Any]] | None:
         return None
 
 
-def nothing_shown() -> None:
+def nothing_shown(v: Listing) -> None:
     """Why the table is empty: the filters, or no run yet (and how to start one)."""
-    if any(filters.values()):
+    if any(v.filters.values()):
         st.info("No runs match these filters.")
         return
     st.info(
@@ -316,14 +344,15 @@ def stuck_link(runs: list[dict[str, Any]]) -> None:
         )
 
 
-def table() -> None:
+def table(v: Listing) -> None:
     """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
-    everything = load()
+    url, token = v.url, v.token
+    everything = load(v)
     if everything is None:
         return
-    runs = [r for r in everything if not status or r.get("status") == status]
+    runs = [r for r in everything if not v.status or r.get("status") == v.status]
     if not everything:
-        nothing_shown()
+        nothing_shown(v)
         return
     counts = status_counts.status_counts(everything)
     st.markdown(status_counts.counts_line(counts), help="Runs per status under the other filters")
@@ -418,9 +447,20 @@ COLUMNS = {
     "GPU peak (MiB)": st.column_config.NumberColumn("GPU peak (MiB)", format="%.0f"),
 }
 
-try:  # whether to refresh: any run active (the fragment says why a load failed)
-    runs_now = loaders.runs(url, token, **{**filters, "status": ""})
-except ApiError:
-    runs_now = []
-interval = "3s" if any_active(runs_now) else None
-st.fragment(run_every=interval)(table)()
+
+def render() -> None:
+    """The page: the filters, then the table that refreshes itself while runs are active."""
+    st.title("Runs")
+    url, token = ui.connection()
+    v = Listing(url, token, filter_controls(url, token))
+    try:  # whether to refresh: any run active (the fragment says why a load failed)
+        runs_now = loaders.runs(url, token, **{**v.filters, "status": ""})
+    except ApiError:
+        runs_now = []
+    interval = "3s" if any_active(runs_now) else None
+    st.fragment(run_every=interval)(table)(v)
+
+
+# Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    render()
