@@ -21,6 +21,7 @@ from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
 from api.budget import check_budget
+from api.budget import check_budget
 from api.errors import FieldErrors
 from api.schemas.annotations import AnnotationsUpdate
 from api.schemas.runs import RunPublic
@@ -276,6 +277,7 @@ def submit_sweep(
             raise FieldErrors([("base.partition", f"{problem} (run {i} of the grid)")])
     check_checkpoint_size(sub, specs, "base.")
     check_device_served(sub, specs, "base.")
+    sizes = check_budget(sub.session, sub.user, sub.settings, specs, "base.", sweep=True)
     sizes = check_budget(sub.session, sub.user, sub.settings, specs, "base.", sweep=True)
     sweep = sweeps_repo.create_sweep(
         sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id

@@ -30,6 +30,7 @@ from api.routes import (
     sweeps,
     tokens,
     trash,
+    usage,
     webhooks,
     workers,
 )
@@ -52,6 +53,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     tokens.router,
     trash.router,
     audit.router,
+    usage.router,
 )
 
 

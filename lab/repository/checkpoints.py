@@ -15,6 +15,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from lab.models import CheckpointChunk, CheckpointRow
+from lab.repository import usage
 from lab.store import CheckpointStore
 
 CHUNK_BYTES = 1 << 20  # 1 MiB a row: a download holds one at a time
@@ -61,8 +62,9 @@ def insert_chunks(conn: Connection, pairs: Sequence[tuple[uuid.UUID, bytes]]) ->
 
 
 def prune_full(conn: Connection, run_id: uuid.UUID, keep: int) -> int:
-    """Delete all but the newest `keep` 'full' checkpoints of the run (chunks go with them);
-    generator and model checkpoints are kept. Returns how many were removed."""
+    """Delete all but the newest `keep` 'full' checkpoints of the run (chunks go with them) and
+    take their bytes off the run's stored_bytes; generator and model checkpoints are kept.
+    Returns how many were removed."""
     newest = (
         select(CheckpointRow.round)
         .where(CheckpointRow.run_id == run_id, CheckpointRow.kind == "full")
@@ -74,7 +76,9 @@ def prune_full(conn: Connection, run_id: uuid.UUID, keep: int) -> int:
         CheckpointRow.kind == "full",
         CheckpointRow.round.not_in(newest),
     )
-    return int(conn.execute(stmt).rowcount)  # type: ignore[attr-defined]
+    sizes = list(conn.execute(stmt.returning(CheckpointRow.size)).scalars())
+    usage.add_stored(conn, run_id, -sum(sizes))
+    return len(sizes)
 
 
 def _chunk_count(session: Session, ckpt_id: uuid.UUID) -> int:

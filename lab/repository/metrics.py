@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
     Float,
@@ -33,6 +34,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from fedgen.events import UserRoundMetrics
+from fedgen.sizes import round_bytes
 from lab.db import loads_json
 from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
 from lab.repository import checkpoints as ckpt_repo
@@ -82,13 +84,18 @@ def _finite(v: Any) -> float | None:
 
 def _progress(new: ColumnElement[bool], now: Any, expires: Any) -> dict[str, Any]:
     """SET of the run row: renew the lease; if `new` (the round was inserted) advance the run's
-    current round, last and best accuracy (a replay, or an older round, leaves them)."""
+    current round, last and best accuracy and add the round's bytes to its stored_bytes (a
+    replay, or an older round, leaves them)."""
     rnd, acc = bindparam("round", type_=Integer), cast(bindparam("acc"), Float)
     later = new & (Run.current_round < rnd)
     has_acc = new & acc.is_not(None)
+    added = cast(bindparam("stored"), BigInteger)
     return {
         "heartbeat_at": now,
         "lease_expires_at": expires,
+        # What the new round stores (its rows and checkpoints): the owner's usage, kept in this
+        # same UPDATE so a round costs no extra statement (lab/repository/usage.py).
+        "stored_bytes": case((new, Run.stored_bytes + added), else_=Run.stored_bytes),
         "current_round": case((later, rnd), else_=Run.current_round),
         "last_acc": case((has_acc & later, acc), else_=Run.last_acc),
         "best_acc": case(
@@ -252,6 +259,7 @@ def write_round(
         "round": round_,
         "acc": clean.get("test_acc"),
         "metrics": clean,
+        "stored": round_bytes(len(user_rows)) + sum(int(c.get("size") or 0) for c in checkpoints),
     }
     if conn.dialect.name != "sqlite":
         held, inserted, in_order = _write_pg(conn, params, lease_s, user_rows, ck_rows)

@@ -76,8 +76,9 @@ def create_run(
     sweep_id: uuid.UUID | None = None,
     versions: dict[str, Any] | None = None,
     priority: str = "normal",
+    estimated_bytes: int | None = None,
 ) -> Run:
-    """Insert a queued run (flushed, not committed)."""
+    """Insert a queued run (flushed, not committed); `estimated_bytes`: its footprint."""
     run = Run(
         spec=spec,
         spec_hash=spec_hash,
@@ -96,6 +97,8 @@ def create_run(
         current_round=-1,
         cancel_requested=False,
         versions=versions or {},
+        stored_bytes=0,
+        estimated_bytes=estimated_bytes,
     )
     session.add(run)
     session.flush()
