@@ -21,7 +21,6 @@ from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
 from api.budget import check_budget
-from api.budget import check_budget
 from api.errors import FieldErrors
 from api.schemas.annotations import AnnotationsUpdate
 from api.schemas.runs import RunPublic
@@ -37,7 +36,7 @@ from lab.dispatch import dispatch_pass
 from lab.models import Run, Sweep, User, utcnow
 from lab.queue import Enqueue, queue_for_device
 from lab.repository import annotations as annotations_repo
-from lab.repository import audit
+from lab.repository import audit, dispatch_state
 from lab.repository import runs as runs_repo
 from lab.repository import sweeps as sweeps_repo
 from lab.repository.annotations import tags_of
@@ -278,7 +277,6 @@ def submit_sweep(
     check_checkpoint_size(sub, specs, "base.")
     check_device_served(sub, specs, "base.")
     sizes = check_budget(sub.session, sub.user, sub.settings, specs, "base.", sweep=True)
-    sizes = check_budget(sub.session, sub.user, sub.settings, specs, "base.", sweep=True)
     sweep = sweeps_repo.create_sweep(
         sub.session, name=name, base=base, grid=grid, owner_id=sub.user.id
     )
@@ -348,7 +346,7 @@ def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[R
     out = [RunPublic.model_validate(r) for r in runs]
     if not any(_needs_worker(r) for r in runs):
         return out
-    snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s)
+    snap = dispatch_state.queue_snapshot(session, settings.worker_ttl_s)
     where = fairshare.positions(snap)
     waiting = {w.id: w for w in snap.waiting}
     for pub in out:
