@@ -17,7 +17,7 @@ under the one-row `dispatcher` lease) reads a snapshot of the runs and live work
 - fails a running run past FEDGEN_MAX_RUN_HOURS, and counts the death of each run whose worker
   died holding it, failing one whose worker died FEDGEN_MAX_ATTEMPTS times in a row
   (lab.repository.run_limits) instead of sending it again;
-- given `live` (the workers' loops do; see lab.repository.runs.Liveness), also treats as waiting
+- given `live` (the workers' loops do; see lab.repository.liveness.Liveness), also treats as waiting
   a running run whose holder is gone (heartbeat missed twice, no live `workers` row): it stops
   counting against the slots and is sent at once, without waiting for its lease to expire.
 A send is recorded (committed) before the message goes out, and undone when the broker
@@ -39,8 +39,8 @@ from lab.config import Settings
 from lab.db import db_now
 from lab.fairshare import Snapshot, Waiting, orders
 from lab.queue import Enqueue, worker_queue
-from lab.repository import run_limits
-from lab.repository import runs as runs_repo
+from lab.repository import dispatch_state, run_limits
+from lab.repository.liveness import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,9 @@ class PassReport:
     failed: str | None = None  # the send error that ended the pass early (broker down)
 
 
-def liveness(settings: Settings) -> runs_repo.Liveness:
+def liveness(settings: Settings) -> Liveness:
     """The rule that declares a run's holder gone, from the lab's settings."""
-    return runs_repo.Liveness(heartbeat_s=settings.heartbeat_s, worker_ttl_s=settings.worker_ttl_s)
+    return Liveness(heartbeat_s=settings.heartbeat_s, worker_ttl_s=settings.worker_ttl_s)
 
 
 def backoff_s(settings: Settings, count: int) -> float:
@@ -149,21 +149,21 @@ def dispatch_pass(
     waiting: WaitingCount | None = None,
     queues: set[str] | None = None,
     now: datetime | None = None,
-    live: runs_repo.Liveness | None = None,
+    live: Liveness | None = None,
 ) -> PassReport:
     """Run one pass under the dispatcher lease (commits as it goes); see the module docstring."""
     report = PassReport()
     ttl = max(30.0, 3 * settings.reaper_s)
-    if not runs_repo.take_dispatch_lease(session, holder, ttl):
+    if not dispatch_state.take_dispatch_lease(session, holder, ttl):
         session.rollback()
         report.locked = True
         return report
     session.commit()
     try:
         # A cancelled run whose worker died needs no worker: it is cancelled, not re-sent.
-        runs_repo.cancel_orphans(session, now or db_now(session))
+        dispatch_state.cancel_orphans(session, now or db_now(session))
         _end_limited(session, settings, now or db_now(session), live)
-        snap = runs_repo.queue_snapshot(session, settings.worker_ttl_s, now, live)
+        snap = dispatch_state.queue_snapshot(session, settings.worker_ttl_s, now, live)
         session.commit()
         by_worker: WaitingCount | None = None
         if waiting is not None:
@@ -173,7 +173,7 @@ def dispatch_pass(
         for item in plan(snap, by_worker, queues):
             w = item.run
             next_at = snap.now + timedelta(seconds=backoff_s(settings, w.dispatch_count))
-            if not runs_repo.mark_dispatched(
+            if not dispatch_state.mark_dispatched(
                 session, w.id, w.dispatch_count, next_at, snap.now, live, to=item.to
             ):
                 session.commit()
@@ -182,7 +182,7 @@ def dispatch_pass(
             try:
                 send(str(w.id), worker_queue(item.to, settings.queue_prefix))
             except Exception as exc:  # noqa: BLE001 - broker down: the run stays waiting, unsent
-                runs_repo.unmark_dispatched(session, w.id, w.dispatch_count)
+                dispatch_state.unmark_dispatched(session, w.id, w.dispatch_count)
                 session.commit()
                 report.failed = f"{type(exc).__name__}: {exc}"
                 log.warning("could not send run %s (%s); a later pass sends it", w.id, exc)
@@ -190,13 +190,13 @@ def dispatch_pass(
             _record_sent(report, item)
     finally:
         session.rollback()
-        runs_repo.release_dispatch_lease(session, holder)
+        dispatch_state.release_dispatch_lease(session, holder)
         session.commit()
     return report
 
 
 def _end_limited(
-    session: Session, settings: Settings, now: datetime, live: runs_repo.Liveness | None
+    session: Session, settings: Settings, now: datetime, live: Liveness | None
 ) -> None:
     """Fail, instead of sending again, the runs past a limit (lab.repository.run_limits): run
     longer than FEDGEN_MAX_RUN_HOURS, or whose worker died FEDGEN_MAX_ATTEMPTS times in a row;

@@ -1,6 +1,6 @@
 """The queue order (fair share across owners, then priority) and the start-time estimate.
 
-Pure functions over snapshots of the runs table (lab.repository.runs.queue_snapshot reads
+Pure functions over snapshots of the runs table (lab.repository.dispatch_state.queue_snapshot reads
 them): `fair_order` is THE order, used by the dispatcher (which run gets the next free slot)
 and by the API (`queue_position`), so the two can never disagree.
 

@@ -1,4 +1,4 @@
-"""`fedgen-lab`: api, worker, dashboard, up, db upgrade, users create, tokens, requeue, checkpoints import.
+"""`fedgen-lab`: api, worker, dashboard, up, db upgrade, users create, tokens, quota, requeue, checkpoints import.
 
 Every command first prints (to stderr) what it connects to: the database and broker URLs,
 passwords hidden, and where checkpoints live. A worker refuses the embedded SQLite lab unless
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from fedgen import plugins
 from lab.config import Settings, get_settings
-from worker import tokens_cli, trash_cli
+from worker import quota_cli, tokens_cli, trash_cli
 
 EMBEDDED_FLAG_HELP = (
     "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
@@ -312,12 +312,12 @@ def _cmd_users_create(args: argparse.Namespace) -> int:
 def _cmd_requeue(_args: argparse.Namespace) -> int:
     from lab.dispatch import dispatch_pass
     from lab.queue import Sender
-    from lab.repository import runs as runs_repo
+    from lab.repository import dispatch_state
 
     factory = _session_factory("requeue")
     s = get_settings()
     with factory() as session:
-        queued = runs_repo.forget_sends(session)
+        queued = dispatch_state.forget_sends(session)
         session.commit()
         report = dispatch_pass(session, Sender(s).send, s, f"requeue:{os.getpid()}")
     if report.failed:
@@ -459,6 +459,7 @@ def _add_admin_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     uc.set_defaults(fn=_cmd_users_create)
     tokens_cli.add_tokens_parser(sub)
     trash_cli.add_trash_parser(sub)
+    quota_cli.add_quota_parser(sub)
     sub.add_parser("requeue", help="send the tasks of all queued runs again").set_defaults(
         fn=_cmd_requeue
     )

@@ -4,7 +4,7 @@ Every FEDGEN_REAPER_S the loop renews the process's rows in `workers` (name, que
 heartbeat, host, and what it can run: worker.capabilities), then runs one `lab.dispatch.dispatch_pass`, which only one process at a time
 performs (the one-row dispatcher lease). That pass sends queued runs to free slots in fair
 order, re-sends runs whose message was lost (after a back-off per run) and runs whose lease
-expired or whose holder is gone (its worker died: see lab.repository.runs.Liveness). So an
+expired or whose holder is gone (its worker died: see lab.repository.liveness.Liveness). So an
 accepted run reaches a worker after a broker outage, a lost message, a failed send at submission,
 exhausted task retries or a killed worker, with no manual step.
 

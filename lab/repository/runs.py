@@ -7,8 +7,7 @@ does not count). Such a run is waiting again at once: it no longer takes a slot,
 sends it, and another worker may claim it without waiting for the lease to expire.
 
 The dispatch state (queue snapshot, sends, the dispatcher's lease) lives in
-lab.repository.dispatch_state and `Liveness` in lab.repository.liveness; both are re-exported
-here.
+lab.repository.dispatch_state and `Liveness` in lab.repository.liveness.
 """
 
 from __future__ import annotations
@@ -36,15 +35,7 @@ from lab.models import RoundMetrics, Run, User
 from lab.repository import run_limits
 from lab.repository import webhooks as webhooks_repo
 from lab.repository.annotations import matches_text, tags_csv
-from lab.repository.dispatch_state import cancel_orphans as cancel_orphans
-from lab.repository.dispatch_state import forget_sends as forget_sends
-from lab.repository.dispatch_state import live_workers as live_workers
-from lab.repository.dispatch_state import mark_dispatched as mark_dispatched
-from lab.repository.dispatch_state import queue_snapshot as queue_snapshot
-from lab.repository.dispatch_state import release_dispatch_lease as release_dispatch_lease
-from lab.repository.dispatch_state import take_dispatch_lease as take_dispatch_lease
-from lab.repository.dispatch_state import unmark_dispatched as unmark_dispatched
-from lab.repository.liveness import Liveness as Liveness
+from lab.repository.liveness import Liveness
 from lab.repository.liveness import unheld as _unheld
 from lab.repository.spec_filter import SpecWhere, spec_equals
 

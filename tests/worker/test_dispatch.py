@@ -19,6 +19,7 @@ from lab.config import Settings
 from lab.dispatch import backoff_s, dispatch_pass
 from lab.fairshare import Active, Snapshot, Waiting, expected_starts, fair_order
 from lab.models import Run, User, Worker, utcnow
+from lab.repository import dispatch_state
 from lab.repository import runs as runs_repo
 from tests.factories import create_run, create_user, live_worker, make_spec
 
@@ -262,12 +263,12 @@ def test_one_dispatcher_at_a_time(session: Session, fast: Settings) -> None:
     user, _ = create_user(session)
     create_run(session, user)
     live_worker(session, "cpu", slots=1)
-    assert runs_repo.take_dispatch_lease(session, "other", 30)
+    assert dispatch_state.take_dispatch_lease(session, "other", 30)
     session.commit()
     broker = Broker()
     assert _pass(session, broker, fast).locked
     assert broker.sent == []
-    runs_repo.release_dispatch_lease(session, "other")
+    dispatch_state.release_dispatch_lease(session, "other")
     session.commit()
     assert len(_pass(session, broker, fast).sent) == 1
 
