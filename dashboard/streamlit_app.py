@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 # `streamlit run` puts this file's folder on sys.path, not the repository root.
 _ROOT = str(Path(__file__).resolve().parent.parent)
@@ -21,10 +22,6 @@ if _ROOT not in sys.path:
 
 from dashboard import loaders, signin, ui  # noqa: E402
 from dashboard.client import ApiError  # noqa: E402
-
-# An emoji favicon is drawn in the page; a :material/...: one is fetched from fonts.gstatic.com,
-# which an offline lab cannot reach (a failed request in every page load).
-st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
 
 _PAGES = Path(__file__).parent / "app_pages"
 
@@ -44,9 +41,12 @@ def sidebar(user: dict[str, Any] | None) -> None:
         with st.sidebar:
             st.caption(f"Signed in as **{user.get('name', '?')}** on `{ui.connection()[0]}`")
             st.button(
-                "Sign out", key="signout", icon=":material/logout:", on_click=signin.sign_out,
+                "Sign out",
+                key="signout",
+                icon=":material/logout:",
+                on_click=signin.sign_out,
                 help="Forget the token in this browser",
-            )  # fmt: skip
+            )
             signin.sync_cookie()
         return
     with st.sidebar:
@@ -58,61 +58,85 @@ def sidebar(user: dict[str, Any] | None) -> None:
             st.caption(f":red[{exc.message}]")
 
 
-RUNS = st.Page(_PAGES / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs")
+def page_list() -> list[StreamlitPage]:
+    """Every page, the hidden forwarder at the root first."""
+    runs = st.Page(_PAGES / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs")
+    pages = [
+        runs,
+        st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
+        st.Page(
+            _PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"
+        ),
+        st.Page(_PAGES / "lab.py", title="Lab", icon=":material/dns:", url_path="lab"),
+        st.Page(
+            _PAGES / "compare.py",
+            title="Compare",
+            icon=":material/compare_arrows:",
+            url_path="compare",
+        ),
+        st.Page(_PAGES / "studies.py", title="Paper", icon=":material/science:", url_path="paper"),
+        st.Page(
+            _PAGES / "paper_tables.py",
+            title="Sweep tables",
+            icon=":material/description:",
+            url_path="tables",
+        ),
+        st.Page(
+            _PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"
+        ),
+        st.Page(_PAGES / "trash.py", title="Trash", icon=":material/delete:", url_path="trash"),
+        st.Page(
+            _PAGES / "settings.py",
+            title="Settings",
+            icon=":material/settings:",
+            url_path="settings",
+        ),
+    ]
+    by_url_path = {p.url_path: p for p in pages}
+
+    def home() -> None:
+        """The root URL forwards to `?page=<url path>` (the other parameters kept), else to
+        /runs.
+
+        A shared link of the form `/?page=compare&sweep=<id>` loads from the root, so the
+        browser console stays clean: opening `/compare` directly makes Streamlit's frontend
+        probe `/compare/_stcore/health` and `/host-config` first, two 404s
+        (streamlit/streamlit#7074). Those two cannot be answered instead: the frontend takes
+        the first candidate that answers both as the server's base path, so a 200 there (tried
+        with Streamlit 1.67, st.App routes) sends its websocket to `/compare/_stcore/stream`,
+        which is refused, and nothing loads.
+        """
+        params = dict(st.query_params)
+        target = by_url_path.get(str(params.pop("page", "")), runs)
+        st.switch_page(target, query_params=params)
+
+    # Streamlit serves the default page at "/" only, so a default Runs page would make /runs a
+    # "Page not found": the hidden default page forwards to the Runs page instead.
+    forward = st.Page(home, title="Runs", default=True, visibility="hidden", url_path="home")
+    return [forward, *pages]
 
 
-def _home() -> None:
-    """The root URL forwards to `?page=<url path>` (the other parameters kept), else to /runs.
+def main() -> None:
+    """The shared sidebar and the page picked, or the sign-in form while signed out."""
+    # An emoji favicon is drawn in the page; a :material/...: one is fetched from
+    # fonts.gstatic.com, which an offline lab cannot reach (a failed request in every load).
+    st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
+    pages = page_list()
+    # With FEDGEN_TOKEN (ui.connection reads it from the environment, never session state)
+    # every visitor is that token's user; without it each browser signs in.
+    me = signin.current_user() if signin.browser_mode() else {}
+    # Signed out, the page list is hidden too: no page can be reached before signing in.
+    page = st.navigation(pages, position="sidebar" if me is not None else "hidden")
+    sidebar(me)
+    if me is None and page.url_path != pages[0].url_path:
+        # The page does not run (its query string untouched) until a token is accepted; the
+        # root's forwarder still runs, so a `/?page=compare&...` link shows the Compare address.
+        signin.form(page.title)
+        signin.sync_cookie()
+    else:
+        page.run()
 
-    A shared link of the form `/?page=compare&sweep=<id>` loads from the root, so the browser
-    console stays clean: opening `/compare` directly makes Streamlit's frontend probe
-    `/compare/_stcore/health` and `/host-config` first, two 404s (streamlit/streamlit#7074).
-    Those two cannot be answered instead: the frontend takes the first candidate that answers
-    both as the server's base path, so a 200 there (tried with Streamlit 1.67, st.App routes)
-    sends its websocket to `/compare/_stcore/stream`, which is refused, and nothing loads.
-    """
-    params = dict(st.query_params)
-    target = BY_URL_PATH.get(str(params.pop("page", "")), RUNS)
-    st.switch_page(target, query_params=params)
 
-
-# Streamlit serves the default page at "/" only, so a default Runs page would make /runs a
-# "Page not found": the hidden default page forwards to the Runs page instead.
-pages = [
-    st.Page(_home, title="Runs", default=True, visibility="hidden", url_path="home"),
-    RUNS,
-    st.Page(_PAGES / "submit.py", title="Submit", icon=":material/send:", url_path="submit"),
-    st.Page(_PAGES / "live.py", title="Live run", icon=":material/monitoring:", url_path="live"),
-    st.Page(_PAGES / "lab.py", title="Lab", icon=":material/dns:", url_path="lab"),
-    st.Page(
-        _PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
-    ),
-    st.Page(_PAGES / "studies.py", title="Paper", icon=":material/science:", url_path="paper"),
-    st.Page(
-        _PAGES / "paper_tables.py",
-        title="Sweep tables",
-        icon=":material/description:",
-        url_path="tables",
-    ),
-    st.Page(_PAGES / "inspect.py", title="Inspect", icon=":material/biotech:", url_path="inspect"),
-    st.Page(_PAGES / "trash.py", title="Trash", icon=":material/delete:", url_path="trash"),
-    st.Page(
-        _PAGES / "settings.py", title="Settings", icon=":material/settings:", url_path="settings"
-    ),
-]
-BY_URL_PATH = {p.url_path: p for p in pages if p.url_path}  # the default page has ""
-HOME = pages[0]
-
-# With FEDGEN_TOKEN (ui.connection reads it from the environment, never session state) every
-# visitor is that token's user; without it each browser signs in.
-me = signin.current_user() if signin.browser_mode() else {}
-# Signed out, the page list is hidden too: no page can be reached before signing in.
-page = st.navigation(pages, position="sidebar" if me is not None else "hidden")
-sidebar(me)
-if me is None and page.url_path != HOME.url_path:
-    # The page does not run (its query string untouched) until a token is accepted; the
-    # root's forwarder still runs, so a `/?page=compare&...` link shows the Compare address.
-    signin.form(page.title)
-    signin.sync_cookie()
-else:
-    page.run()
+# Streamlit runs the entrypoint as __main__; an import (a test, a type check) only defines.
+if __name__ == "__main__":
+    main()
