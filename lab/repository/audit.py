@@ -27,6 +27,7 @@ ACTIONS: tuple[str, ...] = (
     "token.revoke",
     "webhook.create",
     "webhook.delete",
+    "quota.set",
 )
 
 
