@@ -13,7 +13,11 @@ checks every count against the real modules' `numel`), and what
 * per user: the batch stream (a permutation of its training samples, int64, and its RNG);
 * FedGen: the generator, its Adam moments (two per parameter, plus a step), its noise
   RNG and the per-user label counts; FedDistill: the per-user label-logit trackers;
-  FedDF: its RNG;
+  FedDF: its RNG; the state the non-IID baselines keep across rounds
+  (`fedgen.algorithms.client_state`): SCAFFOLD's control variates and FedDyn's gradient
+  states (one per parameter, per user and at the server), MOON's previous local models
+  (the whole state, per user), the server optimisers' moments (per shared parameter:
+  two for FedAdam and FedYogi, one for FedAvgM);
 * the history (one float per round), the spec and small fields.
 
 `torch.save` adds a zip entry and a pickled record per tensor (`TENSOR_OVERHEAD`); the
@@ -277,6 +281,9 @@ def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
             extra.nbytes += gen.count * FLOAT
         extra.add(torch_rng, 1)
         extra.add(users * classes)  # user_counts
+    kept_per_user, kept_server = state_across_rounds(algo.name, model, spec.share)
+    per_user_bytes += kept_per_user.serialized * users
+    extra.extend(kept_server)
     other = FIXED_OVERHEAD + len(spec.canonical_json()) + 16 * (spec.rounds + 1) + 8 * users
     return CheckpointEstimate(
         global_model=model.state.serialized,
@@ -302,6 +309,26 @@ def generator_shapes(spec: ExperimentSpec) -> tuple[Tensors, Tensors] | None:
         noise, hidden, latent_dim(spec.model.name), classes, embedding=algo.embedding, batchnorm=bn
     )
     return params, generator_buffers(hidden, batchnorm=bn)
+
+
+def state_across_rounds(algorithm: str, model: ModelShape, share: str) -> tuple[Tensors, Tensors]:
+    """(one user's, the server's) tensors an algorithm keeps from round to round beyond the
+    model and the batch streams: what the baselines of issue 32 add to a full checkpoint."""
+    params = Tensors()
+    params.extend(model.features)
+    params.extend(model.predictor)
+    shared = params if share == "all" else model.predictor
+    user, server = Tensors(), Tensors()
+    if algorithm in ("scaffold", "feddyn"):  # c_i and c; g_k and h
+        user.extend(params)
+        server.extend(params)
+    elif algorithm == "moon":  # the previous local model
+        user.extend(model.state)
+    elif algorithm in ("fedadam", "fedyogi"):  # m and v
+        server.extend(shared, 2)
+    elif algorithm == "fedavgm":  # the velocity
+        server.extend(shared)
+    return user, server
 
 
 def estimate_checkpoint_bytes(spec: ExperimentSpec) -> int:

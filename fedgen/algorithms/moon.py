@@ -1,0 +1,86 @@
+"""MOON: model-contrastive federated learning on the feature extractor's representation.
+
+Paper: Li, He, Song 2021, "Model-Contrastive Federated Learning", CVPR,
+arXiv.org/abs/2103.16257, §3.3 and Algorithm 1. With z = R_w(x) the representation of
+the model being trained, z_glob = R_{w^t}(x) of the round's global model and
+z_prev = R_{w_i^{t−1}}(x) of the user's own model from its previous local training:
+
+* the model-contrastive loss (§3.3, eq. (3) in the CVPR version):
+  ℓ_con = −log( exp(sim(z, z_glob)/τ) / (exp(sim(z, z_glob)/τ) + exp(sim(z, z_prev)/τ)) ),
+  sim the cosine similarity, τ the temperature;
+* the local objective (§3.3, eq. (4)): ℓ = ℓ_sup(w; (x, y)) + μ ℓ_con(w; w_i^{t−1}, w^t; x).
+
+The server is FedAvg's. The representation is the lab CNN's `features` output (the
+predictor's input, 32-d for the official CNN); the paper adds a projection head, which
+these CNNs do not have. The reference models run in eval mode (their BatchNorm statistics
+are used, never updated). Every user's previous model (its whole state; the initial model
+until it first trains, as in the paper) is part of the full checkpoint.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, cast
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from fedgen.algorithms import client_state as cs
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.params import MoonParams
+from fedgen.client import LossFn
+from fedgen.federated import UserData
+from fedgen.models.cnn import SplitModel
+
+
+class Moon(Algorithm[MoonParams]):
+    """FedAvg whose local loss adds μ × the model-contrastive loss."""
+
+    def __init__(self, ctx: RunContext, params: MoonParams) -> None:
+        super().__init__(ctx, params)
+        self.ref: SplitModel = copy.deepcopy(self.fed.global_model).eval()
+        self.prev: list[cs.Tensors] = cs.per_user(self.fed, self.fed.global_state())
+
+    def _representation(self, state: cs.Tensors, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            z: torch.Tensor = functional_call(
+                self.ref.features, _prefixed(state, "features."), (x,)
+            )
+        return z
+
+    def local_loss(self, user: UserData, server_round: int) -> LossFn:  # noqa: ARG002
+        glob = self.fed.user_tensors(user.index)  # w^t as this user receives it
+        prev = self.prev[user.index]
+        mu, tau = self.params.mu, self.params.temperature
+
+        def loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:  # noqa: ARG001
+            split = cast(SplitModel, model)  # the federation's working model
+            z = split.extract(x)
+            sup = nn.functional.cross_entropy(split.classify(z), y)
+            if mu == 0.0:
+                return sup
+            pos = nn.functional.cosine_similarity(z, self._representation(glob, x), dim=-1)
+            neg = nn.functional.cosine_similarity(z, self._representation(prev, x), dim=-1)
+            logits = torch.stack([pos, neg], dim=1) / tau
+            target = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+            return sup + mu * nn.functional.cross_entropy(logits, target)
+
+        return loss
+
+    def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
+        upload = super().client_update(user, server_round, lr)
+        self.prev[user.index] = cs.cloned(self.fed.work.state_dict())
+        return upload
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**self.fed.state_dict(), "moon_prev": [cs.cloned(t) for t in self.prev]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.fed.load_state_dict(state)
+        cs.restore_all(self.prev, state["moon_prev"])
+
+
+def _prefixed(state: cs.Tensors, prefix: str) -> cs.Tensors:
+    """The entries of a whole model's state under `prefix`, named relative to it."""
+    return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
