@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from api.schemas.usage import UsageList
 from dashboard.browser_address import browser_address
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -199,6 +200,10 @@ class LabClient:
     def workers(self) -> dict[str, Any]:
         """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
         return self._json("GET", "/workers")
+
+    def usage(self) -> UsageList:
+        """GET /usage: what members' runs store against their quotas (an admin: every member)."""
+        return UsageList.model_validate(self._json("GET", "/usage"))
 
     # -- tokens ----------------------------------------------------------------
     def list_tokens(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from api.schemas.usage import UsageList
 from dashboard.client import LabClient
 
 T = TypeVar("T")
@@ -40,6 +41,12 @@ def run(url: str, token: str, run_id: str) -> dict[str, Any]:
 def workers(url: str, token: str) -> dict[str, Any]:
     """GET /workers: the live workers and the slot totals."""
     return _call(url, token, lambda c: c.workers())
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def usage(url: str, token: str) -> UsageList:
+    """GET /usage: storage and queued runs per member (an admin's: all; a member's: own)."""
+    return _call(url, token, lambda c: c.usage())
 
 
 @st.cache_data(ttl=30, show_spinner=False)

@@ -1,5 +1,6 @@
 """Lab: the live workers (host, slot, devices, code, datasets, what each runs now), the slots
-busy, and the runs that no live worker can take; refreshed every few seconds.
+busy, and the runs that no live worker can take, refreshed every few seconds; then what each
+member's runs store against their quota (dashboard/usage_view.py).
 
 A worker is live while its heartbeat is younger than the API's worker TTL (FEDGEN_WORKER_TTL_S);
 one row per worker process (a slot).
@@ -12,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import lab_view, loaders, runs_table, times, ui
+from dashboard import lab_view, loaders, runs_table, times, ui, usage_view
 
 REFRESH_S = 5
 EMPTY = (
@@ -87,10 +88,28 @@ def panel() -> None:
     waiting(now, tz)
 
 
+def storage() -> None:
+    """What each member's runs store against their quota (GET /usage: an admin sees every
+    member, a member themselves); read once per page load, it changes slowly."""
+    url, token = ui.connection()
+    body = ui.try_call(loaders.usage, url, token)
+    if body is None:
+        return
+    st.subheader("Storage")
+    st.caption(usage_view.summary(body))
+    st.dataframe(
+        usage_view.table(body),
+        hide_index=True,
+        key="lab_usage",
+        column_config=ui.text_columns(usage_view.HELP),
+    )
+
+
 def render() -> None:
-    """The page: its title, then the panel that refreshes itself."""
+    """The page: its title, the panel that refreshes itself, then storage per member."""
     st.title("Lab")
     st.fragment(run_every=f"{REFRESH_S}s")(panel)()
+    storage()
 
 
 # Streamlit runs a page script as __main__; an import (a test, a type check) only defines.
