@@ -52,6 +52,11 @@ class RunInfo:
     versions: dict[str, str]
     # The files the data was read from: {root, path (relative to root), size, sha256} each.
     data_files: list[dict[str, Any]] = field(default_factory=list)
+    # How the round's clients ran (`fedgen.execution`): 'sequential' or 'batched', why, and
+    # under batched the clients per computation.
+    execution: str = "sequential"
+    execution_reason: str = ""
+    batch_clients: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,10 +18,12 @@ import torch
 
 from fedgen import checkpoint
 from fedgen.algorithms import Algorithm, ClientUpload, RunContext, build_algorithm
+from fedgen.algorithms.registry import get_algorithm
 from fedgen.data.datasets import load_dataset
 from fedgen.data.partition import Partition, build_partition
 from fedgen.evaluation import Evaluation
 from fedgen.events import Checkpoint, RoundEvent, RunInfo, RunSummary, Sink, UserRoundMetrics
+from fedgen.execution import Execution, choose, chunk_size, chunks, client_bytes, free_memory
 from fedgen.federated import FederatedData
 from fedgen.fidelity import Fidelity, resolve
 from fedgen.models.cnn import ModelConfig
@@ -68,14 +70,44 @@ class Simulation:
         cfg = ModelConfig(spec.model.name, c, h, self.data.num_classes)
         self.ctx = RunContext(spec, self.fid, self.data, self.device, cfg, spec.seed)
         self.algo: Algorithm[Any] = build_algorithm(self.ctx)
+        self.execution = self._execution()
         self.sampler = np.random.default_rng(np.random.SeedSequence([spec.seed, 1]))
         self.history: list[float] = []
         # Per-user lr clock (official): the 0-based round each user last trained in.
         self.lr_clock = [0] * len(self.data.users)
         self.next_round = 0
 
+    def _execution(self) -> Execution:
+        """The spec's `execution` for this device and torch's thread count (`fedgen.execution`)."""
+        model = self.algo.fed.global_model
+        mode, reason = choose(
+            self.spec.execution,
+            device=self.device,
+            threads=torch.get_num_threads(),
+            batchable=get_algorithm(self.spec.algorithm.name).batchable,
+            model=model,
+        )
+        if mode == "sequential":
+            return Execution(mode, reason)
+        per_client = client_bytes(model, self.data.input_shape, self.spec.batch_size)
+        chunk = chunk_size(
+            self.spec.batch_clients,
+            self.spec.users_per_round,
+            per_client,
+            free_memory(self.device),
+        )
+        return Execution(mode, reason, chunk)
+
     # -- state -----------------------------------------------------------------
     def full_state(self, server_round: int) -> dict[str, Any]:
+        state = self._state(server_round)
+        if self.spec.execution != "sequential":
+            # A resumed segment continues as this one ran (`auto` may pick otherwise there).
+            ex = self.execution
+            state["execution"] = {"mode": ex.mode, "reason": ex.reason, "chunk": ex.chunk}
+        return state
+
+    def _state(self, server_round: int) -> dict[str, Any]:
         return {
             "format": checkpoint.FORMAT_VERSION,
             "round": server_round,
@@ -102,6 +134,10 @@ class Simulation:
         self.lr_clock = [int(t) for t in state["lr_clock"]]
         self.history = [float(a) for a in state["history"]]
         self.next_round = int(state["round"]) + 1
+        if isinstance(state.get("execution"), dict):
+            ex = state["execution"]
+            chunk = None if ex["chunk"] is None else int(ex["chunk"])
+            self.execution = Execution(str(ex["mode"]), f"as checkpointed: {ex['reason']}", chunk)
 
     def info(self) -> RunInfo:
         return RunInfo(
@@ -114,6 +150,9 @@ class Simulation:
             label_histogram=self.label_histogram.tolist(),
             model_params=sum(v.numel() for v in self.algo.global_state().values()),
             device=str(self.device),
+            execution=self.execution.mode,
+            execution_reason=self.execution.reason,
+            batch_clients=self.execution.chunk,
             fidelity=self.fid.as_dict(),
             start_round=self.next_round,
             versions=versions(),
@@ -168,16 +207,11 @@ class Simulation:
         spec, algo, device = self.spec, self.algo, self.device
         t_round = time.perf_counter()
         chosen = self.sampler.choice(len(self.data.users), spec.users_per_round, replace=False)
-        uploads, user_ms, lrs, bytes_down = [], [], [], 0
-        for k in chosen.tolist():
-            user = self.data.users[k]
-            t0 = time.perf_counter()
-            lrs.append(self.client_lr(k, server_round))
-            bytes_down += algo.broadcast_nbytes(user)
-            uploads.append(algo.client_update(user, server_round, lrs[-1]))
-            self.lr_clock[k] = server_round - 1
-            _sync(device)
-            user_ms.append((time.perf_counter() - t0) * 1e3)
+        if self.execution.mode == "batched":
+            uploads, user_ms, lrs = self.train_batched(chosen.tolist(), server_round)
+        else:
+            uploads, user_ms, lrs = self.train_sequential(chosen.tolist(), server_round)
+        bytes_down = sum(algo.broadcast_nbytes(self.data.users[k]) for k in chosen.tolist())
         t_server = time.perf_counter()
         alg_metrics = algo.server_update(uploads, server_round)
         _sync(device)
@@ -202,6 +236,40 @@ class Simulation:
             **alg_metrics,
         }
         return self._event(server_round, ev, metrics, selected)
+
+    def train_sequential(
+        self, chosen: list[int], server_round: int
+    ) -> tuple[list[ClientUpload], list[float], list[float]]:
+        """The chosen users' updates one after another: uploads, each user's ms and lr."""
+        uploads, user_ms, lrs = [], [], []
+        for k in chosen:
+            user = self.data.users[k]
+            t0 = time.perf_counter()
+            lrs.append(self.client_lr(k, server_round))
+            uploads.append(self.algo.client_update(user, server_round, lrs[-1]))
+            self.lr_clock[k] = server_round - 1
+            _sync(self.device)
+            user_ms.append((time.perf_counter() - t0) * 1e3)
+        return uploads, user_ms, lrs
+
+    def train_batched(
+        self, chosen: list[int], server_round: int
+    ) -> tuple[list[ClientUpload], list[float], list[float]]:
+        """The chosen users' updates in chunks of `execution.chunk` computations: uploads,
+        each user's ms (its chunk's time shared equally) and learning rates, in `chosen` order."""
+        assert self.execution.chunk is not None
+        uploads: list[ClientUpload] = []
+        user_ms: list[float] = []
+        lrs = [self.client_lr(k, server_round) for k in chosen]
+        for part in chunks(list(range(len(chosen))), self.execution.chunk):
+            t0 = time.perf_counter()
+            users = [self.data.users[chosen[i]] for i in part]
+            uploads += self.algo.client_update_batch(users, server_round, [lrs[i] for i in part])
+            _sync(self.device)
+            user_ms += [(time.perf_counter() - t0) * 1e3 / len(part)] * len(part)
+        for k in chosen:
+            self.lr_clock[k] = server_round - 1
+        return uploads, user_ms, lrs
 
     def checkpoints_for(self, server_round: int) -> list[Checkpoint]:
         every, last = self.spec.checkpoint_every, self.spec.rounds

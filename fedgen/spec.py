@@ -29,8 +29,10 @@ import yaml
 from pydantic import (
     BaseModel,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
+    model_serializer,
     model_validator,
 )
 
@@ -42,6 +44,13 @@ from fedgen.data_spec import (
     DataSpec,
     FolderSpec,
     ProxyName,
+)
+from fedgen.execution_spec import (
+    BATCH_CLIENTS_FIELD,
+    EXECUTION_FIELD,
+    BatchClients,
+    Execution,
+    drop_defaults,
 )
 from fedgen.knobs import Home, knob_fields, knobs_in
 from fedgen.spec_base import (
@@ -322,6 +331,8 @@ class ExperimentSpec(StrictModel):
         0, ge=0, le=MAX_SEED, description="Model init, user sampling, batches, generator noise."
     )
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d{1,2})?)$")
+    execution: Execution = EXECUTION_FIELD
+    batch_clients: BatchClients = BATCH_CLIENTS_FIELD
     checkpoint_every: int = Field(50, ge=0, le=MAX_ROUNDS, description="0 = only at the end.")
     tags: list[Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]] = Field(
         default_factory=list, max_length=32
@@ -355,6 +366,11 @@ class ExperimentSpec(StrictModel):
         if algo is not None:
             out["algorithm"] = algo
         return out
+
+    @model_serializer(mode="wrap")
+    def _without_default_execution(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # At their defaults these fields are left out: old specs keep their hashes.
+        return drop_defaults(handler(self))
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ExperimentSpec:

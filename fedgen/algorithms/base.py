@@ -7,6 +7,9 @@ streams, aggregation, evaluation, checkpoint state) as `self.fed`. Its default
 methods are plain FedAvg; an algorithm overrides the hooks its method changes:
 `local_loss` / `grad_hook` (the client objective), `client_update`,
 `server_update`, `evaluate`, `checkpoints`, `state_dict` / `load_state_dict`.
+Under `execution: batched` (an algorithm declared `batchable`) `client_update_batch`
+trains several users as one computation (`fedgen.batched`); its hooks are
+`batch_plans`, `batched_loss`, `batched_grad_hook` and `upload_batched`.
 The runner owns the round loop, user sampling, timing and checkpoints.
 """
 
@@ -18,6 +21,13 @@ import torch
 
 from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.shared import Federation
+from fedgen.batched import (
+    BatchedGradHook,
+    BatchedLoss,
+    StackedClients,
+    batched_sgd,
+    cross_entropy_losses,
+)
 from fedgen.client import GradHook, LossFn, cross_entropy_loss, local_sgd
 from fedgen.evaluation import Evaluation
 from fedgen.events import Checkpoint
@@ -69,6 +79,67 @@ class Algorithm(Generic[P]):
             self.grad_hook(user, server_round),
         )
         return self.fed.make_upload(user, model, loss)
+
+    # -- client side, batched (`execution: batched`, declared `batchable`) -----------
+    def batch_plans(
+        self,
+        users: list[UserData],  # noqa: ARG002
+        batches: list[torch.Tensor],
+        server_round: int,  # noqa: ARG002
+    ) -> list[Any]:
+        """Per-user inputs of the batched objective, made in user order (FedGen's draws)."""
+        return [None] * len(batches)
+
+    def batched_loss(self, plans: list[Any], server_round: int) -> BatchedLoss:  # noqa: ARG002
+        """The objective of one batched local step: every client's loss, (K,)."""
+        return cross_entropy_losses
+
+    def batched_grad_hook(
+        self,
+        stack: StackedClients,  # noqa: ARG002
+        server_round: int,  # noqa: ARG002
+    ) -> BatchedGradHook | None:
+        """Edits the stacked gradients before each step (FedProx)."""
+        return None
+
+    def client_update_batch(
+        self, users: list[UserData], server_round: int, lrs: list[float]
+    ) -> list[ClientUpload]:
+        """`client_update` of every user in `users` as one computation; uploads in user order.
+
+        Users whose batches differ in shape (fewer samples than a batch) form their own stack.
+        """
+        batches = [self.fed.batches(u) for u in users]
+        plans = self.batch_plans(users, batches, server_round)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, b in enumerate(batches):
+            groups.setdefault(tuple(b.shape), []).append(i)
+        uploads: dict[int, ClientUpload] = {}
+        device = self.data.train_x.device
+        for members in groups.values():
+            stack = self.fed.stack([users[i] for i in members])
+            losses = batched_sgd(
+                stack,
+                self.data.train_x,
+                self.data.train_y,
+                torch.stack([batches[i] for i in members]),
+                torch.tensor([lrs[i] for i in members], device=device),
+                self.batched_loss([plans[i] for i in members], server_round),
+                self.batched_grad_hook(stack, server_round),
+            )
+            for j, i in enumerate(members):
+                uploads[i] = self.upload_batched(users[i], stack.state(j), losses[j], batches[i])
+        return [uploads[i] for i in range(len(users))]
+
+    def upload_batched(
+        self,
+        user: UserData,
+        state: dict[str, torch.Tensor],
+        loss: torch.Tensor,
+        batches: torch.Tensor,  # noqa: ARG002
+    ) -> ClientUpload:
+        """One user's upload from its trained state in the stack (FedGen adds label counts)."""
+        return self.fed.upload_from_state(user, state, loss)
 
     # -- server side ---------------------------------------------------------
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002

@@ -13,7 +13,8 @@ Client: real-data CE, plus alpha_t * CE of the predictor on generated latents
 || p(.|x_real)). All generated latents of a user's round come from one call of
 the generator folded for eval mode (`FoldedGenerator`: BN and the label input folded
 into the first layer), so clients never backpropagate into the generator; each
-local step's predictor terms are one autograd node (`fedgen_head`).
+local step's predictor terms are one autograd node (`fedgen_head`). Under
+`execution: batched` the same plans, drawn in user order, feed one node for all clients.
 Server: `generator_steps` steps on the teacher loss over the uploaded predictors,
 stacked into (K, C, d) so that all K logits are one batched matmul, plus the
 diversity loss; then the usual aggregation.
@@ -33,6 +34,7 @@ from fedgen.aggregate import state_nbytes
 from fedgen.algorithms import fedgen_head as H  # noqa: N812
 from fedgen.algorithms import fedgen_losses as L  # noqa: N812
 from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.batched import BatchedLoss, StackedClients, cross_entropy_losses
 from fedgen.client import LossFn, local_sgd
 from fedgen.events import Checkpoint
 from fedgen.federated import UserData
@@ -193,13 +195,62 @@ class FedGen(Algorithm[FedGenParams]):
         loss = local_sgd(
             model, self.data.train_x, self.data.train_y, batches, lr, self.plan_loss(plan)
         )
-        upload = self.fed.make_upload(user, model, loss)
+        return self._with_counts(self.fed.make_upload(user, model, loss), user, batches)
+
+    def _with_counts(
+        self, upload: ClientUpload, user: UserData, batches: torch.Tensor
+    ) -> ClientUpload:
+        """The upload with the label counts the server's generator training reads."""
         if self.fid.label_counts == "sampled_batches":
             y = self.data.train_y.index_select(0, batches.reshape(-1))
             upload.label_counts = torch.bincount(y, minlength=self.data.num_classes).float() + 1.0
         else:
             upload.label_counts = user.label_counts.clone()
         return upload
+
+    # -- client side, batched ------------------------------------------------
+    def batch_plans(
+        self,
+        users: list[UserData],  # noqa: ARG002
+        batches: list[torch.Tensor],
+        server_round: int,
+    ) -> list[Any]:
+        # In user order, as `client_update` draws them one user after another.
+        return [self.plan(b, server_round) for b in batches]
+
+    def batched_loss(self, plans: list[Any], server_round: int) -> BatchedLoss:  # noqa: ARG002
+        first: Plan | None = plans[0]
+        if first is None:  # a round's users share alpha, beta and steps: all or none have one
+            return cross_entropy_losses
+        z = torch.stack([p.z for p in plans])  # (K, steps, n_kl + n_teach, d)
+        neg = torch.stack([p.neg_weights for p in plans])  # (K, steps, rows, C)
+
+        def loss_fn(
+            stack: StackedClients, x: torch.Tensor, y: torch.Tensor, step: int
+        ) -> torch.Tensor:
+            if step >= first.steps:
+                return cross_entropy_losses(stack, x, y, step)
+            loss: torch.Tensor = H.BatchedPredictorObjective.apply(
+                stack.extract(x),
+                stack.params["predictor.weight"],
+                stack.params["predictor.bias"],
+                z[:, step],
+                neg[:, step],
+                first.coef,
+                first.kl_sign,
+            )
+            return loss
+
+        return loss_fn
+
+    def upload_batched(
+        self,
+        user: UserData,
+        state: dict[str, torch.Tensor],
+        loss: torch.Tensor,
+        batches: torch.Tensor,
+    ) -> ClientUpload:
+        return self._with_counts(self.fed.upload_from_state(user, state, loss), user, batches)
 
     # -- server side ---------------------------------------------------------
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:

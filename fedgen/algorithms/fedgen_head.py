@@ -90,3 +90,46 @@ def row_scales(
         torch.tensor(coef, device=device).view(-1, 1),
         kl_sign,
     )
+
+
+class BatchedPredictorObjective(torch.autograd.Function):
+    """`PredictorObjective` of K clients at once (`execution: batched`): every input gains a
+    leading client axis (K, ...) but `coef` and `kl_sign`, which a round's clients share;
+    the output is each client's loss, (K,)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        features: torch.Tensor,  # (K, B, d)
+        weight: torch.Tensor,  # (K, C, d)
+        bias: torch.Tensor,  # (K, C)
+        latents: torch.Tensor,  # (K, n_kl + n_teach, d)
+        neg_weights: torch.Tensor,  # (K, B + n_kl + n_teach, C)
+        coef: torch.Tensor,  # (B + n_kl + n_teach, 1)
+        kl_sign: torch.Tensor | None,  # (2, 1, 1)
+    ) -> torch.Tensor:
+        k, b, c = features.shape[0], features.shape[1], neg_weights.shape[2]
+        rows = torch.cat([features, latents], 1)
+        logp = torch.log_softmax(torch.baddbmm(bias.unsqueeze(1), rows, weight.transpose(1, 2)), 2)
+        p = logp.exp()
+        if kl_sign is not None:
+            neg_weights = neg_weights.clone()
+            neg_weights[:, : 2 * b].view(k, 2, b, c).addcmul_(kl_sign, p[:, b : 2 * b].unsqueeze(1))
+        ctx.save_for_backward(rows, p, neg_weights, coef, weight)
+        ctx.batch = b
+        return (neg_weights * logp).sum((1, 2))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        rows, p, neg_weights, coef, weight = ctx.saved_tensors
+        g = torch.addcmul(neg_weights, p, coef).mul_(grad.view(-1, 1, 1))
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        return (
+            torch.bmm(g[:, : ctx.batch], weight) if need_x else None,
+            torch.bmm(g.transpose(1, 2), rows) if need_w else None,
+            g.sum(1) if need_b else None,
+            None,
+            None,
+            None,
+            None,
+        )

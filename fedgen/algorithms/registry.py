@@ -3,10 +3,10 @@
 A declaration names an algorithm once: its spec name, display label, parameter class
 (the spec's `algorithm` section), the class that runs it (an import path, loaded only
 when a run builds it, so `fedgen validate` never loads torch), its Compare colour, what
-it can share (`share: all | predictor`), its CPU cost for the study estimates, and the
-paper's label where the paper has one. The spec's discriminated `algorithm` field and
-its JSON schema, the runner, `fedgen.paper`, `fedgen.studies`, the dashboard's form
-and Compare colours, the benches and the tests' parameter lists all read this registry.
+it can share (`share: all | predictor`), its CPU cost for the study estimates, the
+paper's label where the paper has one, and whether its clients can run batched. The
+spec's discriminated `algorithm` field and its JSON schema, the runner, `fedgen.paper`,
+`fedgen.studies`, the dashboard's form and Compare colours, the benches and the tests' parameter lists all read this registry.
 
 Built-ins are declared in `fedgen.algorithms.builtin`; plugins (entry-point group
 `fedgen.algorithms`, see `fedgen.plugins`) are added on first use of `algorithms()`.
@@ -42,7 +42,7 @@ class AlgorithmDecl:
     `algorithm_cls` is "module:Class" (imported when a run builds the algorithm) or the
     class itself; `ms_per_round` is the CPU cost model of the study estimates: ms per
     round on one core at the paper setting (10 users x T = 20, official CNN, Fashion-MNIST;
-    `fedgen.studies.estimate_cpu_s` scales it), required: an algorithm without one
+    `fedgen.studies.costs.estimate_cpu_s` scales it), required: an algorithm without one
     cannot be registered, so no estimate silently falls back to a guess.
     """
 
@@ -55,6 +55,9 @@ class AlgorithmDecl:
     shares: frozenset[Share] = frozenset({"all"})
     paper_label: str | None = None
     source: str = BUILTIN  # the plugin's distribution, or "fedgen" for a built-in
+    # Its client update can run as one computation for many users (`execution: batched`,
+    # `Algorithm.client_update_batch`); False: it always runs one user after another.
+    batchable: bool = False
 
     def load_class(self) -> type[Algorithm[Any]]:
         """The algorithm class (imports its module on first use: torch)."""

@@ -22,6 +22,7 @@ from torch.func import functional_call
 
 from fedgen.aggregate import aggregation_weights, state_nbytes, weighted_average
 from fedgen.algorithms.context import ClientUpload, RunContext
+from fedgen.batched import StackedClients
 from fedgen.client import BatchStream
 from fedgen.evaluation import Evaluation, Logits, evaluate_per_user, evaluate_shared
 from fedgen.federated import UserData
@@ -100,7 +101,14 @@ class Federation:
 
     def make_upload(self, user: UserData, model: nn.Module, loss: torch.Tensor) -> ClientUpload:
         """Keep `user`'s local part of `model` and package the shared part."""
-        state = model.state_dict()
+        return self.upload_from_state(user, model.state_dict(), loss)
+
+    def stack(self, users: list[UserData]) -> StackedClients:
+        """`users`' models as they hold them after the broadcast, stacked (`execution: batched`)."""
+        return StackedClients(self.work, [self.user_tensors(u.index) for u in users])
+
+    def upload_from_state(self, user: UserData, state: Tensors, loss: torch.Tensor) -> ClientUpload:
+        """Keep `user`'s local part of its trained `state` and package the shared part."""
         self.user_local[user.index] = {k: state[k].detach().clone() for k in self.local_keys}
         return ClientUpload(
             user=user.index,

@@ -1,0 +1,176 @@
+"""`execution: batched` (issue 33): a round's clients as one stacked computation.
+
+Batched and sequential updates agree per client within float tolerance; batched runs repeat
+bit for bit and resume as if uninterrupted; `auto` picks sequential on one thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from fedgen.events import MemorySink, RoundEvent
+from fedgen.execution import choose, chunk_size
+from fedgen.runner import Simulation, run
+from fedgen.spec import SpecError, parse_spec
+from tests.fedgen.conftest import tiny_spec
+
+FEDGEN: dict[str, Any] = {"name": "fedgen", "gen_batch_size": 4, "server_batch_size": 4}
+# (case, spec overrides, server round): FedGen's regulariser starts after round 1 (official).
+AGREEMENT: list[tuple[str, dict[str, Any], int]] = [
+    ("fedavg", {"algorithm": {"name": "fedavg"}}, 1),
+    ("fedavg-paper", {"algorithm": {"name": "fedavg"}, "fidelity": {"profile": "paper"}}, 1),
+    ("fedavg-predictor", {"algorithm": {"name": "fedavg"}, "share": "predictor"}, 1),
+    ("fedprox-paper", {"algorithm": {"name": "fedprox", "mu": 0.1}}, 1),
+    ("fedprox-official", {"algorithm": {"name": "fedprox", "variant": "official"}}, 1),
+    ("fedensemble", {"algorithm": {"name": "fedensemble"}}, 1),
+    ("feddf", {"algorithm": {"name": "feddf", "proxy_size": 50, "distill_steps": 2}}, 1),
+    ("fedgen-official", {"algorithm": FEDGEN}, 2),
+    ("fedgen-paper", {"algorithm": FEDGEN, "fidelity": {"profile": "paper"}}, 1),
+    ("fedgen-predictor", {"algorithm": FEDGEN, "share": "predictor"}, 2),
+    # Batches of 64 exceed some users' data: stacks of different batch shapes.
+    ("fedgen-small-users", {"algorithm": FEDGEN, "batch_size": 64}, 2),
+]
+
+
+def _max_rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    scale = torch.maximum(a.abs().max(), b.abs().max()).clamp(min=1e-12)
+    return float((a.float() - b.float()).abs().max() / scale)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "server_round"),
+    [(o, r) for _, o, r in AGREEMENT],
+    ids=[c for c, _, _ in AGREEMENT],
+)
+def test_batched_round_agrees_with_sequential_per_client(
+    overrides: dict[str, Any], server_round: int
+) -> None:
+    spec = {**overrides, "users_per_round": 4}
+    seq = Simulation(tiny_spec(**spec))
+    bat = Simulation(tiny_spec(**spec, execution="batched", batch_clients=3))
+    assert (seq.execution.mode, bat.execution.mode) == ("sequential", "batched")
+    chosen = [4, 0, 2, 1]
+    ups_s, _, lrs_s = seq.train_sequential(chosen, server_round)
+    ups_b, _, lrs_b = bat.train_batched(chosen, server_round)
+    assert lrs_s == lrs_b
+    assert [u.user for u in ups_b] == chosen
+    for us, ub in zip(ups_s, ups_b, strict=True):
+        assert us.params.keys() == ub.params.keys()
+        assert us.buffers.keys() == ub.buffers.keys()
+        for key in us.params:
+            assert _max_rel_diff(us.params[key], ub.params[key]) <= 1e-4, (us.user, key)
+        for key in us.buffers:
+            assert _max_rel_diff(us.buffers[key], ub.buffers[key]) <= 1e-4, (us.user, key)
+        assert us.train_loss is not None
+        assert ub.train_loss is not None
+        assert _max_rel_diff(us.train_loss, ub.train_loss) <= 1e-4
+        if us.label_counts is not None:
+            assert ub.label_counts is not None
+            assert torch.equal(us.label_counts, ub.label_counts)
+        local_s, local_b = seq.algo.fed.user_local[us.user], bat.algo.fed.user_local[us.user]
+        assert local_s.keys() == local_b.keys()
+        for key in local_s:
+            assert _max_rel_diff(local_s[key], local_b[key]) <= 1e-4, (us.user, key)
+    # The local steps really moved the models (a no-op would agree too).
+    start = seq.algo.fed.global_state()
+    moved = max(_max_rel_diff(start[k], ups_b[0].params[k]) for k in ups_b[0].params)
+    assert moved > 1e-3
+
+
+def _records(events: list[RoundEvent]) -> list[Any]:
+    return [
+        (
+            e.round,
+            sorted((k, v) for k, v in e.metrics.items() if "_ms" not in k),
+            [(u.user, u.test_acc, u.test_loss, u.train_loss) for u in e.users],
+        )
+        for e in events
+    ]
+
+
+@pytest.mark.parametrize("algorithm", [{"name": "fedavg"}, FEDGEN], ids=["fedavg", "fedgen"])
+def test_batched_runs_repeat_bit_for_bit(algorithm: dict[str, Any]) -> None:
+    spec = tiny_spec(algorithm=algorithm, execution="batched", batch_clients=2, rounds=3)
+    first, second = MemorySink(), MemorySink()
+    run(spec, first)
+    run(spec, second)
+    assert _records(first.events) == _records(second.events)
+    assert first.info is not None
+    assert (first.info.execution, first.info.batch_clients) == ("batched", 2)
+
+
+@pytest.mark.parametrize(
+    "algorithm", [{"name": "fedprox", "mu": 0.1}, FEDGEN], ids=["fedprox", "fedgen"]
+)
+def test_batched_resume_equals_uninterrupted(algorithm: dict[str, Any]) -> None:
+    spec = tiny_spec(algorithm=algorithm, execution="batched", rounds=4, checkpoint_every=2)
+    whole = MemorySink()
+    run(spec, whole)
+    full = [c for e in whole.events for c in e.checkpoints if c.kind == "full" and c.round == 2]
+    resumed = MemorySink()
+    run(spec, resumed, resume_from=full[0].data)
+    assert resumed.info is not None
+    assert resumed.info.execution == "batched"
+    assert _records(resumed.events) == _records(whole.events[3:])
+
+
+def test_auto_picks_sequential_on_one_thread_and_batched_on_two() -> None:
+    model = Simulation(tiny_spec()).algo.fed.global_model
+    cpu = torch.device("cpu")
+
+    def pick(requested: str, threads: int, batchable: bool = True) -> str:
+        return choose(requested, device=cpu, threads=threads, batchable=batchable, model=model)[0]
+
+    assert pick("auto", 1) == "sequential"
+    assert pick("auto", 2) == "batched"
+    assert pick("auto", 2, batchable=False) == "sequential"
+    assert pick("batched", 1) == "batched"
+    assert pick("sequential", 4) == "sequential"
+
+
+def test_auto_run_records_what_it_picked() -> None:
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        sink = MemorySink()
+        run(tiny_spec(execution="auto", rounds=1), sink)
+    finally:
+        torch.set_num_threads(before)
+    assert sink.info is not None
+    assert sink.info.execution == "sequential"
+    assert "1 CPU thread" in sink.info.execution_reason
+    assert sink.info.to_dict()["execution"] == "sequential"
+
+
+def test_unbatchable_algorithm_runs_sequentially_and_says_why() -> None:
+    sim = Simulation(tiny_spec(algorithm={"name": "feddistill"}, execution="batched"))
+    assert sim.execution.mode == "sequential"
+    assert "does not batch" in sim.execution.reason
+
+
+def test_default_execution_leaves_old_spec_identity_unchanged() -> None:
+    plain = tiny_spec()
+    explicit = tiny_spec(execution="sequential", batch_clients="auto")
+    assert "execution" not in plain.canonical_json()
+    assert plain.spec_hash() == explicit.spec_hash()
+    assert plain.result_hash() == explicit.result_hash()
+    assert tiny_spec(execution="batched").result_hash() != plain.result_hash()
+
+
+@pytest.mark.parametrize("bad", [0, 1001, True, "8", -1])
+def test_batch_clients_bounds_name_the_field_and_limit(bad: Any) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec({"batch_clients": bad}, strict=True)
+    assert err.value.errors[0][0] == "batch_clients"
+    assert "1 to 1000" in err.value.errors[0][1]
+
+
+def test_chunks_are_equal_and_bounded() -> None:
+    assert chunk_size(8, 50, per_client=1, free=None) == 8  # 7 chunks of at most 8
+    assert chunk_size("auto", 50, per_client=10, free=10 * 4 * 48) == 25  # fits 48: 25 + 25
+    assert chunk_size("auto", 10, per_client=10, free=None) == 10
+    assert chunk_size("auto", 10, per_client=10**12, free=1) == 1
+    assert chunk_size(100, 10, per_client=1, free=1) == 10
