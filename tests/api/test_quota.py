@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -213,3 +214,18 @@ def test_me_and_usage_show_quota_and_members(
     own = client.get(f"{API}/usage", headers=auth).json()
     assert [u["name"] for u in own["data"]] == ["alice"]
     assert own["count"] == 1
+
+
+def test_readme_documents_the_settings_and_commands() -> None:
+    """The settings table gives each variable with its real default; the CLI block the quota
+    commands."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    defaults = Settings.model_fields
+    quota = re.search(r"^\| `FEDGEN_QUOTA_BYTES` \| 50 GiB \((\d+)\) \|", readme, re.M)
+    assert quota is not None
+    assert int(quota[1]) == defaults["quota_bytes"].default == 50 << 30
+    queued = re.search(r"^\| `FEDGEN_MAX_QUEUED_RUNS_PER_MEMBER` \| (\d+) \|", readme, re.M)
+    assert queued is not None
+    assert int(queued[1]) == defaults["max_queued_runs_per_member"].default
+    assert "fedgen-lab quota set USER BYTES|default" in readme
+    assert "`GET /me`, `GET /usage`" in readme
