@@ -13,14 +13,12 @@ lab.repository.dispatch_state and `Liveness` in lab.repository.liveness.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
     Select,
     Update,
-    and_,
     case,
     delete,
     func,
@@ -31,30 +29,12 @@ from sqlalchemy.orm import Session, contains_eager
 
 from fedgen.status import TERMINAL
 from lab.db import db_now
-from lab.models import RoundMetrics, Run, User
+from lab.models import RoundMetrics, Run
 from lab.repository import run_limits
 from lab.repository import webhooks as webhooks_repo
-from lab.repository.annotations import matches_text, tags_csv
+from lab.repository.annotations import tags_csv
 from lab.repository.liveness import Liveness
 from lab.repository.liveness import unheld as _unheld
-from lab.repository.spec_filter import SpecWhere, spec_equals
-
-
-@dataclass(frozen=True)
-class RunFilters:
-    """Filters of GET /runs; None means no filter."""
-
-    status: str | None = None
-    algorithm: str | None = None
-    dataset: str | None = None
-    tag: str | None = None
-    owner: str | None = None
-    sweep_id: uuid.UUID | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    # Spec field = JSON value, each one must hold (lab.repository.spec_filter).
-    where: tuple[SpecWhere, ...] = ()
-    q: str | None = None  # in the note or the tags, ignoring case
 
 
 def create_run(
@@ -96,7 +76,8 @@ def create_run(
     return run
 
 
-def _with_owner() -> Select[Run]:
+def with_owner() -> Select[Run]:
+    """SELECT runs with their owner (lab.repository.run_list pages through it)."""
     # One query: the owner row comes with the run (Run.owner is then loaded, never lazily).
     return select(Run).join(Run.owner).options(contains_eager(Run.owner))
 
@@ -104,7 +85,7 @@ def _with_owner() -> Select[Run]:
 def get_run(session: Session, run_id: uuid.UUID, *, in_trash: bool | None = None) -> Run | None:
     """A run (its owner loaded), or None. `in_trash`: None, wherever it is (the worker's view);
     False, only outside the trash (what the API shows); True, only in the trash."""
-    stmt = _with_owner().where(Run.id == run_id)
+    stmt = with_owner().where(Run.id == run_id)
     if in_trash is not None:
         stmt = stmt.where(Run.deleted_at.is_not(None) if in_trash else Run.deleted_at.is_(None))
     return session.scalar(stmt)
@@ -113,50 +94,9 @@ def get_run(session: Session, run_id: uuid.UUID, *, in_trash: bool | None = None
 def get_runs(session: Session, run_ids: list[uuid.UUID]) -> list[Run]:
     """Several runs outside the trash (owners loaded), in the order asked (missing or trashed
     ids left out)."""
-    stmt = _with_owner().where(Run.id.in_(run_ids), Run.deleted_at.is_(None))
+    stmt = with_owner().where(Run.id.in_(run_ids), Run.deleted_at.is_(None))
     by_id = {r.id: r for r in session.scalars(stmt)}
     return [by_id[i] for i in run_ids if i in by_id]
-
-
-def list_runs(
-    session: Session, filters: RunFilters, limit: int, offset: int
-) -> tuple[list[Run], int]:
-    """One page of runs outside the trash, newest first, and the total count under the filters."""
-    conds = [Run.deleted_at.is_(None)]
-    f = filters
-    if f.status:
-        conds.append(Run.status == f.status)
-    if f.algorithm:
-        conds.append(Run.algorithm == f.algorithm)
-    if f.dataset:
-        conds.append(Run.dataset == f.dataset)
-    if f.tag:
-        conds.append(Run.tags_csv.contains(f",{f.tag},", autoescape=True))
-    if f.owner:
-        conds.append(User.name == f.owner)
-    if f.sweep_id:
-        conds.append(Run.sweep_id == f.sweep_id)
-    if f.created_after:
-        conds.append(Run.created_at >= f.created_after)
-    if f.created_before:
-        conds.append(Run.created_at < f.created_before)
-    dialect = session.get_bind().dialect.name
-    conds.extend(spec_equals(w, dialect) for w in f.where)
-    if f.q:
-        conds.append(matches_text(Run.note, Run.tags_csv, f.q))
-    where = and_(True, *conds)
-    count_stmt = (
-        select(func.count()).select_from(Run).join(User, User.id == Run.owner_id).where(where)
-    )
-    count = session.scalar(count_stmt) or 0
-    stmt = (
-        _with_owner()
-        .where(where)
-        .order_by(Run.created_at.desc(), Run.id)
-        .limit(limit)
-        .offset(offset)
-    )
-    return list(session.scalars(stmt)), count
 
 
 def request_cancel(session: Session, run_id: uuid.UUID) -> None:

@@ -7,16 +7,23 @@ the same value whatever its spelling (32, 32.0), a string only the same string, 
 only booleans, null only a null. A clause that could match no spec (an unknown field, a value
 its type cannot hold: `field_problems`, from `lab.repository.spec_fields`) is refused. The
 JSON type is checked before any cast, so a number never matches a string field (SQLite would
-read 'fedgen' as 0) and Postgres never casts text to a float (which would fail the query).
+read 'fedgen' as 0).
+
+On Postgres a clause is tested on `runs.spec_search` (the spec as jsonb): containment (`@>`,
+which its GIN index answers) and then equality at the path. jsonb compares numbers by value and
+never a number with a string, so the two say what the SQLite form says; the equality is there
+because containment alone would also let a list hold the value.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, case, func, literal
+from sqlalchemy import ColumnElement, and_, cast, func, literal, type_coerce
+from sqlalchemy.dialects.postgresql import JSONB
 
 from lab.models import Run
 from lab.repository.spec_fields import where_problem
@@ -58,7 +65,8 @@ def _value(text: str) -> Scalar:
         return text
     if isinstance(value, list | dict):
         raise ValueError("the value must be a number, a string, true, false or null")
-    if isinstance(value, float) and value != value:  # NaN: json.loads takes it, nothing equals it
+    if isinstance(value, float) and not math.isfinite(value):
+        # NaN, Infinity: json.loads takes them, but no spec (JSON) holds them
         return text
     return value  # type: ignore[no-any-return]
 
@@ -111,18 +119,12 @@ def spec_equals(where: SpecWhere, dialect: str) -> ColumnElement[bool]:
 
 
 def _pg_equals(w: SpecWhere) -> ColumnElement[bool]:
-    node = Run.spec[w.path]  # json #> '{a,b}'
-    kind = func.json_typeof(node)
-    v = w.value
-    if v is None:
-        return kind == "null"
-    if isinstance(v, bool):
-        return and_(kind == "boolean", node.as_string() == ("true" if v else "false"))
-    if isinstance(v, int | float):
-        # The cast is reached only for numbers (CASE), so a text value never fails the query.
-        number = case((kind == "number", node.as_float()))
-        return number == literal(float(v))
-    return and_(kind == "string", node.as_string() == v)
+    doc: object = w.value
+    for part in reversed(w.path):  # {"a": {"b": value}} for a.b=value
+        doc = {part: doc}
+    spec = type_coerce(Run.spec_search, JSONB)
+    value = cast(literal(json.dumps(w.value)), JSONB)
+    return and_(spec.contains(doc), spec[w.path] == value)
 
 
 def _sqlite_equals(w: SpecWhere) -> ColumnElement[bool]:
