@@ -18,9 +18,14 @@ from fedgen.status import CANCELLED, FAILED, SUCCEEDED
 GL_POINTS = 20_000
 # Legend at the right of the plot area, entries top-down (plotly scrolls a long legend).
 LEGEND_RIGHT = {
-    "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
-    "font": {"size": 11}, "tracegroupgap": 2,
-}  # fmt: skip
+    "orientation": "v",
+    "x": 1.02,
+    "xanchor": "left",
+    "y": 1.0,
+    "yanchor": "top",
+    "font": {"size": 11},
+    "tracegroupgap": 2,
+}
 
 PALETTE = qualitative.Plotly
 # Mean lines drawn earlier are wider, so a curve that another (nearly equal) one covers still
@@ -110,13 +115,21 @@ def _heads_trace(heads: pd.DataFrame, x: str) -> go.Scatter:
         y=heads["value"].to_numpy(),
         mode="markers",
         name="running (latest round)",
-        marker={"symbol": "circle-open", "size": 11, "color": list(heads["color"]),
-                "line": {"width": 2}},
+        marker={
+            "symbol": "circle-open",
+            "size": 11,
+            "color": list(heads["color"]),
+            "line": {"width": 2},
+        },
         hovertext=text,
         hoverinfo="text",
-        meta={"kind": "running", "rounds": {str(k): int(v) for k, v in
-                                            zip(heads["run_id"], heads["round"], strict=True)}},
-    )  # fmt: skip
+        meta={
+            "kind": "running",
+            "rounds": {
+                str(k): int(v) for k, v in zip(heads["run_id"], heads["round"], strict=True)
+            },
+        },
+    )
 
 
 def _marks(fig: go.Figure, marks: list[tuple[float, str]] | None) -> None:
@@ -127,16 +140,33 @@ def _marks(fig: go.Figure, marks: list[tuple[float, str]] | None) -> None:
         return
     fig.update_layout(
         shapes=[
-            {"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
-             "line": {"dash": "dot", "width": 1, "color": "#666"}}
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": at,
+                "x1": at,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": "dot", "width": 1, "color": "#666"},
+            }
             for at, _ in marks
         ],
         annotations=[
-            {"x": at, "xref": "x", "y": 1, "yref": "paper", "text": text, "showarrow": False,
-             "xanchor": "right", "yanchor": "bottom", "font": {"size": 11, "color": "#666"}}
+            {
+                "x": at,
+                "xref": "x",
+                "y": 1,
+                "yref": "paper",
+                "text": text,
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "font": {"size": 11, "color": "#666"},
+            }
             for at, text in marks
         ],
-    )  # fmt: skip
+    )
 
 
 def _entries(fig: go.Figure) -> int:
@@ -172,12 +202,15 @@ def _stopped_lines(
         color = styles.get(str(first["group"]), {}).get("color", "#888888")
         traces.append(
             go.Scatter(
-                x=rdf[x].to_numpy(), y=rdf["value"].to_numpy(), mode="lines",
+                x=rdf[x].to_numpy(),
+                y=rdf["value"].to_numpy(),
+                mode="lines",
                 name=f"{first['name']} ({first['status']} @{int(rdf['round'].max())})",
-                line={"color": color, "dash": "dot", "width": 1}, opacity=0.7,
+                line={"color": color, "dash": "dot", "width": 1},
+                opacity=0.7,
                 meta={"kind": "stopped", "run_id": str(run_id), "status": first["status"]},
             )
-        )  # fmt: skip
+        )
     return traces
 
 
@@ -236,7 +269,7 @@ def band_chart(
                     "points": len(gdf),
                     "last_round": int(gdf["round"].max()) if "round" in gdf else None,
                 },
-            )  # fmt: skip
+            )
         )
     if stopped is not None and not stopped.empty:
         fig.add_traces(_stopped_lines(stopped, x, styles))
@@ -306,7 +339,7 @@ def run_lines(
                     "points": len(rdf),
                     "last_round": int(rdf["round"].max()),
                 },
-            )  # fmt: skip
+            )
         )
     if heads is not None and not heads.empty:
         fig.add_trace(_heads_trace(heads, x))

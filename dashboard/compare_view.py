@@ -339,11 +339,14 @@ def chart_caption(
             "(running runs join each round as they reach it; ○ marks their latest round); "
             "failed and cancelled runs are drawn dotted, outside the bands. n per group: "
             + "; ".join(
-                f"{g}: " + ", ".join(f"n={n} from round {r}" for r, n in
-                                     zip(d["round"], d["n"], strict=True))
+                f"{g}: "
+                + ", ".join(
+                    f"n={n} from round {r}" for r, n in zip(d["round"], d["n"], strict=True)
+                )
                 for g, d in changes.groupby("group")
-            ) + "."
-        )  # fmt: skip
+            )
+            + "."
+        )
     elif running > 0 or stopped:
         parts.append(
             'Running runs are dashed and named "· running" (○ marks their latest round); failed and '
@@ -353,9 +356,11 @@ def chart_caption(
         parts.append(f"{running} running.")
     if waiting:
         parts.append(
-            f"Not started ({len(waiting)}): " + "; ".join(waiting[:8])
-            + (" …" if len(waiting) > 8 else "") + "."
-        )  # fmt: skip
+            f"Not started ({len(waiting)}): "
+            + "; ".join(waiting[:8])
+            + (" …" if len(waiting) > 8 else "")
+            + "."
+        )
     for at, _ in marks:
         parts.append(
             f'Dotted line: round {int(at)}, where "final" is taken (the last model the '

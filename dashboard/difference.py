@@ -192,9 +192,11 @@ def _difference(
     a, b = groups[sides[0]], groups[sides[1]]
     try:
         return _asked(
-            key, finished, (statistic, order, *a, "|", *b),
+            key,
+            finished,
+            (statistic, order, *a, "|", *b),
             lambda: ui.client().difference(a, b, statistic, order),
-        ), None  # fmt: skip
+        ), None
     except ApiError as exc:
         return None, exc
 

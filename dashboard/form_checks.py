@@ -48,9 +48,11 @@ def check(f: FormField, value: Any) -> str | None:
     elif f.kind == "str":
         text = str(value)
         if f.min_length is not None and len(text) < f.min_length:
-            return "must not be empty" if f.min_length == 1 else (
-                f"must have at least {f.min_length} characters"
-            )  # fmt: skip
+            return (
+                "must not be empty"
+                if f.min_length == 1
+                else (f"must have at least {f.min_length} characters")
+            )
         if f.max_length is not None and len(text) > f.max_length:
             return f"must have at most {f.max_length} characters (got {len(text)})"
         if f.pattern is not None and re.search(f.pattern, text) is None:

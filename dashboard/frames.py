@@ -12,10 +12,23 @@ from fedgen.specdict import get_dotted
 from fedgen.status import ACTIVE
 
 RUN_COLUMNS = [
-    "id", "status", "progress", "algorithm", "dataset", "alpha", "seed", "owner",
-    "best_acc", "last_acc", "started_at", "finished_at", "created_at", "sweep_id",
-    "current_round", "rounds",
-]  # fmt: skip
+    "id",
+    "status",
+    "progress",
+    "algorithm",
+    "dataset",
+    "alpha",
+    "seed",
+    "owner",
+    "best_acc",
+    "last_acc",
+    "started_at",
+    "finished_at",
+    "created_at",
+    "sweep_id",
+    "current_round",
+    "rounds",
+]
 
 
 def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:

@@ -16,9 +16,17 @@ import pandas as pd
 from dashboard.times import DASH, parse_ts, relative, when
 
 TABLE_COLUMNS = [
-    "host", "slot", "queues", "devices", "threads", "code version", "datasets", "running",
-    "started", "heartbeat",
-]  # fmt: skip
+    "host",
+    "slot",
+    "queues",
+    "devices",
+    "threads",
+    "code version",
+    "datasets",
+    "running",
+    "started",
+    "heartbeat",
+]
 COMMIT_CHARS = 12
 GIB = 2**30
 

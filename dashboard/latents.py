@@ -70,12 +70,17 @@ def every_class_in_legend(fig: go.Figure) -> go.Figure:
     rows = -(-classes // 10)  # about ten entries per row across the chart's width
     return fig.update_layout(
         legend={
-            "orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
-            "title": {"text": ""}, "itemsizing": "constant",
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "y": 1.0,
+            "yanchor": "bottom",
+            "title": {"text": ""},
+            "itemsizing": "constant",
         },
         margin={"t": 60 + 24 * rows},
         height=420 + 24 * rows,
-    )  # fmt: skip
+    )
 
 
 def every_class_on_axis(fig: go.Figure) -> go.Figure:

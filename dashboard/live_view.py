@@ -82,9 +82,17 @@ def user_spread_chart(band: pd.DataFrame, revision: str) -> go.Figure:
 
 
 SEGMENT_COLUMNS = [
-    "attempt", "host", "slot", "device", "rounds", "resumed from", "code version",
-    "cpu capability", "torch threads", "started",
-]  # fmt: skip
+    "attempt",
+    "host",
+    "slot",
+    "device",
+    "rounds",
+    "resumed from",
+    "code version",
+    "cpu capability",
+    "torch threads",
+    "started",
+]
 
 
 def _text(value: Any) -> str:

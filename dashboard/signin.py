@@ -117,9 +117,12 @@ def form(page_title: str) -> None:
         st.markdown(f"Sign in once to open **{page_title}**.")
     with st.form("signin_form", enter_to_submit=True, width=560):
         st.text_input(
-            "API token", key=FORM_TOKEN_KEY, type="password", placeholder="fgl_…",
+            "API token",
+            key=FORM_TOKEN_KEY,
+            type="password",
+            placeholder="fgl_…",
             help=f"Checked against the lab server at {url}",
-        )  # fmt: skip
+        )
         error = st.session_state.get(_ERROR_KEY)
         if error:
             st.error(error, icon=":material/key_off:")

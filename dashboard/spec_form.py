@@ -246,7 +246,9 @@ def _resolve(schema: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str,
     return node
 
 
-def _leaf(path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...], section: str) -> FormField | None:  # fmt: skip
+def _leaf(
+    path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...], section: str
+) -> FormField | None:
     """A FormField from one schema property (None for what a form cannot edit, e.g. a const)."""
     nullable = False
     body: Mapping[str, Any] = prop

@@ -35,7 +35,9 @@ def progress(status_counts: dict[str, int], total: int) -> tuple[float, str]:
     """(fraction finished, "12/63 runs finished · 3 running · 48 queued")."""
     done = sum(status_counts.get(s, 0) for s in TERMINAL)
     parts = [f"{done}/{total} runs finished"]
-    parts += [f"{status_counts[s]} {s}" for s in ("running", "queued", "failed") if status_counts.get(s)]  # fmt: skip
+    parts += [
+        f"{status_counts[s]} {s}" for s in ("running", "queued", "failed") if status_counts.get(s)
+    ]
     return (done / total if total else 0.0), " · ".join(parts)
 
 

@@ -139,8 +139,17 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
     the rows (`fields`, the groups' differing fields) is said in the row and its setting
     ("FedAvg · α=0.1") and has a column of its own, named by its dotted path.
     """
-    cols = ["row", "ours_ms", "ours_std", "n", "ours_ratio", "paper_ms", "paper_std",
-            "paper_ratio", "setting"]  # fmt: skip
+    cols = [
+        "row",
+        "ours_ms",
+        "ours_std",
+        "n",
+        "ours_ratio",
+        "paper_ms",
+        "paper_std",
+        "paper_ratio",
+        "setting",
+    ]
     if timing.empty:
         return pd.DataFrame(columns=cols)
     fields = (
@@ -224,10 +233,16 @@ def statistic_label(statistic: str, at_round: Any = None, last_round: Any = None
 
 # The fields that place a group in a Table 1 cell; two groups on one cell are told apart by
 # the fields beyond these.
-CELL_FIELDS = frozenset({
-    "algorithm.name", "data.name", "local_steps", "partition.alpha", "users_per_round",
-    "partition.num_users",
-})  # fmt: skip
+CELL_FIELDS = frozenset(
+    {
+        "algorithm.name",
+        "data.name",
+        "local_steps",
+        "partition.alpha",
+        "users_per_round",
+        "partition.num_users",
+    }
+)
 SUMMARY_COLUMNS = [
     "dataset",
     "setting",

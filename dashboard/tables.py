@@ -235,9 +235,17 @@ def time_to_target(
     run, those with no round yet included) when given, else from `long`.
     """
     cols = [
-        "group", "runs", "reached", "reached_text", "round_median", "round_median_text",
-        "round_censored", "seconds_median", "seconds_median_text", "unfinished",
-    ]  # fmt: skip
+        "group",
+        "runs",
+        "reached",
+        "reached_text",
+        "round_median",
+        "round_median_text",
+        "round_censored",
+        "seconds_median",
+        "seconds_median_text",
+        "unfinished",
+    ]
     if long.empty:
         return pd.DataFrame(columns=cols)
     rest = unfinished(members if members is not None else long, group_col)

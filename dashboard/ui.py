@@ -169,9 +169,12 @@ def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, A
 
     names = compact_names(list(by_id.values()))  # the Runs table's names for the same runs
     run_id: str = st.selectbox(
-        "Run", ids, index=ids.index(wanted) if wanted in by_id else 0, key=key,
+        "Run",
+        ids,
+        index=ids.index(wanted) if wanted in by_id else 0,
+        key=key,
         format_func=lambda i: run_label(by_id[i], names.get(i)),
-    )  # fmt: skip
+    )
     st.session_state["live_run_id"] = run_id
     st.query_params["run"] = run_id  # the address bar links to this run's view
     return run_id, by_id

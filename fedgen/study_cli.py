@@ -154,7 +154,9 @@ def _report(results: Iterable[tuple[str, str, float]], total: int) -> int:
     failed = 0
     for k, (root, status, wall) in enumerate(results, 1):
         failed += status.startswith("failed")
-        print(f"[{k}/{total}] {Path(root).name}: {status} ({wall:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"[{k}/{total}] {Path(root).name}: {status} ({wall:.1f} s)", file=sys.stderr, flush=True
+        )
     return failed
 
 

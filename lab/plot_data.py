@@ -171,8 +171,12 @@ def aggregate(
     variance (`top5_std`², population) plus the spread of the runs' means, weighted by rounds.
     """
     out: dict[str, float | bool | None] = {
-        "mean": None, "std": None, "lo": None, "hi": None, "censored": False,
-    }  # fmt: skip
+        "mean": None,
+        "std": None,
+        "lo": None,
+        "hi": None,
+        "censored": False,
+    }
     if not values:
         return out
     xs = [v.value for v in values]

@@ -199,9 +199,14 @@ def sweep_summary(
         unknown = [f for f in by if f not in known]
         if unknown:
             raise FieldErrors(
-                [("group_by", f"unknown field(s) {', '.join(unknown)}; fields of this sweep: "
-                  f"{', '.join(sorted(known))}")]
-            )  # fmt: skip
+                [
+                    (
+                        "group_by",
+                        f"unknown field(s) {', '.join(unknown)}; fields of this sweep: "
+                        f"{', '.join(sorted(known))}",
+                    )
+                ]
+            )
     summary = analysis.sweep_summary(session, sweep.id, by)
     rows = summary["groups"]
     if format == "csv":

@@ -116,7 +116,9 @@ def _t1_rows(dataset: str) -> list[tuple[str, int, dict[str, Any]]]:
     return [(paper.format_alpha(a), t, {"partition.alpha": a, "local_steps": t}) for a, t in pairs]
 
 
-def _table1_paper(dataset: str, settings: Sequence[tuple[str, str, int]], algorithms: Sequence[str]) -> dict[tuple[str, str], MeanStd]:  # fmt: skip
+def _table1_paper(
+    dataset: str, settings: Sequence[tuple[str, str, int]], algorithms: Sequence[str]
+) -> dict[tuple[str, str], MeanStd]:
     """Paper cells for (row label, setting, T) rows from Table 1 of `dataset` (if it has it)."""
     out: dict[tuple[str, str], MeanStd] = {}
     label = paper.DATASETS.get(dataset, dataset)
@@ -267,7 +269,8 @@ def layout_delay(dataset: str) -> Layout:
         rows=Axis(rows),
         columns=_algorithm_axis(FIG5_ALGORITHMS),
         paper=_table1_paper(
-            dataset, [(lab, "α=1", t) for (lab, _), t in zip(rows, (20, 40), strict=True)],
+            dataset,
+            [(lab, "α=1", t) for (lab, _), t in zip(rows, (20, 40), strict=True)],
             FIG5_ALGORITHMS,
         ),
-    )  # fmt: skip
+    )

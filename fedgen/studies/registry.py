@@ -101,73 +101,113 @@ STUDIES: dict[str, Study] = {
     s.name: s
     for s in (
         Study(
-            "table1", 1, "Table 1: accuracy of seven algorithms",
+            "table1",
+            1,
+            "Table 1: accuracy of seven algorithms",
             "Table 1: FedAvg, FedProx, FedEnsemble, FedDistill, FedDistill+, FedDFusion and FedGen "
             "on each of the dataset's settings (MNIST α = 0.05, 0.1, 1; EMNIST α = 0.05, 0.1, 10 and "
             "α = 1 at T = 20, 40; CelebA r = 5/10, 5/25, 10/25), 3 seeds.",
-            "mnist", "top5", layout_table1,
-            ("Datasets without a Table 1 row (Fashion-MNIST, synthetic) run MNIST's α settings; "
-             "their cells have no paper number.",
-             "EMNIST's 'α = 10' row is labelled so by the PDF extraction (reference §1.1 caveat)."),
+            "mnist",
+            "top5",
+            layout_table1,
+            (
+                "Datasets without a Table 1 row (Fashion-MNIST, synthetic) run MNIST's α settings; "
+                "their cells have no paper number.",
+                "EMNIST's 'α = 10' row is labelled so by the PDF extraction (reference §1.1 caveat).",
+            ),
         ),
         Study(
-            "table2", 1, "Table 2: generator designs",
+            "table2",
+            1,
+            "Table 2: generator designs",
             "Table 2: FedGen's generator presets [d_ε, d_h] against FedAvg (the reference) at "
             "α = 0.1; the paper ran it on EMNIST. On {dataset} the columns are: {columns}.",
-            "emnist-letters", "top5", layout_table2,
-            ("A preset's dimensions depend on the dataset family (official GENERATORCONFIGS); "
-             "the column label shows them.",),
+            "emnist-letters",
+            "top5",
+            layout_table2,
+            (
+                "A preset's dimensions depend on the dataset family (official GENERATORCONFIGS); "
+                "the column label shows them.",
+            ),
         ),
         Study(
-            "table3", 1, "Table 3: local training time vs B_G",
+            "table3",
+            1,
+            "Table 3: local training time vs B_G",
             "Table 3: ms per local update of FedGen with B_G = 8, 16, 32, 64, 128 synthetic "
             "samples per step, against FedAvg, on EMNIST α = 0.1.",
-            "emnist-letters", "ms_per_update", layout_table3,
-            ("Absolute ms depend on the machine: verdicts compare the ratio to FedAvg "
-             "(paper: 57.20-60.06 / 47.66 = 1.20-1.26x), the paper's ± divided by its FedAvg mean.",
-             "Runs started in parallel (--jobs > 1) share the cores; all configurations share "
-             "them alike, so the ratio stays fair but absolute ms rise."),
+            "emnist-letters",
+            "ms_per_update",
+            layout_table3,
+            (
+                "Absolute ms depend on the machine: verdicts compare the ratio to FedAvg "
+                "(paper: 57.20-60.06 / 47.66 = 1.20-1.26x), the paper's ± divided by its FedAvg mean.",
+                "Runs started in parallel (--jobs > 1) share the cores; all configurations share "
+                "them alike, so the ratio stays fair but absolute ms rise.",
+            ),
         ),
         Study(
-            "table4", 1, "Table 4: sharing the predictor only",
+            "table4",
+            1,
+            "Table 4: sharing the predictor only",
             "Table 4: FedAvg, FedDistill+, FedDFusion and FedGen sharing only the last layer "
             "(predictor) vs the whole model, on MNIST α = 0.05, 0.1, 1, 10.",
-            "mnist", "top5", layout_table4,
+            "mnist",
+            "top5",
+            layout_table4,
             ("Whole-model cells carry Table 1's MNIST numbers; Table 1 has no α = 10 row.",),
         ),
         Study(
-            "fig5-stragglers", 1, "Figure 5b: active-user ratio r",
+            "fig5-stragglers",
+            1,
+            "Figure 5b: active-user ratio r",
             "Figure 5b: the straggler study on CelebA, active-user ratio r from 0.2 to 0.9 "
             "(25 users; 20 on other datasets).",
-            "celeba", "top5", layout_stragglers,
-            ("The figure has no numbers in the reference; r = 5/25 and 10/25 carry Table 1's "
-             "CelebA rows.",
-             "r = 0.9 of 25 users is rounded to 23/25.",
-             "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice: the "
-             "reference does not list the figure's curves)."),
+            "celeba",
+            "top5",
+            layout_stragglers,
+            (
+                "The figure has no numbers in the reference; r = 5/25 and 10/25 carry Table 1's "
+                "CelebA rows.",
+                "r = 0.9 of 25 users is rounded to 23/25.",
+                "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice: the "
+                "reference does not list the figure's curves).",
+            ),
         ),
         Study(
-            "fig5-mlp-vs-cnn", 1, "Figure 5c/d: MLP vs CNN (here: two CNNs)",
+            "fig5-mlp-vs-cnn",
+            1,
+            "Figure 5c/d: MLP vs CNN (here: two CNNs)",
             "Figures 5c, 5d: the classifier architecture on MNIST. The paper compares an MLP "
             "with a CNN; neither the official code nor this project has the MLP (the official "
             "mnist_cnn1/2 configs are unreachable, reference §3), so this study compares the two "
             "CNNs the project has: official-cnn vs mcmahan-cnn.",
-            "mnist", "top5", layout_mlp_vs_cnn,
-            ("There is no MLP model in this code: the study is official-cnn vs mcmahan-cnn.",
-             "The figure has no numbers in the reference; the official-cnn row carries Table 1's "
-             "MNIST α = 0.1 row.",
-             "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice)."),
+            "mnist",
+            "top5",
+            layout_mlp_vs_cnn,
+            (
+                "There is no MLP model in this code: the study is official-cnn vs mcmahan-cnn.",
+                "The figure has no numbers in the reference; the official-cnn row carries Table 1's "
+                "MNIST α = 0.1 row.",
+                "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice).",
+            ),
         ),
         Study(
-            "fig5-delay", 1, "Figure 5e/f: communication delay T",
+            "fig5-delay",
+            1,
+            "Figure 5e/f: communication delay T",
             "Figures 5e, 5f: local steps T = 20 vs T = 40 on EMNIST α = 1.",
-            "emnist-letters", "top5", layout_delay,
-            ("The figure has no numbers in the reference; both rows carry Table 1's EMNIST "
-             "α = 1 rows (T = 20 and T = 40).",
-             "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice)."),
+            "emnist-letters",
+            "top5",
+            layout_delay,
+            (
+                "The figure has no numbers in the reference; both rows carry Table 1's EMNIST "
+                "α = 1 rows (T = 20 and T = 40).",
+                "Algorithms: FedAvg, FedProx, FedDistill+, FedDFusion, FedGen (our choice).",
+            ),
         ),
     )
-}  # fmt: skip
+}
 
 
 class UnknownStudy(KeyError):

@@ -18,9 +18,7 @@ from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.studies.layouts import Layout, MeanStd
 from fedgen.studies.registry import Study, get_study
 
-Verdict = Literal[
-    "within", "better", "worse", "no paper number", "no runs yet", "reference"
-]  # fmt: skip
+Verdict = Literal["within", "better", "worse", "no paper number", "no runs yet", "reference"]
 VERDICTS: tuple[str, ...] = (
     "within",
     "better",
@@ -141,7 +139,11 @@ class StudyTable:
         """One line per cell: ours, paper, Δ and verdict (a table a terminal can show)."""
         u = self.unit
         ratio = self.layout.reference_row is not None
-        head = "| row | column | ours | n | paper | Δ |" + (" ours ×ref | paper ×ref |" if ratio else "") + " verdict |"  # fmt: skip
+        head = (
+            "| row | column | ours | n | paper | Δ |"
+            + (" ours ×ref | paper ×ref |" if ratio else "")
+            + " verdict |"
+        )
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
         for c in self.cells:
             ours = f"{c.mean:.2f} ± {c.std:.2f} {u}" if not math.isnan(c.mean) else "–"
@@ -209,7 +211,11 @@ def study_table(study: Study | str, dataset: str, results: Sequence[RunResult]) 
         pub = layout.paper.get((row, col))
         members = by_cell.get((row, col), [])
         if layout.reference_row is None:
-            cells.append(CellResult(row, col, m, sd, n, len(members), pub, verdict(m, pub, s.higher_is_better)))  # fmt: skip
+            cells.append(
+                CellResult(
+                    row, col, m, sd, n, len(members), pub, verdict(m, pub, s.higher_is_better)
+                )
+            )
             continue
         ref_m = values[(layout.reference_row, col)][0]
         ref_pub = layout.paper.get((layout.reference_row, col))
@@ -221,6 +227,8 @@ def study_table(study: Study | str, dataset: str, results: Sequence[RunResult]) 
             if row == layout.reference_row
             else verdict(ratio, pub_ratio, s.higher_is_better)
         )
-        cells.append(CellResult(row, col, m, sd, n, len(members), pub, v, ratio, ratio_sd, pub_ratio))  # fmt: skip
+        cells.append(
+            CellResult(row, col, m, sd, n, len(members), pub, v, ratio, ratio_sd, pub_ratio)
+        )
     done = sum(1 for r in results if r.succeeded)
     return StudyTable(s, dataset, layout, cells, len(results), done, unmatched)

@@ -81,8 +81,12 @@ def upgrade() -> None:
 
 def _copy_spec_notes() -> None:
     """A run's note starts as its spec's `note`; copy the existing runs' notes into the column."""
-    runs = sa.table("runs", sa.column("id", sa.Uuid()), sa.column("spec", sa.JSON()),
-                    sa.column("note", sa.Text()))  # fmt: skip
+    runs = sa.table(
+        "runs",
+        sa.column("id", sa.Uuid()),
+        sa.column("spec", sa.JSON()),
+        sa.column("note", sa.Text()),
+    )
     bind = op.get_bind()
     for run_id, spec in bind.execute(sa.select(runs.c.id, runs.c.spec)).all():
         note = (spec or {}).get("note") or ""
