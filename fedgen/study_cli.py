@@ -34,17 +34,9 @@ from fedgen.spec import (
     format_validation_error,
     parse_spec,
 )
-from fedgen.studies import (
-    STUDIES,
-    Plan,
-    RunResult,
-    StudyOverrides,
-    UnknownStudy,
-    format_duration,
-    paper_markdown,
-    plan,
-    study_table,
-)
+from fedgen.studies.costs import format_duration
+from fedgen.studies.registry import STUDIES, Plan, StudyOverrides, UnknownStudy, plan
+from fedgen.studies.verdicts import RunResult, paper_markdown, study_table
 
 EXIT_INVALID = 2
 

@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from fedgen.spec import SpecError, parse_spec
-from fedgen.studies import RunResult, Study, study_of_base, study_table
+from fedgen.studies.registry import Study, study_of_base
+from fedgen.studies.verdicts import RunResult, study_table
 from lab.models import Sweep
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo

@@ -45,7 +45,6 @@ from lab.repository import runs as runs_repo
 from lab.repository.metrics import LeaseLost, RoundGap
 from lab.store import CheckpointStore
 from worker.lease import Lease
-from worker.outcomes import MAX_HAND_BACKS as MAX_HAND_BACKS  # re-exported: tests import it here
 from worker.outcomes import (
     finish,
     finish_succeeded,

@@ -28,23 +28,23 @@ from api.schemas.studies import (
     StudyResults,
     StudySummary,
 )
-from fedgen import studies
 from fedgen.spec import SpecError
+from fedgen.studies import registry
 from lab import study_queries
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 
 
-def _study(name: str) -> studies.Study:
+def _study(name: str) -> registry.Study:
     try:
-        return studies.get_study(name)
-    except studies.UnknownStudy as exc:
+        return registry.get_study(name)
+    except registry.UnknownStudy as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, exc.message) from None
 
 
-def _plan(study: studies.Study, overrides: studies.StudyOverrides) -> studies.Plan:
+def _plan(study: registry.Study, overrides: registry.StudyOverrides) -> registry.Plan:
     try:
-        return studies.plan(study, overrides)
+        return registry.plan(study, overrides)
     except SpecError as exc:  # a study that does not expand on this dataset: say where
         raise FieldErrors(exc.errors) from None
 
@@ -53,11 +53,11 @@ def _plan(study: studies.Study, overrides: studies.StudyOverrides) -> studies.Pl
 def list_studies(_user: UserDep) -> StudiesPublic:
     """Every study with its defaults, number of runs and estimated CPU time (one core)."""
     data = []
-    for s in studies.STUDIES.values():
-        p = studies.plan(s)
+    for s in registry.STUDIES.values():
+        p = registry.plan(s)
         data.append(
             StudySummary.model_validate(
-                {**studies.study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)}
+                {**registry.study_dict(s), "runs": p.runs, "est_cpu_s": round(p.est_cpu_s, 1)}
             )
         )
     return StudiesPublic(data=data, count=len(data))
@@ -68,7 +68,7 @@ def get_study_definition(
     name: str,
     session: SessionDep,
     _user: UserDep,
-    overrides: Annotated[studies.StudyOverrides, Query()],
+    overrides: Annotated[registry.StudyOverrides, Query()],
 ) -> StudyDefinition:
     """Definition, the sweep for these overrides (the query takes POST's body fields: dataset,
     seeds, rounds), the paper's numbers, the launched sweeps."""
@@ -86,10 +86,10 @@ def get_study_definition(
     responses=error_responses(*AUTHED, *BODY, 404),
 )
 def launch_study(
-    name: str, sub: SubmitterDep, body: studies.StudyOverrides | None = None
+    name: str, sub: SubmitterDep, body: registry.StudyOverrides | None = None
 ) -> StudyLaunched:
     """Create the study's sweep (the paper's original, or the overrides) and queue its runs."""
-    p = _plan(_study(name), body or studies.StudyOverrides())
+    p = _plan(_study(name), body or registry.StudyOverrides())
     sweep, _ = service.submit_sweep(sub, p.sweep.name, p.sweep.base, p.sweep.grid)
     return StudyLaunched.of_plan(p, sweep_public(sub.session, sweep, sub.user.name))
 

@@ -24,7 +24,7 @@ class StudyDefaults(Strict):
 
 
 class _StudyBase(Strict):
-    """A study's definition without a dataset (`fedgen.studies.study_dict`)."""
+    """A study's definition without a dataset (`fedgen.studies.registry.study_dict`)."""
 
     name: str
     version: int

@@ -25,7 +25,7 @@ from dashboard.client import ApiError
 from dashboard.worker_offer import Offer, offer
 from fedgen.csv_cells import frame_csv
 from fedgen.status import ACTIVE
-from fedgen.studies import format_duration
+from fedgen.studies.costs import format_duration
 
 REFRESH_S = 3
 

@@ -19,9 +19,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-# Presets live in a torch-free module; re-exported here for existing callers.
-from fedgen.generator_presets import PRESETS as PRESETS
-from fedgen.generator_presets import dataset_family as dataset_family
+from fedgen.generator_presets import PRESETS, dataset_family
 
 NoiseKind = Literal["uniform", "normal"]
 

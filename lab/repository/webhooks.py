@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from fedgen.status import TERMINAL
-from fedgen.studies import study_of_base
+from fedgen.studies.registry import study_of_base
 from fedgen.webhook_events import SWEEP_EVENTS, TEST_EVENT
 from lab import webhook_payloads as payloads
 from lab.db import db_now, is_unavailable

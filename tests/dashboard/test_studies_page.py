@@ -240,7 +240,7 @@ def test_estimate_and_waiting_words() -> None:
     """The estimate says seconds under a minute and minutes with one decimal; a study's
     waiting runs are counted per reason."""
     from dashboard.study_view import waiting_note
-    from fedgen.studies import format_duration
+    from fedgen.studies.costs import format_duration
 
     # Execute / Assert
     assert format_duration(20) == "20 s"

@@ -11,20 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from fedgen import studies
 from fedgen.cli import main
 from fedgen.spec import SpecError
 from fedgen.stats import pooled_top5, reported_curve
-from fedgen.studies import (
-    STUDIES,
-    RunResult,
-    StudyOverrides,
-    UnknownStudy,
-    plan,
-    study_of_base,
-    study_table,
-    verdict,
-)
+from fedgen.studies import registry
+from fedgen.studies.registry import STUDIES, StudyOverrides, UnknownStudy, plan, study_of_base
+from fedgen.studies.verdicts import RunResult, study_table, verdict
 from fedgen.sweep import SweepSpec, expand
 
 REQUIRED = {"table1", "table2", "table3", "table4", "fig5-stragglers", "fig5-mlp-vs-cnn", "fig5-delay"}  # fmt: skip
@@ -216,7 +208,9 @@ def test_zipped_grid_keys() -> None:
 
 def test_studies_import_no_torch() -> None:
     """The API and the dashboard import the studies without torch."""
-    code = "import sys, fedgen.studies, fedgen.paper; print('torch' in sys.modules)"
+    modules = "fedgen.studies.costs, fedgen.studies.layouts, fedgen.studies.registry, "
+    modules += "fedgen.studies.verdicts, fedgen.paper"
+    code = f"import sys, {modules}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -244,9 +238,9 @@ def test_cli_run_tiny_study(
 ) -> None:
     """`fedgen study run` runs the sweep, prints the table, and keeps finished runs on a rerun."""
     # Prepare: the plumbing is under test, so the paper's setting is made tiny.
-    small = {**studies.PAPER_SETTING, "users_per_round": 2, "local_steps": 2}
-    monkeypatch.setattr(studies.registry, "PAPER_SETTING", small)  # where `plan` reads it
-    monkeypatch.setitem(studies.DATASET_FIELDS, "synthetic", {"synthetic_samples": 5000})
+    small = {**registry.PAPER_SETTING, "users_per_round": 2, "local_steps": 2}
+    monkeypatch.setattr(registry, "PAPER_SETTING", small)  # where `plan` reads it
+    monkeypatch.setitem(registry.DATASET_FIELDS, "synthetic", {"synthetic_samples": 5000})
     # Execute
     argv = ["study", "run", "table3", "--dataset", "synthetic", "--seeds", "1", "--rounds", "2"]
     code = main([*argv, "--out", str(tmp_path)])
@@ -266,7 +260,7 @@ def test_table2_description_is_built_from_its_columns() -> None:
     """Table 2's text names the column labels of the dataset it is shown for (the presets'
     [d_ε, d_h] differ between the EMNIST and MNIST families), never another dataset's."""
     # Prepare
-    study = studies.get_study("table2")
+    study = registry.get_study("table2")
     # Execute
     texts = {
         d: plan(study, StudyOverrides(dataset=d, seeds=1)).to_dict()

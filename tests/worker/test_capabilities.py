@@ -36,7 +36,8 @@ from tests.factories import create_run, create_user, live_worker
 from tests.fakes import FakeRunner
 from worker import capabilities
 from worker.capabilities import Advertised
-from worker.execution import MAX_HAND_BACKS, execute_run
+from worker.execution import execute_run
+from worker.outcomes import MAX_HAND_BACKS
 
 API = "/api/v1"
 IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")

@@ -21,7 +21,8 @@ from lab.config import Settings
 from lab.models import Run, User
 from tests.factories import create_run, create_user
 from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
-from worker.execution import MAX_HAND_BACKS, execute_run
+from worker.execution import execute_run
+from worker.outcomes import MAX_HAND_BACKS
 
 API = "/api/v1"
 
