@@ -71,7 +71,7 @@ def _real_small_checkpoints(spec: ExperimentSpec) -> dict[str, int]:
     """Sizes of the generator and final-model checkpoints a run of `spec` writes at its last
     round (their shapes, hence sizes, are the same whether trained or not: no round is run)."""
     sim = Simulation(spec)
-    out = {c.kind: len(c.data) for c in sim.checkpoints_for(spec.rounds)}
+    out: dict[str, int] = {c.kind: len(c.data) for c in sim.checkpoints_for(spec.rounds)}
     out.pop("full")
     return out
 
