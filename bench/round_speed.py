@@ -16,6 +16,11 @@ not this process.
 
     python bench/round_speed.py [--rounds 20] [--warmup 3] [--algorithms fedavg,fedgen]
                                 [--device cpu] [--threads N] [--no-memory]
+
+With `--execution sequential,batched` (issue 33) it times instead each algorithm's rounds
+under each execution, interleaved round by round in one process, at each of
+`--users-per-round 10,50` (num_users = max(20, users per round)), and prints the median
+ms per round (all of it, and its local-training part) and sequential / batched.
 """
 
 from __future__ import annotations
@@ -41,12 +46,19 @@ ROOT = Path(__file__).resolve().parents[1]
 STEPS, BATCH, USERS_PER_ROUND = 20, 32, 10
 
 
-def paper_spec(algorithm: str, rounds: int, device: str) -> dict[str, Any]:
+def paper_spec(
+    algorithm: str,
+    rounds: int,
+    device: str,
+    users_per_round: int = USERS_PER_ROUND,
+    execution: str = "sequential",
+) -> dict[str, Any]:
     return {
         "data": {"name": "fashion-mnist"},
-        "partition": {"num_users": 20, "alpha": 0.1, "sampling_ratio": 0.5},
+        "partition": {"num_users": max(20, users_per_round), "alpha": 0.1, "sampling_ratio": 0.5},
         "algorithm": {"name": algorithm},
-        "users_per_round": USERS_PER_ROUND,
+        "execution": execution,
+        "users_per_round": users_per_round,
         "local_steps": STEPS,
         "batch_size": BATCH,
         "rounds": rounds,
@@ -80,7 +92,7 @@ class Floor:
             idx = torch.randint(0, self.x.shape[0], (BATCH,), device=self.device)
             loss = nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
             self.opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             self.opt.step()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -105,6 +117,61 @@ def measure(
                 floor_ms.extend(block)
                 seen[name].append(metrics)
     return floor_ms, seen
+
+
+def measure_executions(
+    algorithm: str,
+    users_per_round: int,
+    executions: list[str],
+    device: str,
+    rounds: int,
+    warmup: int,
+) -> dict[str, list[dict[str, float]]]:
+    """Each execution's round metrics for one algorithm and round size, interleaved by round."""
+    sims = {
+        ex: Simulation(parse_spec(paper_spec(algorithm, 10_000, device, users_per_round, ex)))
+        for ex in executions
+    }
+    for sim in sims.values():
+        sim.initial_event()
+    seen: dict[str, list[dict[str, float]]] = {ex: [] for ex in executions}
+    for r in range(1, warmup + rounds + 1):
+        for ex, sim in sims.items():
+            metrics = sim.round(r).metrics
+            if r > warmup:
+                seen[ex].append(metrics)
+    picked = {ex: f"{s.execution.mode} (chunk {s.execution.chunk})" for ex, s in sims.items()}
+    print(f"  {algorithm}, {users_per_round}/round: ran as {picked}")
+    return seen
+
+
+def report_executions(args: argparse.Namespace) -> None:
+    """`--execution`: ms per round of each execution, interleaved, and their ratio."""
+    executions = args.execution.split(",")
+    print(
+        f"{'algorithm':<10}{'users':>6}{'execution':>12}{'ms/round':>10}{'train ms':>10}"
+        f"{'acc':>8}{'speed-up':>10}{'train':>8}"
+    )
+    for algorithm in args.algorithms.split(","):
+        for upr in [int(u) for u in args.users_per_round.split(",")]:
+            seen = measure_executions(
+                algorithm, upr, executions, args.device, args.rounds, args.warmup
+            )
+            base = executions[0]
+            base_round = statistics.median(m["time_total_ms"] for m in seen[base])
+            base_train = statistics.median(m["time_train_ms"] for m in seen[base])
+            for ex in executions:
+                rnd = statistics.median(m["time_total_ms"] for m in seen[ex])
+                train = statistics.median(m["time_train_ms"] for m in seen[ex])
+                print(
+                    f"{algorithm:<10}{upr:>6}{ex:>12}{rnd:>10.1f}{train:>10.1f}"
+                    f"{seen[ex][-1]['test_acc']:>8.4f}{base_round / rnd:>9.2f}x"
+                    f"{base_train / train:>7.2f}x"
+                )
+    print(
+        f"(medians of {args.rounds} rounds after {args.warmup} warm-up; speed-up = "
+        f"{executions[0]} / this, per round and for the local training alone)"
+    )
 
 
 def fedgen_run_peak_rss_mib(algorithm: str, device: str) -> float:
@@ -137,6 +204,12 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--no-memory", action="store_true", help="skip the `fedgen run` memory run")
+    p.add_argument(
+        "--execution",
+        default="",
+        help="compare executions instead, e.g. sequential,batched (first = the baseline)",
+    )
+    p.add_argument("--users-per-round", default=str(USERS_PER_ROUND), help="with --execution")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -145,6 +218,9 @@ def main() -> None:
         f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} "
         f"threads={torch.get_num_threads()} torch={torch.__version__} device={args.device}"
     )
+    if args.execution:
+        report_executions(args)
+        return
     floor_ms, seen = measure(algorithms, args.device, args.rounds, args.warmup)
     floor = statistics.median(floor_ms)
     print(
