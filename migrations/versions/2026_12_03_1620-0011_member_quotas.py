@@ -35,13 +35,14 @@ def _num_users_sql(dialect: str) -> str:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("quota_bytes", sa.BigInteger(), nullable=True))
-    with op.batch_alter_table("runs", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("stored_bytes", sa.BigInteger(), nullable=False, server_default="0")
-        )
-        batch_op.add_column(sa.Column("estimated_bytes", sa.BigInteger(), nullable=True))
+    # Plain ALTER TABLE, no batch copy: on SQLite a copied `runs` or `users` would be dropped
+    # with foreign keys on, deleting rounds and checkpoints by cascade (SQLite adds and, from
+    # 3.35, drops such columns in place).
+    op.add_column("users", sa.Column("quota_bytes", sa.BigInteger(), nullable=True))
+    op.add_column(
+        "runs", sa.Column("stored_bytes", sa.BigInteger(), nullable=False, server_default="0")
+    )
+    op.add_column("runs", sa.Column("estimated_bytes", sa.BigInteger(), nullable=True))
     users = _num_users_sql(op.get_bind().dialect.name)
     op.execute(
         "UPDATE runs SET stored_bytes = "
@@ -52,8 +53,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("runs", schema=None) as batch_op:
-        batch_op.drop_column("estimated_bytes")
-        batch_op.drop_column("stored_bytes")
-    with op.batch_alter_table("users", schema=None) as batch_op:
-        batch_op.drop_column("quota_bytes")
+    op.drop_column("runs", "estimated_bytes")
+    op.drop_column("runs", "stored_bytes")
+    op.drop_column("users", "quota_bytes")
