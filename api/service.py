@@ -28,6 +28,7 @@ from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
+from fedgen.status import RunStatus
 from fedgen.sweep import SweepSpec, expand, grid_location
 from fedgen.versions import versions
 from lab import fairshare
@@ -328,10 +329,10 @@ def run_public(run: Run) -> RunPublic:
 
 def _needs_worker(run: Run) -> bool:
     """Queued, or running without a live lease (by this process's clock: a hint for display)."""
-    if run.status == "queued":
+    if run.status == RunStatus.QUEUED:
         return True
     expires = run.lease_expires_at
-    return run.status == "running" and (
+    return run.status == RunStatus.RUNNING and (
         not run.lease_token or expires is None or expires < utcnow()
     )
 
@@ -351,7 +352,7 @@ def runs_public(session: Session, runs: list[Run], settings: Settings) -> list[R
     waiting = {w.id: w for w in snap.waiting}
     for pub in out:
         rid = uuid.UUID(pub.id)
-        if pub.status == "queued" and rid in where:
+        if pub.status == RunStatus.QUEUED and rid in where:
             pub.queue_position, pub.expected_start = where[rid]
         if rid in waiting:
             pub.waiting_reason = fairshare.waiting_reason(snap, waiting[rid])

@@ -6,19 +6,30 @@ ends `succeeded`, `failed` or `cancelled`. Imports only the standard library.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from enum import StrEnum
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
-QUEUED: RunStatus = "queued"
-RUNNING: RunStatus = "running"
-SUCCEEDED: RunStatus = "succeeded"  # the one successful end ("finished" is not a status)
-FAILED: RunStatus = "failed"
-CANCELLED: RunStatus = "cancelled"
+
+class RunStatus(StrEnum):
+    """A run's status; each member is its own string (`RunStatus.QUEUED == "queued"`), so the
+    database column, JSON and query strings hold the plain word."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"  # the one successful end ("finished" is not a status)
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+RUN_STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
+QUEUED = RunStatus.QUEUED
+RUNNING = RunStatus.RUNNING
+SUCCEEDED = RunStatus.SUCCEEDED
+FAILED = RunStatus.FAILED
+CANCELLED = RunStatus.CANCELLED
 # Still to change: the dashboard refreshes while any run is active.
-ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
+ACTIVE: tuple[RunStatus, ...] = (QUEUED, RUNNING)
 # End states: nothing changes a run's status after one of these.
-TERMINAL: tuple[RunStatus, ...] = ("succeeded", "failed", "cancelled")
+TERMINAL: tuple[RunStatus, ...] = (SUCCEEDED, FAILED, CANCELLED)
 
 
 def stopped_at(current_round: int | None, rounds: int) -> str:

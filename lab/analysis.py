@@ -39,13 +39,10 @@ from fedgen.stats import (
     reported_curve,
     summarize_curve,
 )
-from fedgen.status import SUCCEEDED
+from fedgen.status import RunStatus
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
-
-# Succeeded (fedgen.status); the old name stays for lab.plot_data until it imports SUCCEEDED.
-FINISHED = SUCCEEDED
 
 
 def _nan_none(x: float) -> float | None:
@@ -77,11 +74,11 @@ class RunGroup:
     @property
     def finished(self) -> list[Run]:
         """The members that count (succeeded)."""
-        return [r for r in self.members if r.status == SUCCEEDED]
+        return [r for r in self.members if r.status == RunStatus.SUCCEEDED]
 
     def excluded(self) -> dict[str, Any]:
         """Members that do not count, by status: counts and ids."""
-        out = [r for r in self.members if r.status != SUCCEEDED]
+        out = [r for r in self.members if r.status != RunStatus.SUCCEEDED]
         return {
             "counts": dict(Counter(r.status for r in out)),
             "run_ids": {
@@ -369,7 +366,7 @@ def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: Statisti
     missing = sorted({str(i) for i in ids} - {str(r.id) for r in found})
     if missing:
         errors.append((name, f"unknown run ids: {', '.join(missing)}"))
-    finished = [r for r in found if r.status == SUCCEEDED]
+    finished = [r for r in found if r.status == RunStatus.SUCCEEDED]
     curves = metrics_repo.acc_curves(session, [r.id for r in finished])
     values: list[float] = []
     used: list[Run] = []

@@ -15,6 +15,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    CheckConstraint,
     Computed,
     DateTime,
     Float,
@@ -33,6 +34,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from fedgen.status import RUN_STATUSES, RunStatus
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -123,6 +126,11 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_status_created", "status", "created_at"),
+        # The one list of statuses (fedgen.status). Migration 0009 adds it: this constraint on
+        # Postgres, two triggers on SQLite (a constraint there would mean copying the table).
+        CheckConstraint(
+            "status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + ")", name="status"
+        ).ddl_if(dialect="postgresql"),
         # `where=` filters (lab.repository.spec_filter) on Postgres: containment (@>) in the
         # jsonb spec. SQLite filters by scanning; there the index is kept empty (WHERE 0).
         Index(
@@ -157,7 +165,7 @@ class Run(Base):
     sweep_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
     )
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED)
     # low | normal | high: a submission attribute (not part of the spec); orders the queue.
     priority: Mapped[str] = mapped_column(String(8), default="normal", server_default="normal")
     # Set when the dispatcher sends the run's task, cleared when a worker claims it. A run sent and

@@ -46,7 +46,8 @@ from fedgen.specdict import (
     varying_within,
 )
 from fedgen.stats import mean_std, reported_curve, summarize_curve
-from lab.analysis import FINISHED, flat_spec
+from fedgen.status import RunStatus
+from lab.analysis import flat_spec
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
@@ -126,7 +127,7 @@ def run_values(
     session: Session, runs: list[Run], statistic: str, target: float | None
 ) -> dict[str, RunValue]:
     """The statistic of each succeeded run that has one, by run id."""
-    done = [r for r in runs if r.status == FINISHED]
+    done = [r for r in runs if r.status == RunStatus.SUCCEEDED]
     if statistic == "time_to_target":
         assert target is not None
         curves = metrics_repo.acc_curves(session, [r.id for r in done])
@@ -239,7 +240,7 @@ def _excluded(runs: list[Run], counted: dict[str, RunValue]) -> dict[str, Any]:
     for r in runs:
         if str(r.id) in counted:
             continue
-        status = r.status if r.status != FINISHED else NO_VALUE
+        status = r.status if r.status != RunStatus.SUCCEEDED else NO_VALUE
         out.setdefault(status, []).append(str(r.id))
     return {"counts": {s: len(ids) for s, ids in out.items()}, "run_ids": out}
 

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from fedgen.spec import SpecError, parse_spec
+from fedgen.status import RunStatus
 from fedgen.studies.registry import Study, study_of_base
 from fedgen.studies.verdicts import RunResult, study_table
 from lab.models import Sweep
@@ -68,7 +69,9 @@ def results(session: Session, study: Study, sweep: Sweep) -> dict[str, Any]:
             spec = parse_spec(r.spec)
         except SpecError:  # a row from an older schema: it fits no cell
             continue
-        found.append(RunResult(spec, r.status == "succeeded", curves[r.id], user_ms.get(r.id, [])))
+        found.append(
+            RunResult(spec, r.status == RunStatus.SUCCEEDED, curves[r.id], user_ms.get(r.id, []))
+        )
     dataset = str((sweep.base.get("data") or {}).get("name") or study.paper_dataset)
     table = study_table(study, dataset, found)
     version = study_of_base(sweep.base)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from fedgen.specdict import run_label
-from fedgen.status import stopped_at
+from fedgen.status import RunStatus, stopped_at
 
 PRODUCT = "FedGen Lab"
 MAX_ERROR_CHARS = 300  # of the error's first line, in `text` and `run.error`
@@ -47,7 +47,7 @@ def run_payload(
     label = run_label(spec)
     err = _first_line(error)
     final = _finite(last_acc)
-    if status == "failed":
+    if status == RunStatus.FAILED:
         text = f"{PRODUCT}: run {label} failed {stopped_at(current_round, rounds)}"
         text += f": {err}" if err else ""
     else:

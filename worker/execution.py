@@ -34,7 +34,7 @@ from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.events import RunSummary, Sink
 from fedgen.resources import Cost, MeteredSink, ResourceMeter, is_cuda_oom, release_cuda
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
-from fedgen.status import TERMINAL
+from fedgen.status import TERMINAL, RunStatus
 from lab.config import Settings, get_settings
 from lab.db import db_now, is_unavailable, session_scope
 from lab.dispatch import liveness
@@ -189,12 +189,12 @@ def execute_run(
         try:
             spec: ExperimentSpec = parse_spec(run.spec)
         except SpecError as exc:
-            finish(factory, rid, token, "failed", error=str(exc))
-            return "failed"
+            finish(factory, rid, token, RunStatus.FAILED, error=str(exc))
+            return RunStatus.FAILED
         refused = _refused_paths(spec, s)
         if refused is not None:
-            finish(factory, rid, token, "failed", error=refused)
-            return "failed"
+            finish(factory, rid, token, RunStatus.FAILED, error=refused)
+            return RunStatus.FAILED
         claim = _Claimed(rid, token, spec, factory, store, s, worker)
         return _run_claimed(claim, runner or _default_runner())
     except Exception as exc:
@@ -241,7 +241,7 @@ def _claim(
         if claimed:
             return "claimed"
         if runs_repo.cancel_orphan(sess, rid):
-            return "cancelled"
+            return RunStatus.CANCELLED
         return "skipped"
 
 
@@ -354,8 +354,8 @@ class _Claimed:
 
     def fail(self, error: str) -> str:
         """Record the run failed with `error` and what it cost."""
-        finish(self.factory, self.rid, self.token, "failed", error=error, cost=self.cost())
-        return "failed"
+        finish(self.factory, self.rid, self.token, RunStatus.FAILED, error=error, cost=self.cost())
+        return RunStatus.FAILED
 
     def attempt(self, runner: Runner) -> str | _Resume | _Stopped:
         """Run from the newest stored checkpoint once: an end state, _RESUME or _Stopped."""
@@ -423,7 +423,7 @@ class _Claimed:
             self.factory, self.rid, self.token, self.spec.rounds, summary, self.cost()
         )
         if not missing:
-            return "succeeded"
+            return RunStatus.SUCCEEDED
         if self.same_hole(missing[0]) > MAX_GAP_RESUMES:
             return self.fail(
                 f"rounds {missing[:10]} are missing from the database after {self.gaps} resumes"
@@ -447,6 +447,6 @@ class _Claimed:
         if why_stopped(f, rid) == "deleted":
             return lease_gone(f, self.store, rid)
         summary_dict = summary.to_dict() if summary else None
-        finish(f, rid, self.token, "cancelled", summary=summary_dict, cost=self.cost())
+        finish(f, rid, self.token, RunStatus.CANCELLED, summary=summary_dict, cost=self.cost())
         log.info("run %s cancelled; its checkpoints kept", rid)
-        return "cancelled"
+        return RunStatus.CANCELLED

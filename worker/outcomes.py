@@ -23,6 +23,7 @@ from fedgen.data.registry import get_dataset
 from fedgen.events import RunSummary
 from fedgen.resources import ResourceMeter, format_bytes, gpu_memory
 from fedgen.spec import ExperimentSpec
+from fedgen.status import RunStatus
 from lab.config import Settings
 from lab.db import durable_commit, session_scope
 from lab.repository import metrics as metrics_repo
@@ -46,7 +47,7 @@ def why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
         row = runs_repo.get_run(sess, rid)
     if row is None:
         return "deleted"
-    return "cancelled" if row.cancel_requested else "lost"
+    return RunStatus.CANCELLED if row.cancel_requested else "lost"
 
 
 def lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> str:
@@ -98,7 +99,7 @@ def finish_succeeded(
         missing = metrics_repo.missing_rounds(sess, rid, last_round)
         if missing:
             return missing
-        _record_end(sess, rid, token, "succeeded", summary=summary.to_dict(), cost=cost)
+        _record_end(sess, rid, token, RunStatus.SUCCEEDED, summary=summary.to_dict(), cost=cost)
     return []
 
 
@@ -135,8 +136,8 @@ def hand_back(
             # and no worker's offer says so beforehand): a failure, not another round trip.
             why = f"{first} (no worker could load dataset {dataset} in {run.attempt} attempts)"
             log.warning("run %s: %s", rid, why)
-            runs_repo.finish(sess, rid, token, status="failed", error=why, cost=cost)
-            return "failed"
+            runs_repo.finish(sess, rid, token, status=RunStatus.FAILED, error=why, cost=cost)
+            return RunStatus.FAILED
         log.warning("run %s: %s", rid, notice)
         runs_repo.hand_back(sess, rid, token, notice, cost=cost)
     return "handed-back"
@@ -172,8 +173,8 @@ def out_of_memory(
         if count >= MAX_OOMS:
             why = f"{error} (out of CUDA memory {count} times, the last on {name})"
             log.warning("run %s: %s", rid, why)
-            runs_repo.finish(sess, rid, token, status="failed", error=why, cost=cost)
-            return "failed"
+            runs_repo.finish(sess, rid, token, status=RunStatus.FAILED, error=why, cost=cost)
+            return RunStatus.FAILED
         to = f"a GPU with more than {format_bytes(free)} free" if free is not None else None
         notice = f"{error}; handed back to the queue for {to or 'a worker other than ' + name}"
         log.warning("run %s: %s", rid, notice)

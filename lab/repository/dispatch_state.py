@@ -19,6 +19,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from fedgen.status import RunStatus
 from lab.db import db_now
 from lab.fairshare import Active, LiveWorker, Snapshot, Waiting
 from lab.models import DispatcherLease, Run, Worker
@@ -69,7 +70,7 @@ def _waiting(session: Session, now: datetime, live: Liveness | None) -> list[Wai
             created_at=r.created_at,
             rounds=r.rounds,
             current_round=r.current_round,
-            resumed=r.status == "running",
+            resumed=r.status == RunStatus.RUNNING,
             dispatched_at=r.dispatched_at,
             dispatch_count=r.dispatch_count,
             next_dispatch_at=r.next_dispatch_at,
@@ -118,7 +119,11 @@ def _active(session: Session, now: datetime, live: Liveness | None) -> list[Acti
                 Run.current_round,
                 Run.rounds,
                 Run.worker,
-            ).where(Run.status == "running", Run.lease_expires_at >= now, ~holder_gone(now, live))
+            ).where(
+                Run.status == RunStatus.RUNNING,
+                Run.lease_expires_at >= now,
+                ~holder_gone(now, live),
+            )
         )
     ]
 
@@ -201,7 +206,7 @@ def forget_sends(session: Session) -> int:
     """Mark every queued run unsent (`fedgen-lab requeue`: the next pass sends them afresh)."""
     stmt = (
         update(Run)
-        .where(Run.status == "queued")
+        .where(Run.status == RunStatus.QUEUED)
         .values(dispatched_at=None, dispatch_count=0, next_dispatch_at=None, dispatched_to=None)
         .execution_options(synchronize_session=False)
     )
@@ -243,8 +248,12 @@ def cancel_orphans(session: Session, now: datetime) -> int:
     """Mark cancelled the cancel-requested running runs whose worker died (lease expired)."""
     stmt = (
         update(Run)
-        .where(Run.cancel_requested.is_(True), Run.status == "running", Run.lease_expires_at < now)
-        .values(status="cancelled", finished_at=now, lease_token=None)
+        .where(
+            Run.cancel_requested.is_(True),
+            Run.status == RunStatus.RUNNING,
+            Run.lease_expires_at < now,
+        )
+        .values(status=RunStatus.CANCELLED, finished_at=now, lease_token=None)
         .returning(Run.id)
         .execution_options(synchronize_session=False)
     )

@@ -16,6 +16,7 @@ from sqlalchemy import (
     select,
 )
 
+from fedgen.status import RunStatus
 from lab.models import Run, Worker
 
 
@@ -38,7 +39,7 @@ class Liveness:
             .exists()
         )
         return and_(
-            Run.status == "running",
+            Run.status == RunStatus.RUNNING,
             Run.heartbeat_at < now - timedelta(seconds=2 * self.heartbeat_s),
             ~holder_alive,
         )
@@ -50,5 +51,5 @@ def holder_gone(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
 
 def unheld(now: datetime, live: Liveness | None) -> ColumnElement[bool]:
     """Queued, or running on an expired lease or with its holder gone."""
-    expired = and_(Run.status == "running", Run.lease_expires_at < now)
-    return or_(Run.status == "queued", expired, holder_gone(now, live))
+    expired = and_(Run.status == RunStatus.RUNNING, Run.lease_expires_at < now)
+    return or_(Run.status == RunStatus.QUEUED, expired, holder_gone(now, live))

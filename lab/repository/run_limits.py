@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from fedgen.status import RunStatus
 from lab.models import Run
 from lab.repository import webhooks as webhooks_repo
 from lab.repository.liveness import Liveness, unheld
@@ -93,12 +94,12 @@ def died_too_often(count: int, max_attempts: int, worker: str | None, round_: in
 
 def _fail(session: Session, run_id: uuid.UUID, error: str, now: datetime, **where: Any) -> bool:
     """Mark a running run failed with `error` (if it still matches `where`)."""
-    conds = [Run.id == run_id, Run.status == "running"]
+    conds = [Run.id == run_id, Run.status == RunStatus.RUNNING]
     conds += [getattr(Run, k) == v for k, v in where.items()]
     stmt = (
         update(Run)
         .where(*conds)
-        .values(status="failed", error=error, finished_at=now, lease_token=None)
+        .values(status=RunStatus.FAILED, error=error, finished_at=now, lease_token=None)
         .execution_options(synchronize_session=False)
     )
     if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
@@ -117,7 +118,7 @@ def count_deaths(
     """Count the death of each run whose worker died holding it (of `run_id` only, if given);
     fail those that reached `max_attempts` deaths in a row; the ids failed."""
     stmt = select(Run.id, Run.lease_token, Run.worker, Run.current_round, Run.info).where(
-        Run.status == "running",
+        Run.status == RunStatus.RUNNING,
         Run.lease_token.is_not(None),
         Run.cancel_requested.is_(False),
         unheld(now, live),
@@ -159,7 +160,7 @@ def end_overruns(session: Session, now: datetime, max_hours: float) -> list[uuid
     held or not: one stuck in a round never reaches the worker's check between rounds, and
     one whose worker is gone must not be sent again; the ids failed."""
     stmt = select(Run.id, Run.segments, Run.attempt, Run.heartbeat_at).where(
-        Run.status == "running", Run.cancel_requested.is_(False)
+        Run.status == RunStatus.RUNNING, Run.cancel_requested.is_(False)
     )
     failed = []
     for row in session.execute(stmt).all():

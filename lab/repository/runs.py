@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, contains_eager
 
-from fedgen.status import TERMINAL
+from fedgen.status import TERMINAL, RunStatus
 from lab.db import db_now
 from lab.models import RoundMetrics, Run
 from lab.repository import run_limits
@@ -61,7 +61,7 @@ def create_run(
         queue=queue,
         owner_id=owner_id,
         sweep_id=sweep_id,
-        status="queued",
+        status=RunStatus.QUEUED,
         priority=priority,
         dispatch_count=0,
         attempt=0,
@@ -107,8 +107,8 @@ def request_cancel(session: Session, run_id: uuid.UUID) -> None:
         .where(Run.id == run_id, Run.status.not_in(TERMINAL))
         .values(
             cancel_requested=True,
-            status=case((Run.status == "queued", "cancelled"), else_=Run.status),
-            finished_at=case((Run.status == "queued", now), else_=Run.finished_at),
+            status=case((Run.status == RunStatus.QUEUED, RunStatus.CANCELLED), else_=Run.status),
+            finished_at=case((Run.status == RunStatus.QUEUED, now), else_=Run.finished_at),
         )
     )
     if flagged.rowcount == 1:  # type: ignore[attr-defined]
@@ -147,7 +147,7 @@ def claim(
     if max_attempts is not None:
         run_limits.count_deaths(session, now, live, max_attempts, run_id)
     stmt = _update_unheld(run_id, now, cancel_requested=False, live=live).values(
-        status="running",
+        status=RunStatus.RUNNING,
         attempt=Run.attempt + 1,
         worker=worker,
         device=device,
@@ -169,7 +169,7 @@ def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     """Mark cancelled a cancel-requested run that no live worker holds."""
     now = db_now(session)
     stmt = _update_unheld(run_id, now, cancel_requested=True).values(
-        status="cancelled", finished_at=now, lease_token=None
+        status=RunStatus.CANCELLED, finished_at=now, lease_token=None
     )
     if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
         return False
@@ -315,7 +315,7 @@ def hand_back(
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
         .values(
-            status=case((fresh, "queued"), else_=Run.status),
+            status=case((fresh, RunStatus.QUEUED), else_=Run.status),
             started_at=case((fresh, None), else_=Run.started_at),
             lease_token=None,
             lease_expires_at=now,
@@ -352,7 +352,7 @@ def finish(
     lease holder may."""
     values: dict[str, Any] = {"status": status, "finished_at": db_now(session), "lease_token": None}
     values.update(cost or {})
-    if error is not None or status == "succeeded":
+    if error is not None or status == RunStatus.SUCCEEDED:
         values["error"] = error  # a success clears a notice left by a retried storage error
     if summary is not None:
         values["summary"] = summary

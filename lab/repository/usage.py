@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from sqlalchemy import BigInteger, Connection, case, cast, func, select, update
 from sqlalchemy.orm import Session
 
+from fedgen.status import ACTIVE, RunStatus
 from lab.models import Run, User
 
-UNFINISHED = ("queued", "running")
+UNFINISHED = ACTIVE
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _figures() -> tuple[object, ...]:
     return (
         func.coalesce(func.sum(Run.stored_bytes), 0),
         func.coalesce(func.sum(reserved), 0),
-        func.coalesce(func.sum(case((Run.status == "queued", 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Run.status == RunStatus.QUEUED, 1), else_=0)), 0),
         func.count(Run.id),
     )
 

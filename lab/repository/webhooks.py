@@ -28,7 +28,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from fedgen.status import TERMINAL
+from fedgen.status import TERMINAL, RunStatus
 from fedgen.studies.registry import study_of_base
 from fedgen.webhook_events import SWEEP_EVENTS, TEST_EVENT
 from lab import webhook_payloads as payloads
@@ -229,7 +229,7 @@ def _run_ended(session: Session, run_id: uuid.UUID) -> int:
     if row is None or row.status not in TERMINAL:
         return 0
     queued = 0
-    if row.status in ("failed", "succeeded"):
+    if row.status in (RunStatus.FAILED, RunStatus.SUCCEEDED):
         event = f"run.{row.status}"
         hooks = _hooks_for(session, row.owner_id, [event])
         if hooks:

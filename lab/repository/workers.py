@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from fedgen.status import RunStatus
 from lab.db import db_now
 from lab.models import Run, Worker
 
@@ -93,5 +94,5 @@ def runs_held(session: Session, names: list[str]) -> list[Any]:
     current_round, rounds) rows."""
     stmt = select(
         Run.id, Run.worker, Run.algorithm, Run.dataset, Run.current_round, Run.rounds
-    ).where(Run.status == "running", Run.lease_token.is_not(None), Run.worker.in_(names))
+    ).where(Run.status == RunStatus.RUNNING, Run.lease_token.is_not(None), Run.worker.in_(names))
     return list(session.execute(stmt))
