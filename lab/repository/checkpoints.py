@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from lab.models import CheckpointChunk, CheckpointRow
@@ -71,11 +71,16 @@ def prune_full(conn: Connection, run_id: uuid.UUID, keep: int) -> int:
         .order_by(CheckpointRow.round.desc())
         .limit(max(keep, 1))
     )
-    stmt = delete(CheckpointRow).where(
-        CheckpointRow.run_id == run_id,
-        CheckpointRow.kind == "full",
-        CheckpointRow.round.not_in(newest),
+    return delete_counted(
+        conn, run_id, CheckpointRow.kind == "full", CheckpointRow.round.not_in(newest)
     )
+
+
+def delete_counted(conn: Connection, run_id: uuid.UUID, *where: ColumnElement[bool]) -> int:
+    """Delete the run's checkpoints matching `where` (chunks go with them) and take their bytes
+    off the run's stored_bytes, in the caller's transaction: every pruning goes through here,
+    so its owner's usage stays what is stored. Returns how many were removed."""
+    stmt = delete(CheckpointRow).where(CheckpointRow.run_id == run_id, *where)
     sizes = list(conn.execute(stmt.returning(CheckpointRow.size)).scalars())
     usage.add_stored(conn, run_id, -sum(sizes))
     return len(sizes)
