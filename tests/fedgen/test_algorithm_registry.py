@@ -13,10 +13,11 @@ from typing import Literal
 
 import pytest
 
-from fedgen import paper, studies
+from fedgen import paper
 from fedgen.algorithms import registry
 from fedgen.algorithms.registry import AlgorithmDecl, RegistryError, register_algorithm
 from fedgen.spec import AlgorithmParams, ExperimentSpec, SpecError, parse_spec
+from fedgen.studies.costs import estimate_cpu_s
 from tests.fedgen.test_fingerprint import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +124,7 @@ def test_a_registered_algorithm_reaches_spec_schema_estimates_and_colours() -> N
     mapping = ExperimentSpec.model_json_schema()["properties"]["algorithm"]["discriminator"]
     assert type(spec.algorithm) is ToyParams
     assert set(mapping["mapping"]) == set(registry.algorithm_names())
-    assert studies.estimate_cpu_s(spec) == pytest.approx(2 * studies.estimate_cpu_s(fedavg))
+    assert estimate_cpu_s(spec) == pytest.approx(2 * estimate_cpu_s(fedavg))
     assert algorithm_color("toy") == "#123456"
     with pytest.raises(SpecError, match="share='predictor' is supported by fedavg, "):
         parse_spec({**base, "algorithm": {"name": "toy"}, "share": "predictor"})
