@@ -42,7 +42,8 @@ _ERROR_TEXT: dict[int, str] = {
     413: "Request body over FEDGEN_MAX_BODY_BYTES",
     422: "Invalid fields (one entry per field)",
     429: "Rate limit: FEDGEN_SUBMIT_RATE per token, FEDGEN_AUTH_FAIL_RATE per address and "
-    "presented token (failures only), FEDGEN_MAX_STREAMS_PER_TOKEN open event streams",
+    "presented token (failures only), FEDGEN_MAX_STREAMS_PER_TOKEN open event streams; "
+    "submissions: FEDGEN_MAX_QUEUED_RUNS_PER_MEMBER queued runs",
     503: "The database is unavailable",
 }
 
