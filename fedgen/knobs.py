@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from fedgen.stats import CurveStatistic
+
 Home = Literal["fidelity", "fedgen", "partition", "model", "run"]
 Profile = Literal["paper", "official"]
 
@@ -75,7 +77,7 @@ KNOBS: tuple[Knob, ...] = (
     ),
     Knob(
         "statistic",
-        Literal["final", "best", "top5"],
+        CurveStatistic,
         "final",
         "top5",
         '"Top-1 test accuracy"',

@@ -16,6 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+# One run's reported accuracy figure (docs/metrics.md), every table's and the API's choice.
+CurveStatistic = Literal["final", "best", "top5"]
+CURVE_STATISTICS: tuple[CurveStatistic, ...] = get_args(CurveStatistic)
+# The sweep plot's figures: a curve statistic, or the first round reaching a target accuracy.
+PlotStatistic = Literal[CurveStatistic, "time_to_target"]
 
 
 def top_k(values: Sequence[float], k: int = 5) -> list[float]:
@@ -110,7 +117,7 @@ def common_final_round(curves: Sequence[CurveSummary]) -> int | None:
 
 def curve_statistic(
     accs: Sequence[float],
-    statistic: str,
+    statistic: CurveStatistic,
     eval_timing: str = "after_aggregation",
     rounds: int | None = None,
 ) -> float:
@@ -128,7 +135,7 @@ def curve_statistic(
         return max(values)
     if statistic == "top5":
         return mean_std(top_k(values, 5))[0]
-    raise ValueError(f"unknown statistic {statistic!r}; expected final, best or top5")
+    raise ValueError(f"unknown statistic {statistic!r}; expected one of {CURVE_STATISTICS}")
 
 
 def pooled_top5(curves: Sequence[Sequence[float]]) -> tuple[float, float]:

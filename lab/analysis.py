@@ -31,6 +31,7 @@ from fedgen.specdict import (
     varying_within,
 )
 from fedgen.stats import (
+    CurveStatistic,
     CurveSummary,
     common_final_round,
     curve_statistic,
@@ -305,7 +306,6 @@ def timing_table(
 
 
 # -- difference of two groups --------------------------------------------------------
-Statistic = Literal["final", "best", "top5"]
 Order = Literal["given", "better_first"]
 
 
@@ -358,7 +358,7 @@ class _Side:
     rounds: list[int]  # each used run's R
 
 
-def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: Statistic) -> _Side:
+def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: CurveStatistic) -> _Side:
     from lab.repository import runs as runs_repo
 
     found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
@@ -421,7 +421,7 @@ def difference(
     session: Session,
     a: list[uuid.UUID],
     b: list[uuid.UUID],
-    statistic: Statistic,
+    statistic: CurveStatistic,
     order: Order = "given",
 ) -> dict[str, Any]:
     """Group a − group b on a per-run accuracy statistic (final, best or top-5), Welch's test.

@@ -52,7 +52,6 @@ from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
 
-Statistic = Literal["final", "best", "top5", "time_to_target"]
 Interval = Literal["std", "ci95"]
 STATISTICS: tuple[str, ...] = ("final", "best", "top5", "time_to_target")
 # Which summary field holds each per-run accuracy statistic (fedgen.events.RunSummary).

@@ -11,6 +11,7 @@ from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
 from api.schemas.analysis import Difference
 from api.schemas.errors import AUTHED, error_responses
+from fedgen.stats import CurveStatistic
 from lab import analysis
 
 router = APIRouter(tags=["metrics"])
@@ -51,7 +52,7 @@ def difference(
     a: Ids,
     b: Ids,
     statistic: Annotated[
-        Literal["final", "best", "top5"],
+        CurveStatistic,
         Query(
             description="per-run accuracy: final (the last round the run's protocol "
             "evaluates: R-1 under before_training), best (highest over those rounds) or top5"

@@ -21,6 +21,7 @@ from api.schemas.results import PlotData
 from api.schemas.sweeps import SweepCreate, SweepPublic, SweepsPublic, SweepSummary
 from api.schemas.trash import SweepRestored
 from fedgen.specdict import group_fields
+from fedgen.stats import PlotStatistic
 from lab import analysis, plot_data, trash
 from lab.models import Sweep
 from lab.repository import sweeps as sweeps_repo
@@ -230,7 +231,7 @@ def sweep_plot_data(
     x: Annotated[str, _DOTTED],
     by: Annotated[str, _DOTTED] = "algorithm",
     statistic: Annotated[
-        Literal["final", "best", "top5", "time_to_target"],
+        PlotStatistic,
         Query(
             description="per run: final, best or top5 accuracy (its summary: docs/metrics.md),"
             " or time_to_target (first evaluated round with accuracy >= target)"

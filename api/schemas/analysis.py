@@ -5,12 +5,13 @@ model fail the tests loudly instead of being dropped from the response."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from api.schemas.base import Strict
 from api.schemas.results import PlotExcluded
+from fedgen.stats import CurveStatistic
 
 
 class TimingRow(Strict):
@@ -43,7 +44,7 @@ class TimingTable(Strict):
 class Difference(Strict):
     """GET /difference: group a − group b on a per-run statistic, Welch's t-test."""
 
-    statistic: Literal["final", "best", "top5"]
+    statistic: CurveStatistic
     round: int | None = Field(description="the final's round shared by every run, else null")
     last_round: int | None = Field(description="the runs' common R")
     statistic_label: str = Field(description='e.g. "final @199"')

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from api.schemas.base import FromRow
+from fedgen.stats import PlotStatistic
 from fedgen.status import RunStatus
 
 
@@ -131,7 +132,7 @@ class PlotData(BaseModel):
     sweep_id: str
     x: str = Field(description="the dotted spec field on the x axis")
     by: str = Field(description="the dotted spec field with one series per value")
-    statistic: Literal["final", "best", "top5", "time_to_target"]
+    statistic: PlotStatistic
     target: float | None
     unit: Literal["fraction", "round"]
     interval: Literal["std", "ci95"]
