@@ -13,13 +13,20 @@ $FEDGEN_DATA) if present; otherwise the `synthetic` dataset, with a note saying 
    as `fedgen-lab worker --slots-per-device K` would run them; FedGen, 50 rounds each):
    runs per hour (K / wall from launch to the last run's end, start-up included), each
    process's peak torch memory, and the GPU's peak memory.used from nvidia-smi if found.
+3. The batched execution (issue 33): FedGen at C = 100 and 1,000 clients a round (C users,
+   alpha 1.0, every sample used: alpha 0.1 leaves empty users at these counts), one
+   `--batched-rounds` run under `execution: batched` (s per run, ms/round, the clients per
+   computation, peak torch memory), its first `--seq-rounds` rounds rerun sequentially for
+   the ms/round ratio, and K = `--batched-k` batched runs at once at C = 100 (runs per GPU:
+   runs/hour as in 2.).
 
 Without CUDA it prints that it found none and exits 0. `--smoke` runs every code path on
 the CPU (device cpu, tiny synthetic runs, K = 1, 2) so that the script is tested here.
 Exit code 1 when a run fails or the CPU comparison is outside the tolerance.
 
     python bench/gpu.py [--rounds 200] [--compare-rounds 3] [--k 1,4,10] [--k-rounds 50]
-                        [--k-algorithm fedgen] [--smoke]
+                        [--k-algorithm fedgen] [--clients 100,1000] [--batched-rounds 200]
+                        [--seq-rounds 3] [--batched-k 1,4] [--smoke]
 """
 
 from __future__ import annotations
@@ -97,6 +104,15 @@ def spec_dict(
         "device": device,
         "checkpoint_every": 0,
     }
+
+
+def batched_spec(
+    clients: int, rounds: int, device: str, data: dict[str, Any], smoke: bool, execution: str
+) -> dict[str, Any]:
+    """FedGen with `clients` users all selected each round, under `execution`."""
+    spec = spec_dict("fedgen", rounds, device, data, smoke)
+    spec["partition"] = {"num_users": clients, "alpha": 1.0, "sampling_ratio": 1.0}
+    return {**spec, "users_per_round": clients, "execution": execution}
 
 
 def _sync(device: str) -> None:
@@ -217,6 +233,64 @@ def at_once(k: int, specs: list[dict[str, Any]], threads: int) -> dict[str, Any]
     }
 
 
+def batched_section(
+    a: argparse.Namespace,
+    device: str,
+    data: dict[str, Any],
+    cs: list[int],
+    rounds: int,
+    seq_rounds: int,
+    ks: list[int],
+) -> list[str]:
+    """Section 3: the batched execution per client count, then K batched runs at once."""
+    failures: list[str] = []
+    print(f"\n3. batched execution on {device} (FedGen, {rounds} rounds; C clients a round)")
+    for c in cs:
+        spec = batched_spec(c, rounds, device, data, a.smoke, "batched")
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        try:
+            sink, seconds = one_run(spec)
+            seq_sink, _ = one_run({**spec, "execution": "sequential"}, stop_after=seq_rounds)
+        except Exception as exc:
+            failures.append(f"batched C={c} on {device}: {type(exc).__name__}: {exc}")
+            print(f"  C={c}: FAILED {failures[-1]}", flush=True)
+            continue
+        peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else 0.0
+        info = sink.info
+
+        def ms(s: MemorySink, n: int) -> float:
+            timed = [e.metrics["time_total_ms"] for e in s.events[1 : n + 1]]
+            return sum(timed) / max(len(timed), 1)
+
+        ratio = ms(seq_sink, seq_rounds) / max(ms(sink, seq_rounds), 1e-9)
+        print(
+            f"  C={c}: {seconds:.1f} s per {rounds}-round run ({seconds / rounds * 1e3:.0f} ms/round),"
+            f" ran {info.execution if info else '?'} with {info.batch_clients if info else '?'}"
+            f" clients per computation; first {seq_rounds} round(s) sequential/batched"
+            f" {ratio:.2f}x; peak torch memory {peak:.0f} MiB",
+            flush=True,
+        )
+        if info is None or info.execution != "batched":
+            failures.append(f"batched C={c}: ran {info.execution if info else 'no info'}")
+    base = None
+    for k in ks:
+        specs = [
+            {**batched_spec(cs[0], rounds, device, data, a.smoke, "batched"), "seed": i}
+            for i in range(k)
+        ]
+        r = at_once(k, specs, 1 if a.smoke else max(1, cores() // k))
+        base = base or r
+        print(
+            f"  K={k} batched runs at once (C={cs[0]}): {r['runs_per_hour']:.1f} runs/hour"
+            f" ({r['runs_per_hour'] / base['runs_per_hour']:.2f}x K=1; wall {r['wall_s']:.1f} s);"
+            f" peak torch memory per process {r['peak_torch_mib']:.0f} MiB",
+            flush=True,
+        )
+        failures += [f"batched K={k}: {e}" for e in r["errors"]]
+    return failures
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rounds", type=int, default=200)
@@ -224,12 +298,17 @@ def main() -> int:
     p.add_argument("--k", default="1,4,10", help="runs at once on the GPU")
     p.add_argument("--k-rounds", type=int, default=50, help="rounds of each concurrent run")
     p.add_argument("--k-algorithm", default="fedgen")
+    p.add_argument("--clients", default="100,1000", help="clients per round, batched case")
+    p.add_argument("--batched-rounds", type=int, default=200)
+    p.add_argument("--seq-rounds", type=int, default=3, help="sequential rounds for the ratio")
+    p.add_argument("--batched-k", default="1,4", help="batched runs at once (C = first)")
     p.add_argument("--smoke", action="store_true", help="every code path on the CPU, tiny runs")
     a = p.parse_args()
     if a.smoke:
         # One thread: a shared CPU machine is the smoke test's home (no oversubscription).
         torch.set_num_threads(1)
         device, rounds, cmp_rounds, ks, k_rounds = "cpu", 2, 2, [1, 2], 1
+        cs, batched_rounds, seq_rounds, batched_ks = [4], 2, 1, [1, 2]
     else:
         if not torch.cuda.is_available():
             print(
@@ -239,6 +318,9 @@ def main() -> int:
             return 0
         device, rounds, cmp_rounds = "cuda:0", a.rounds, a.compare_rounds
         ks, k_rounds = [int(x) for x in a.k.split(",") if x.strip()], a.k_rounds
+        cs = [int(x) for x in a.clients.split(",") if x.strip()]
+        batched_rounds, seq_rounds = a.batched_rounds, a.seq_rounds
+        batched_ks = [int(x) for x in a.batched_k.split(",") if x.strip()]
     data, note = data_choice(a.smoke)
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()
     print(
@@ -291,6 +373,7 @@ def main() -> int:
             flush=True,
         )
         failures += [f"K={k}: {e}" for e in r["errors"]]
+    failures += batched_section(a, device, data, cs, batched_rounds, seq_rounds, batched_ks)
     if failures:
         print("\nFAILED:\n  " + "\n  ".join(failures))
         return 1
