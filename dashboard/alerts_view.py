@@ -8,14 +8,9 @@ from typing import Any
 import pandas as pd
 
 from dashboard.times import DASH, when
+from fedgen.webhook_events import EVENT_LABELS
 
 # The events a webhook can subscribe to (fedgen/webhook_events.py), as the form shows them.
-EVENTS: dict[str, str] = {
-    "run.failed": "Run failed",
-    "run.succeeded": "Run succeeded",
-    "sweep.finished": "Sweep finished",
-    "study.finished": "Study finished",
-}
 COLUMNS = ["created", "event", "subject", "status", "attempts", "HTTP", "error", "next attempt"]
 
 
@@ -28,7 +23,7 @@ def delivery_state(d: dict[str, Any]) -> str:
 
 def events_text(events: list[str]) -> str:
     """`Run failed, Sweep finished`."""
-    return ", ".join(EVENTS.get(e, e) for e in events) or DASH
+    return ", ".join(EVENT_LABELS.get(e, e) for e in events) or DASH
 
 
 def deliveries_table(rows: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import streamlit as st
 
 from dashboard import alerts_view, times, tokens_view, ui
 from dashboard.client import ApiError, error_fields
+from fedgen.webhook_events import EVENT_LABELS
 
 REFRESH_S = 5
 DELIVERIES_SHOWN = 20
@@ -115,10 +116,10 @@ def add_form() -> None:
             placeholder="https://hooks.slack.com/services/…",
             help="http(s); its host must be allowed by the lab's FEDGEN_WEBHOOK_ALLOW",
         )
-        cols = st.columns(len(alerts_view.EVENTS))
-        chosen = [
+        cols = st.columns(len(EVENT_LABELS))
+        chosen: list[str] = [
             event
-            for col, (event, label) in zip(cols, alerts_view.EVENTS.items(), strict=True)
+            for col, (event, label) in zip(cols, EVENT_LABELS.items(), strict=True)
             if col.checkbox(label, value=event == "run.failed", key=f"alerts_ev_{event}")
         ]
         secret = st.text_input(
