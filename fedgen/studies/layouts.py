@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedgen import paper
+from fedgen.algorithms import registry
 from fedgen.generator_presets import PRESETS, dataset_family
 from fedgen.spec import ExperimentSpec
 
@@ -273,4 +274,54 @@ def layout_delay(dataset: str) -> Layout:
             [(lab, "α=1", t) for (lab, _), t in zip(rows, (20, 40), strict=True)],
             FIG5_ALGORITHMS,
         ),
+    )
+
+
+# The extended Table 1 (issue 32): the paper's main baselines and FedGen beside the
+# non-IID baselines reviewers ask for, each with its paper's hyperparameters for a small
+# CNN (the study's docstring in `registry.py` says which), under both test protocols.
+TABLE1_EXTENDED: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("fedavg", {}),
+    ("fedprox", {}),
+    ("fedgen", {}),
+    ("feddf", {}),
+    ("scaffold", {"global_lr": 1.0}),
+    ("feddyn", {"alpha": 0.01}),
+    ("moon", {"mu": 1.0, "temperature": 0.5}),
+    ("fednova", {"local_steps_spread": 12}),
+    ("fedadam", {"server_lr": 0.01, "beta1": 0.9, "beta2": 0.99, "tau": 0.001}),
+    ("fedyogi", {"server_lr": 0.01, "beta1": 0.9, "beta2": 0.99, "tau": 0.001}),
+    ("fedavgm", {"server_momentum": 0.9, "server_lr": 1.0}),
+)
+TEST_PROTOCOLS: tuple[tuple[str, str], ...] = (
+    ("per_user", "per-user test"),
+    ("global", "global test"),
+)
+
+
+def layout_table1_extended(dataset: str) -> Layout:
+    """Extended Table 1: (α, test protocol) rows x FedAvg, FedProx, FedGen, FedDF and the
+    issue-32 baselines; the paper's Table 1 numbers (per-user protocol) where it has them."""
+    columns = Axis(
+        tuple(
+            (
+                paper.PAPER_LABELS.get(name) or registry.label(name),
+                {"algorithm": {"name": name, **hp}},
+            )
+            for name, hp in TABLE1_EXTENDED
+        )
+    )
+    rows: list[tuple[str, dict[str, Any]]] = []
+    per_user: list[tuple[str, str, int]] = []
+    for setting, steps, fields in _t1_rows(dataset):
+        for protocol, words in TEST_PROTOCOLS:
+            row = f"{_setting_label(setting, steps)}, {words}"
+            rows.append((row, {**fields, "partition.test_protocol": protocol}))
+            if protocol == "per_user":
+                per_user.append((row, setting, steps))
+    in_paper = [name for name, _ in TABLE1_EXTENDED if name in paper.PAPER_LABELS]
+    return Layout(
+        rows=Axis(tuple(rows)),
+        columns=columns,
+        paper=_table1_paper(dataset, per_user, in_paper),
     )

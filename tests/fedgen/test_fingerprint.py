@@ -66,6 +66,13 @@ CASES: dict[str, dict[str, Any]] = {
     "fedgen-official": {"algorithm": FEDGEN},
     "fedgen-paper": {"algorithm": FEDGEN, "fidelity": {"profile": "paper"}},
     "fedgen-predictor": {"algorithm": FEDGEN, "share": "predictor"},
+    "scaffold": {"algorithm": {"name": "scaffold"}},
+    "feddyn": {"algorithm": {"name": "feddyn", "alpha": 0.1}},
+    "moon": {"algorithm": {"name": "moon"}},
+    "fednova": {"algorithm": {"name": "fednova", "local_steps_spread": 3}},
+    "fedadam": {"algorithm": {"name": "fedadam", "server_lr": 0.03}},
+    "fedyogi": {"algorithm": {"name": "fedyogi", "server_lr": 0.03}},
+    "fedavgm": {"algorithm": {"name": "fedavgm", "server_lr": 0.5}},
 }
 
 
