@@ -22,13 +22,17 @@ from fedgen.sweep import SweepSpec, expand
 REQUIRED = {"table1", "table2", "table3", "table4", "fig5-stragglers", "fig5-mlp-vs-cnn", "fig5-delay"}  # fmt: skip
 
 
+# Studies beyond the paper: the extended Table 1 of issue 32 (its default is Fashion-MNIST).
+EXTENDED = {"table1-extended"}
+
+
 def test_every_paper_experiment_is_a_study() -> None:
     """The seven studies exist, each with a version and the paper's dataset as default."""
-    assert set(STUDIES) == REQUIRED
-    assert {s.paper_dataset for s in STUDIES.values()} <= {"mnist", "emnist-letters", "celeba"}
+    assert set(STUDIES) == REQUIRED | EXTENDED
+    assert {STUDIES[n].paper_dataset for n in REQUIRED} <= {"mnist", "emnist-letters", "celeba"}
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", sorted(REQUIRED | EXTENDED))
 @pytest.mark.parametrize("dataset", [None, "fashion-mnist", "synthetic"])
 def test_every_run_falls_in_exactly_one_cell(name: str, dataset: str | None) -> None:
     """Each cell gets one run per seed; every paper number names a cell of the table."""
@@ -58,6 +62,28 @@ def test_table1_default_is_mnist_with_the_papers_numbers() -> None:
     assert (spec.partition.num_users, spec.users_per_round, spec.batch_size) == (20, 10, 32)
     assert spec.partition.sampling_ratio == 0.5
     assert study_of_base(p.sweep.base) == ("table1", 1)
+
+
+def test_table1_extended_has_both_protocols_and_the_new_baselines() -> None:
+    """Fashion-MNIST: (α 0.05/0.1/1 x per-user, global) x 11 algorithms x 3 seeds; each new
+    algorithm with its declared hyperparameters; on MNIST the per-user rows carry Table 1's
+    numbers of the four paper algorithms and the global rows none."""
+    # Execute
+    p = plan("table1-extended")
+    mnist = plan("table1-extended", StudyOverrides(dataset="mnist", seeds=1))
+    # Assert
+    assert (p.dataset, p.runs, p.rounds) == ("fashion-mnist", 198, 200)
+    assert {s.partition.test_protocol for s in p.specs} == {"per_user", "global"}
+    assert {s.partition.alpha for s in p.specs} == {0.05, 0.1, 1.0}
+    new = {"scaffold", "feddyn", "moon", "fednova", "fedadam", "fedyogi", "fedavgm"}
+    assert {s.algorithm.name for s in p.specs} == {"fedavg", "fedprox", "fedgen", "feddf"} | new
+    nova = next(s for s in p.specs if s.algorithm.name == "fednova")
+    assert nova.algorithm.model_dump()["local_steps_spread"] == 12
+    assert "SCAFFOLD" in p.layout.columns.labels
+    assert len(mnist.layout.paper) == 12
+    assert all(row.endswith("per-user test") for row, _ in mnist.layout.paper)
+    assert mnist.layout.paper[("α=0.1, T=20, per-user test", "FedGen")] == (93.03, 0.32)
+    assert study_of_base(p.sweep.base) == ("table1-extended", 1)
 
 
 def test_table1_emnist_and_celeba_rows_are_the_papers() -> None:
