@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from fedgen.sizes import KeepRule, parse_keep_rule
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -77,7 +79,13 @@ class Settings(BaseSettings):
     """Longest back-off between those retries (1, 2, 4, ... s up to it)."""
     keep_full_checkpoints: int = Field(2, ge=1, le=1000)
     """Full (resume) checkpoints kept per run, the newest; older ones are removed when a newer
-    one commits. Generator and final-model checkpoints are all kept."""
+    one commits. Final-model checkpoints are all kept; generator ones as
+    keep_generator_checkpoints says."""
+    keep_generator_checkpoints: str = Field("every:50,last:5", min_length=1, max_length=100)
+    """Which generator checkpoints of a FedGen run are kept (default 'every:50,last:5'):
+    `every:N` those at rounds that are multiples of N (1 to 10000), `last:K` the newest K (0 to
+    10000), comma-separated, or `all`. The final round's is always kept; the others go when a
+    newer one commits, and GET /runs/{id}/checkpoints lists what was pruned and why."""
     max_checkpoint_bytes: int = Field(1 << 30, ge=1 << 20)
     """A spec whose estimated full checkpoint is larger is refused at submission."""
     quota_bytes: int = Field(50 << 30, ge=0, le=1 << 60)
@@ -167,7 +175,16 @@ class Settings(BaseSettings):
         if self.checkpoint_dir is None:
             self.checkpoint_dir = self.home / "checkpoints"
         parse_proxies(self.trusted_proxies)  # a wrong entry stops the start, naming it
+        self.generator_keep_rule  # likewise a wrong retention rule  # noqa: B018
         return self
+
+    @property
+    def generator_keep_rule(self) -> KeepRule:
+        """keep_generator_checkpoints parsed; a ValueError names the setting and the part."""
+        try:
+            return parse_keep_rule(self.keep_generator_checkpoints)
+        except ValueError as exc:
+            raise ValueError(f"FEDGEN_KEEP_GENERATOR_CHECKPOINTS: {exc}") from None
 
     @property
     def worker_ttl_s(self) -> float:

@@ -321,7 +321,14 @@ class _Claimed:
     ) -> None:
         self.rid, self.token, self.spec, self.worker = rid, token, spec, worker
         self.factory, self.store, self.settings = factory, store, s
-        self.db_sink = DbSink(rid, token, factory, s.lease_s, keep_full=s.keep_full_checkpoints)
+        self.db_sink = DbSink(
+            rid,
+            token,
+            factory,
+            s.lease_s,
+            keep_full=s.keep_full_checkpoints,
+            keep_generator=s.generator_keep_rule,
+        )
         with factory() as sess:
             self.before = Cost.from_columns(runs_repo.cost_of(sess, rid))
         self.meter = ResourceMeter(spec.device).start()

@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fedgen.events import RoundEvent, RunInfo, RunSummary
+from fedgen.sizes import KEEP_ALL, KeepRule
 from lab.db import session_scope
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
@@ -51,12 +52,14 @@ class DbSink:
         factory: sessionmaker[Session],
         lease_s: float,
         keep_full: int = 2,
+        keep_generator: KeepRule = KEEP_ALL,
     ) -> None:
         self.run_id = run_id
         self.token = token
         self.factory = factory
         self.lease_s = lease_s
         self.keep_full = keep_full
+        self.keep_generator = keep_generator
         self.rounds_written = 0
         self.rounds_skipped = 0
         self.summary: RunSummary | None = None
@@ -131,6 +134,7 @@ class DbSink:
             checkpoints=ckpts,
             lease_s=self.lease_s,
             keep_full=self.keep_full,
+            keep_generator=self.keep_generator,
         )
 
     def close(self) -> None:

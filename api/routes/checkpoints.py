@@ -15,8 +15,9 @@ from api.deps import (
     StreamSessionDep,
     parse_uuid,
 )
-from api.schemas.checkpoints import CheckpointPublic, CheckpointsPublic
+from api.schemas.checkpoints import CheckpointPublic, CheckpointsPublic, PrunedPublic
 from api.schemas.errors import AUTHED, error_responses
+from lab import checkpoint_retention as retention
 from lab.repository import checkpoints as ckpt_repo
 from lab.store import CheckpointStore
 
@@ -24,10 +25,21 @@ router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
 
 
 @router.get("", responses=error_responses(*AUTHED, 404))
-def list_checkpoints(run: RunDep, session: SessionDep) -> CheckpointsPublic:
-    """All checkpoints of a run."""
+def list_checkpoints(run: RunDep, session: SessionDep, settings: SettingsDep) -> CheckpointsPublic:
+    """All checkpoints of a run, and which it wrote and no longer has (pruned) and why."""
     rows = ckpt_repo.list_checkpoints(session, run.id)
-    return CheckpointsPublic(data=[CheckpointPublic.model_validate(c) for c in rows])
+    gone = retention.pruned(
+        run.spec,
+        run.current_round,
+        [(c.round, c.kind) for c in rows],
+        settings.keep_full_checkpoints,
+        settings.generator_keep_rule,
+        settings.keep_generator_checkpoints,
+    )
+    return CheckpointsPublic(
+        data=[CheckpointPublic.model_validate(c) for c in rows],
+        pruned=[PrunedPublic(kind=p.kind, rounds=p.rounds, reason=p.reason) for p in gone],
+    )
 
 
 @router.get(

@@ -20,7 +20,16 @@ class CheckpointPublic(FromRow):
     created_at: datetime
 
 
+class PrunedPublic(BaseModel):
+    """Checkpoints of one kind the run wrote and no longer has, and the rule that removed them."""
+
+    kind: str
+    rounds: list[int]
+    reason: str
+
+
 class CheckpointsPublic(BaseModel):
-    """GET /runs/{id}/checkpoints."""
+    """GET /runs/{id}/checkpoints: those stored, and those pruned under the retention rules."""
 
     data: list[CheckpointPublic]
+    pruned: list[PrunedPublic] = []

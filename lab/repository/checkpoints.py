@@ -1,8 +1,9 @@
 """Checkpoints: rows and their bytes in fixed-size chunk rows, read whole or streamed.
 
 A round's checkpoints are written by lab/repository/metrics.py: write_round, in the round's
-transaction (`insert_chunks`, `prune_full`). A checkpoint written before checkpoints moved into
-the database has a `path` in the file store instead (lab/store.py) until `import_files`.
+transaction (`insert_chunks`, `prune_full`, `prune_generators`: lab/checkpoint_retention.py). A
+checkpoint written before checkpoints moved into the database has a `path` in the file store
+instead (lab/store.py) until `import_files`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from fedgen.sizes import KeepRule
+from lab.checkpoint_retention import generator_rounds_to_prune
 from lab.models import CheckpointChunk, CheckpointRow
 from lab.repository import usage
 from lab.store import CheckpointStore
@@ -84,6 +87,24 @@ def delete_counted(conn: Connection, run_id: uuid.UUID, *where: ColumnElement[bo
     sizes = list(conn.execute(stmt.returning(CheckpointRow.size)).scalars())
     usage.add_stored(conn, run_id, -sum(sizes))
     return len(sizes)
+
+
+def prune_generators(conn: Connection, run_id: uuid.UUID, rule: KeepRule) -> list[int]:
+    """Delete the run's generator checkpoints `rule` no longer keeps (chunks go with them; the
+    newest is always kept) and take their bytes off the run's stored_bytes. Returns their
+    rounds."""
+    if rule.keeps_all:
+        return []
+    present = conn.execute(
+        select(CheckpointRow.round).where(
+            CheckpointRow.run_id == run_id, CheckpointRow.kind == "generator"
+        )
+    ).scalars()
+    gone = generator_rounds_to_prune(list(present), rule)
+    if not gone:
+        return []
+    delete_counted(conn, run_id, CheckpointRow.kind == "generator", CheckpointRow.round.in_(gone))
+    return gone
 
 
 def _chunk_count(session: Session, ckpt_id: uuid.UUID) -> int:

@@ -15,10 +15,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from fedgen.events import Checkpoint, RoundEvent, UserRoundMetrics
 from lab.db import make_engine, make_sessionmaker
 from lab.downsample import _downsample_python, downsample, to_columns
-from lab.models import CheckpointChunk, CheckpointRow, RoundMetrics, Run, UserMetrics
+from lab.models import CheckpointChunk, CheckpointRow, RoundMetrics, Run
 from lab.repository import checkpoints as ckpt_repo
 from lab.repository import metrics as metrics_repo
-from tests import factories as f
+from lab.round_pack import USER_FIELDS, USERS_V1
+from tests.support import factories as f
 from worker.sink import DbSink
 
 USERS = [
@@ -54,20 +55,7 @@ def _snapshot(session: Session, rid: uuid.UUID) -> dict:
         .where(RoundMetrics.run_id == rid)
         .order_by(RoundMetrics.round)
     ).all()
-    ums = session.execute(
-        select(
-            UserMetrics.round,
-            UserMetrics.user,
-            UserMetrics.test_acc,
-            UserMetrics.test_loss,
-            UserMetrics.num_test,
-            UserMetrics.selected,
-            UserMetrics.train_ms,
-            UserMetrics.train_loss,
-        )
-        .where(UserMetrics.run_id == rid)
-        .order_by(UserMetrics.round, UserMetrics.user)
-    ).all()
+    ums = [tuple(u.values()) for u in metrics_repo.user_rows(session, rid, None, None, 10**6)]
     cks = session.execute(
         select(
             CheckpointRow.round,
@@ -164,10 +152,10 @@ def _event(r: int) -> RoundEvent:
     return RoundEvent(r, {"test_acc": 0.1 * r, "test_loss": 1.0}, users, cks)
 
 
-def test_user_fields_are_user_metrics_columns() -> None:
-    """A per-user metric is a UserRoundMetrics field and a user_metrics column of the same name."""
-    columns = set(UserMetrics.__table__.c.keys()) - {"run_id", "round"}
-    assert set(metrics_repo.USER_FIELDS) == columns
+def test_user_fields_are_packed_columns() -> None:
+    """Every UserRoundMetrics field is a column of the packed users' format (a new field needs
+    a new version of it, lab/round_pack.py)."""
+    assert set(USER_FIELDS) == {"user"} | {name for name, _ in USERS_V1}
 
 
 def test_sink_writes_dataclass_users(

@@ -21,14 +21,14 @@ from lab.models import (
     CheckpointChunk,
     CheckpointRow,
     RoundMetrics,
+    RoundUsers,
     Run,
     Sweep,
     User,
-    UserMetrics,
     utcnow,
 )
-from tests.factories import create_run, create_sweep_runs, live_worker
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_sweep_runs, live_worker
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 API = "/api/v1"
@@ -60,7 +60,7 @@ def _snapshot(session: Session, rid: uuid.UUID) -> dict[str, Any]:
         .order_by(RoundMetrics.round)
     ).all()
     users = session.scalar(
-        select(func.count()).select_from(UserMetrics).where(UserMetrics.run_id == rid)
+        select(func.count()).select_from(RoundUsers).where(RoundUsers.run_id == rid)
     )
     ckpts = session.execute(
         select(CheckpointRow.id, CheckpointRow.round, CheckpointRow.kind, CheckpointRow.size)
@@ -314,7 +314,7 @@ def test_the_pass_purges_what_is_older_than_trash_days_only(
     assert session.get(Run, old_id) is None
     assert all(session.get(Run, r) is None for r in sweep_run_ids)
     assert session.get(Sweep, sweep_id) is None
-    for model in (RoundMetrics, UserMetrics, CheckpointRow):
+    for model in (RoundMetrics, RoundUsers, CheckpointRow):
         assert _count(session, model, old_id) == 0
     # Only the young run's chunks are left (the old run's went with its checkpoint rows).
     assert (

@@ -9,9 +9,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from lab.config import Settings
-from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, utcnow
-from tests.factories import create_run, create_user
-from tests.fakes import FakeRunner, Killed, fake_acc
+from lab.models import CheckpointRow, RoundMetrics, RoundUsers, Run, utcnow
+from tests.support.factories import create_run, create_user
+from tests.support.fakes import FakeRunner, Killed, fake_acc
 from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
 
 
@@ -45,7 +45,7 @@ def test_success_writes_every_round_once(
     assert row.partition_fingerprint
     assert row.summary["status"] == "completed"
     assert _count(session, RoundMetrics, run.id) == 5
-    assert _count(session, UserMetrics, run.id) == 15
+    assert _count(session, RoundUsers, run.id) == 5  # 3 users a round, one row
     assert _count(session, CheckpointRow, run.id) == 2  # the newest 2 of 5 full (keep_full)
     assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "skipped"
 

@@ -22,13 +22,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lab.config import Settings
 from lab.dispatch import dispatch_pass, liveness
-from lab.models import CheckpointRow, RoundMetrics, Run, UserMetrics, Worker, utcnow
+from lab.models import CheckpointRow, RoundMetrics, RoundUsers, Run, Worker, utcnow
 from lab.repository import checkpoints as ckpt_repo
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
-from tests.factories import create_run, create_user, live_worker
-from tests.fakes import FakeRunner, fake_acc
+from tests.support.factories import create_run, create_user, live_worker
+from tests.support.fakes import FakeRunner, fake_acc
 from worker.execution import execute_run
 
 
@@ -46,7 +46,7 @@ def _curve(session: Session, rid: uuid.UUID) -> list[tuple[int, float | None]]:
 
 def _lose_rounds(session: Session, rid: uuid.UUID, first: int) -> None:
     """What a crash with asynchronous commits does: the newest rounds vanish, with their rows."""
-    for model in (RoundMetrics, UserMetrics, CheckpointRow):
+    for model in (RoundMetrics, RoundUsers, CheckpointRow):
         session.execute(delete(model).where(model.run_id == rid, model.round >= first))
     session.commit()
 

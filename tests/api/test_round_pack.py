@@ -1,0 +1,135 @@
+"""The packed round formats (lab/round_pack.py) give back every value, refuse what they cannot
+read, and stay small; the generator retention rule applied while a run writes keeps what the
+footprint estimate counts (fedgen.sizes.kept_checkpoint_rounds)."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from fedgen.metric_names import METRICS
+from fedgen.sizes import KeepRule, checkpoint_rounds, kept_checkpoint_rounds, parse_keep_rule
+from lab.checkpoint_retention import generator_rounds_to_prune
+from lab.round_pack import (
+    METRIC_CODES,
+    USER_FIELDS,
+    PackError,
+    pack_metrics,
+    pack_users,
+    unpack_metrics,
+    unpack_users,
+)
+
+
+def _random_float(rng: random.Random) -> float:
+    kind = rng.randrange(4)
+    if kind == 0:  # a float32 value, as torch gives them
+        return struct.unpack("<f", struct.pack("<f", rng.uniform(-10, 10)))[0]
+    if kind == 1:
+        return rng.uniform(-1e6, 1e6)
+    if kind == 2:
+        return rng.choice([0.0, -0.0, 1e-310, 1e308, 1 / 3, 0.1])
+    return float(rng.randrange(-(2**53), 2**53))
+
+
+def test_metrics_round_trip_keys_order_and_values() -> None:
+    rng = random.Random(7)
+    keys = [*METRIC_CODES, "plugin_metric", "ünïcode", "x" * 300]
+    for _ in range(200):
+        chosen = rng.sample(keys, rng.randrange(len(keys) + 1))
+        metrics = {k: _random_float(rng) for k in chosen}
+        back = unpack_metrics(pack_metrics(metrics))
+        assert list(back) == list(metrics)
+        assert all(struct.pack("<d", back[k]) == struct.pack("<d", v) for k, v in metrics.items())
+
+
+def test_metrics_refuse_what_is_not_a_number() -> None:
+    with pytest.raises(TypeError, match="'lr'"):
+        pack_metrics({"lr": "fast"})
+    with pytest.raises(TypeError, match="'x'"):
+        pack_metrics({"x": True})
+
+
+def test_metric_codes_are_append_only() -> None:
+    """A code names its key in every row stored since: the first ones never move, none repeats,
+    and every declared metric has one (so it is stored by number)."""
+    assert METRIC_CODES[:4] == ("test_acc", "test_loss", "user_acc_mean", "user_acc_min")
+    assert len(set(METRIC_CODES)) == len(METRIC_CODES) <= 127
+    assert set(METRICS) <= set(METRIC_CODES)
+
+
+def _user_rows(rng: random.Random, n: int, contiguous: bool) -> list[tuple[object, ...]]:
+    ids = list(range(n)) if contiguous else sorted(rng.sample(range(10**6), n))
+    rows = []
+    for u in ids:
+        selected = rng.random() < 0.5
+        rows.append(
+            (
+                u,
+                _random_float(rng),
+                _random_float(rng),
+                rng.choice([0, 5, 300, 70_000, 2**40]),
+                selected,
+                _random_float(rng) if selected else None,
+                _random_float(rng) if rng.random() < 0.9 else None,
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_users_round_trip(contiguous: bool) -> None:
+    rng = random.Random(3)
+    for n in (0, 1, 7, 8, 9, 20, 100):
+        rows = _user_rows(rng, n, contiguous)
+        back = unpack_users(pack_users(rows))
+        got = [tuple(getattr(u, f) for f in USER_FIELDS) for u in back]
+        assert len(got) == len(rows)
+        for g, w in zip(got, rows, strict=True):
+            assert g[0] == w[0]
+            assert g[3:5] == w[3:5]
+            for a, b in zip(g[1:3] + g[5:], w[1:3] + w[5:], strict=True):
+                assert (a is None and b is None) or struct.pack("<d", a) == struct.pack("<d", b)
+
+
+def test_users_of_a_real_round_are_small() -> None:
+    """20 users with float32 figures (as the runner reports them), half selected: a header and
+    about 17 bytes a user, against the ~150 of a row each."""
+    f32 = struct.unpack("<f", struct.pack("<f", 0.3))[0]
+    rows = [
+        (u, f32, f32, 300, u % 2 == 0, 28.14967999995588 if u % 2 == 0 else None, None)
+        for u in range(20)
+    ]
+    rows = [(*r[:6], f32 if r[4] else None) for r in rows]
+    assert len(pack_users(rows)) <= 12 + 20 * 17
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\x09", b"\x01\x02", b"\x01\x00\x05\x00\x00\x00\x01", b"\x01\x7f\x00\x00\x00\x00"],
+)
+def test_broken_bytes_are_refused(data: bytes) -> None:
+    with pytest.raises(PackError):
+        unpack_users(data)
+    with pytest.raises(PackError):
+        unpack_metrics(data)
+
+
+def test_trailing_bytes_are_refused() -> None:
+    with pytest.raises(PackError, match="after the last column"):
+        unpack_users(pack_users([(0, 0.5, 0.5, 1, True, 1.0, 1.0)]) + b"\x00")
+
+
+@pytest.mark.parametrize("rule", ["every:10,last:3", "last:1", "every:7", "every:3,last:0", "all"])
+@pytest.mark.parametrize(("rounds", "every"), [(100, 1), (95, 10), (10, 0), (50, 7)])
+def test_online_pruning_keeps_what_the_estimate_counts(rule: str, rounds: int, every: int) -> None:
+    """Pruning after each generator checkpoint a run writes leaves, at the end, the rounds
+    fedgen.sizes counts in the run's footprint."""
+    keep: KeepRule = parse_keep_rule(rule)
+    stored: set[int] = set()
+    for r in checkpoint_rounds(rounds, every):
+        stored.add(r)
+        stored -= set(generator_rounds_to_prune(sorted(stored), keep))
+    assert sorted(stored) == kept_checkpoint_rounds(rounds, every, keep)
