@@ -35,6 +35,7 @@ from fedgen.data.common import DatasetError  # torch-free: `validate` never load
 from fedgen.data.partition import PartitionError, build_partition, official_min_samples
 from fedgen.data.registry import get_dataset
 from fedgen.events import RoundEvent, RunInfo, RunSummary
+from fedgen.execution_spec import with_new_run_defaults
 from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, clear_run, latest_full_checkpoint, run_files
 from fedgen.spec import (
@@ -224,9 +225,22 @@ def _with_rounds(data: Any, args: argparse.Namespace, sweep: bool) -> Any:
     return {**data, "base": {**(base if isinstance(base, dict) else {}), "rounds": args.rounds}}
 
 
+def _new_run_defaults(data: Any) -> Any:
+    """`execution: auto` for a spec (or a sweep's base) that does not name one
+    (`fedgen.execution_spec`: new runs default to auto, the schema stays sequential)."""
+    if not isinstance(data, dict):
+        return data
+    if "grid" not in data and "base" not in data:
+        return with_new_run_defaults(data)
+    grid, base = data.get("grid"), data.get("base", {})
+    if (isinstance(grid, dict) and "execution" in grid) or not isinstance(base, dict):
+        return data
+    return {**data, "base": with_new_run_defaults(base)}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     _apply_threads(args)
-    data: Any = load_spec_data(args.spec)
+    data: Any = _new_run_defaults(load_spec_data(args.spec))
     source = str(args.spec) if args.rounds is None else f"{args.spec} with --rounds {args.rounds}"
     if isinstance(data, dict) and ("grid" in data or "base" in data):
         sweep = SweepSpec.model_validate(_with_rounds(data, args, sweep=True))

@@ -196,7 +196,10 @@ def render(
         f"#   {reproduce_command(spec_file, str(run.get('id')), versions)}",
         "",
     ]
-    body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+    # Written out even at its default: `fedgen run` gives a spec without it `execution: auto`
+    # (fedgen.execution_spec), and the run it reproduces ran as its spec says.
+    shown = {**spec, "execution": spec.get("execution", "sequential")}
+    body = yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
     return "\n".join(lines) + body
 
 

@@ -15,7 +15,7 @@ from fedgen.events import MemorySink, RoundEvent
 from fedgen.execution import choose, chunk_size
 from fedgen.runner import Simulation, run
 from fedgen.spec import SpecError, parse_spec
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 FEDGEN: dict[str, Any] = {"name": "fedgen", "gen_batch_size": 4, "server_batch_size": 4}
 # (case, spec overrides, server round): FedGen's regulariser starts after round 1 (official).
@@ -174,3 +174,14 @@ def test_chunks_are_equal_and_bounded() -> None:
     assert chunk_size("auto", 10, per_client=10, free=None) == 10
     assert chunk_size("auto", 10, per_client=10**12, free=1) == 1
     assert chunk_size(100, 10, per_client=1, free=1) == 10
+
+
+def test_fedgen_run_gives_new_runs_auto_and_keeps_what_a_spec_says() -> None:
+    from fedgen.cli import _new_run_defaults
+
+    assert _new_run_defaults({"rounds": 3})["execution"] == "auto"
+    assert _new_run_defaults({"execution": "sequential"})["execution"] == "sequential"
+    sweep = _new_run_defaults({"name": "s", "base": {"rounds": 3}, "grid": {"seed": [0, 1]}})
+    assert sweep["base"]["execution"] == "auto"
+    varied = {"name": "s", "grid": {"execution": ["sequential", "batched"]}}
+    assert _new_run_defaults(varied) == varied
