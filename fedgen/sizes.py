@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from fedgen.algorithms.registry import AlgorithmDecl, get_algorithm
 from fedgen.data.registry import BUILTINS, get_dataset
 from fedgen.generator_presets import PRESETS, dataset_family
 from fedgen.spec import ExperimentSpec, FedGenParams
@@ -249,9 +250,10 @@ def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
     model = model_shape(spec.model.name, channels, side, classes)
     users = spec.partition.num_users
     algo = spec.algorithm
+    decl = get_algorithm(algo.name)  # registered: the spec parsed
 
     local = Tensors()
-    if algo.name == "feddistill":  # personalised: every user keeps its whole model
+    if decl.personal_model:  # every user keeps its whole model
         local.extend(model.state)
     else:
         if spec.share == "predictor":
@@ -266,10 +268,10 @@ def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
     torch_rng = TORCH_CUDA_RNG_STATE if spec.device.startswith("cuda") else TORCH_CPU_RNG_STATE
 
     extra = Tensors()
-    if algo.name in ("feddistill", "feddistill-plus"):
+    if decl.label_logits:
         per_user_bytes += users * (classes * classes + classes) * FLOAT + 2 * TENSOR_OVERHEAD
         extra.add(classes * classes)  # global label logits
-    elif algo.name == "feddf":
+    elif decl.server_rng:
         extra.add(torch_rng, 1)
     elif (shapes := generator_shapes(spec)) is not None:
         gen, buffers = shapes
@@ -281,7 +283,7 @@ def checkpoint_estimate(spec: ExperimentSpec) -> CheckpointEstimate:
             extra.nbytes += gen.count * FLOAT
         extra.add(torch_rng, 1)
         extra.add(users * classes)  # user_counts
-    kept_per_user, kept_server = state_across_rounds(algo.name, model, spec.share)
+    kept_per_user, kept_server = state_across_rounds(decl, model, spec.share)
     per_user_bytes += kept_per_user.serialized * users
     extra.extend(kept_server)
     other = FIXED_OVERHEAD + len(spec.canonical_json()) + 16 * (spec.rounds + 1) + 8 * users
@@ -311,23 +313,26 @@ def generator_shapes(spec: ExperimentSpec) -> tuple[Tensors, Tensors] | None:
     return params, generator_buffers(hidden, batchnorm=bn)
 
 
-def state_across_rounds(algorithm: str, model: ModelShape, share: str) -> tuple[Tensors, Tensors]:
+def state_across_rounds(
+    decl: AlgorithmDecl, model: ModelShape, share: str
+) -> tuple[Tensors, Tensors]:
     """(one user's, the server's) tensors an algorithm keeps from round to round beyond the
-    model and the batch streams: what the baselines of issue 32 add to a full checkpoint."""
+    model and the batch streams, as its declaration says (`kept_per_user`, `kept_on_server`):
+    what the baselines of issue 32 add to a full checkpoint."""
     params = Tensors()
     params.extend(model.features)
     params.extend(model.predictor)
-    shared = params if share == "all" else model.predictor
+    parts = {
+        "params": params,
+        "model": model.state,
+        "shared": params if share == "all" else model.predictor,
+    }
     user, server = Tensors(), Tensors()
-    if algorithm in ("scaffold", "feddyn"):  # c_i and c; g_k and h
-        user.extend(params)
-        server.extend(params)
-    elif algorithm == "moon":  # the previous local model
-        user.extend(model.state)
-    elif algorithm in ("fedadam", "fedyogi"):  # m and v
-        server.extend(shared, 2)
-    elif algorithm == "fedavgm":  # the velocity
-        server.extend(shared)
+    if decl.kept_per_user is not None:
+        user.extend(parts[decl.kept_per_user])
+    if decl.kept_on_server is not None:
+        what, copies = decl.kept_on_server
+        server.extend(parts[what], copies)
     return user, server
 
 

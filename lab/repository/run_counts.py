@@ -1,10 +1,11 @@
 """How many runs a filter matches, per status, without scanning a lab of 100,000 runs.
 
-Each status is counted with a cap (`COUNT_CAP`): a count that stops at COUNT_CAP + 1 matching
-rows is exact below it and cheap above it (the (status, created_at) index gives the rows of
-one status). Above the cap, Postgres answers its planner's estimate of the rows (EXPLAIN, at
-least COUNT_CAP + 1), flagged not exact. SQLite, the one-host lab, counts exactly in one
-GROUP BY.
+First one GROUP BY over at most COUNT_CAP + 1 matching runs: when fewer match, every count is
+exact and nothing more is read. Past the cap (Postgres), each status is counted again with
+the cap, through the (status, created_at) index: a status with at most COUNT_CAP matching
+runs (queued, running, failed in most labs) is exact, a larger one is the planner's estimate
+(EXPLAIN, at least COUNT_CAP + 1), flagged as such. SQLite, the one-host lab, counts exactly.
+The users table is joined only for the owner filter.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def _explain_pg(element: _Explain, compiler: Any, **kw: Any) -> str:
     return "EXPLAIN (FORMAT JSON) " + str(compiler.process(element.statement, **kw))
 
 
-def _matching(conds: list[ColumnElement[bool]]) -> Select[Any]:
-    # The owner filter names users.name: the join is always there (one row per run).
-    return select(literal(1)).select_from(Run).join(User, User.id == Run.owner_id).where(*conds)
+def _matching(conds: list[ColumnElement[bool]], by_owner: bool, *cols: Any) -> Select[Any]:
+    stmt = select(*(cols or (literal(1),))).select_from(Run)
+    if by_owner:
+        stmt = stmt.join(User, User.id == Run.owner_id)
+    return stmt.where(*conds)
 
 
 def plan(session: Session, statement: Select[Any]) -> dict[str, Any]:
@@ -58,31 +61,35 @@ def plan(session: Session, statement: Select[Any]) -> dict[str, Any]:
     return explained[0]["Plan"]  # type: ignore[no-any-return]
 
 
-def estimate(session: Session, conds: list[ColumnElement[bool]]) -> int:
+def estimate(session: Session, conds: list[ColumnElement[bool]], by_owner: bool) -> int:
     """The Postgres planner's estimate of the runs matching `conds`."""
-    return int(plan(session, _matching(conds))["Plan Rows"])
+    return int(plan(session, _matching(conds, by_owner))["Plan Rows"])
 
 
-def status_counts(session: Session, conds: list[ColumnElement[bool]]) -> StatusCounts:
+def status_counts(
+    session: Session, conds: list[ColumnElement[bool]], *, by_owner: bool = False
+) -> StatusCounts:
     """Runs per status (every status, zeros included) matching `conds`, which must not filter
-    on the status itself."""
-    if session.get_bind().dialect.name != "postgresql":
-        stmt = (
-            select(Run.status, func.count())
-            .join(User, User.id == Run.owner_id)
-            .where(*conds)
-            .group_by(Run.status)
-        )
-        found = {str(s): int(n) for s, n in session.execute(stmt)}
+    on the status itself; `by_owner`: a condition names users.name."""
+    exact = session.get_bind().dialect.name != "postgresql"
+    some = _matching(conds, by_owner, Run.status)
+    if not exact:
+        some = some.limit(COUNT_CAP + 1)
+    capped = some.subquery()
+    found = {
+        str(s): int(n)
+        for s, n in session.execute(select(capped.c.status, func.count()).group_by(capped.c.status))
+    }
+    if exact or sum(found.values()) <= COUNT_CAP:
         return StatusCounts({s: found.get(s, 0) for s in RUN_STATUSES})
     counts: dict[str, int] = {}
     estimated: set[str] = set()
     for status in RUN_STATUSES:
         where = [*conds, Run.status == status]
-        capped = _matching(where).limit(COUNT_CAP + 1).subquery()
-        n = int(session.scalar(select(func.count()).select_from(capped)) or 0)
+        one = _matching(where, by_owner).limit(COUNT_CAP + 1).subquery()
+        n = int(session.scalar(select(func.count()).select_from(one)) or 0)
         if n > COUNT_CAP:
-            n = max(COUNT_CAP + 1, estimate(session, where))
+            n = max(COUNT_CAP + 1, estimate(session, where, by_owner))
             estimated.add(status)
         counts[status] = n
     return StatusCounts(counts, frozenset(estimated))

@@ -152,7 +152,8 @@ def list_runs(
         .offset(offset)
     )
     runs = list(session.scalars(stmt))
-    counted = status_counts(session, conditions(session, filters, with_status=False))
+    others = conditions(session, filters, with_status=False)
+    counted = status_counts(session, others, by_owner=bool(filters.owner))
     shown = [filters.status] if filters.status else list(counted.counts)
     return RunPage(
         runs=runs,
