@@ -8,7 +8,7 @@ Fills a scratch lab (SQLite under a temp FEDGEN_HOME) with a finished sweep: 5
 algorithms x 2 alphas x seeds, its rounds written straight through the repository's
 round write (`lab.repository.metrics.write_round`, the worker's own path) with synthetic
 curves instead of training. Then starts the API and the dashboard as child processes
-(tests/dashboard/stack.py), opens `/compare?runs=<all ids>` in headless Debian Chromium
+(tests/support/stack.py), opens `/compare?runs=<all ids>` in headless Debian Chromium
 through Playwright and takes the time from navigation start (`performance.now()` in the
 page) until the plotly chart has drawn its traces. One unmeasured warm-up visit first;
 before each measured visit the dashboard's API caches expire, so every visit fetches.
@@ -206,7 +206,7 @@ def visit(page: Any, url: str, timeout_ms: int = 120_000) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Fill, serve, measure; print the median as the last line."""
-    from tests.dashboard.stack import browser_page, lab_stack
+    from tests.support.stack import browser_page, lab_stack
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
@@ -296,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
 @contextlib.contextmanager
 def baseline_dashboard(root: Path, api_url: str, token: str, home: Path) -> Iterator[str]:
     """A second Streamlit dashboard served from the checkout `root`, on the same API."""
-    from tests.dashboard.lab import free_port
-    from tests.dashboard.stack import _stop, _wait_http
+    from tests.support.dashboard_lab import free_port
+    from tests.support.stack import _stop, _wait_http
 
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(root), "FEDGEN_API_URL": api_url,
@@ -318,7 +318,7 @@ def baseline_dashboard(root: Path, api_url: str, token: str, home: Path) -> Iter
 
 def shoot(dashboard_url: str, sweep_id: str, out: Path, profile: Path) -> None:
     """Screenshots of Compare on the whole sweep: grouped (default) and one line per run."""
-    from tests.dashboard.stack import browser_page
+    from tests.support.stack import browser_page
 
     out.mkdir(parents=True, exist_ok=True)
     # Tall enough for the whole page: Streamlit scrolls inside its own container.

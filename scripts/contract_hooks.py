@@ -14,7 +14,7 @@ rules is answered 422 by design, so such requests are not generated. Only those:
 refusal of a schema-valid body is still reported. (Which `algorithm.<param>` keys a sweep
 may have is in the schema itself, SweepGrid and SweepCreate.) For a clone the hooks read the
 run's spec from the API (FEDGEN_CONTRACT_API and FEDGEN_CONTRACT_TOKEN, set by
-scripts/contract.py). Loaded through SCHEMATHESIS_HOOKS=tests.api.contract_hooks.
+scripts/contract.py). Loaded through SCHEMATHESIS_HOOKS=scripts.contract_hooks.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ Tests marked `postgres` fail (not skip) when CI=true and the server is unreachab
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -19,14 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.main import create_app
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from lab.models import Base
 from migrations.apply import upgrade
-from tests.factories import create_user
-from tests.needs import needs
-
-PG_BASE = os.environ.get(
-    "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+from tests.support.factories import create_user
+from tests.support.needs import needs
+from tests.support.postgres import PG_BASE, truncate
 
 
 @pytest.fixture(scope="session")
@@ -58,12 +53,6 @@ def pg_url() -> Iterator[str]:
         admin.dispose()
 
 
-def _truncate(engine: Engine) -> None:
-    names = ", ".join(t.name for t in Base.metadata.sorted_tables)
-    with engine.begin() as c:
-        c.execute(text(f"TRUNCATE {names} CASCADE"))
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
     """A migrated, empty database: a copied SQLite file, or the session's Postgres schema."""
@@ -75,7 +64,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
     url = request.getfixturevalue("pg_url")
     yield url
     engine = make_engine(url, pool_size=1)
-    _truncate(engine)
+    truncate(engine)
     engine.dispose()
 
 

@@ -1,6 +1,6 @@
 """Screenshots of Compare mid-sweep: finished, running and queued runs in one live chart.
 
-Run: `.venv/bin/python -m tests.dashboard.compare_screenshots OUT_DIR` (a few minutes, CPU).
+Run: `.venv/bin/python -m scripts.screens.compare_screenshots OUT_DIR` (a few minutes, CPU).
 Starts the lab (API + worker + dashboard), submits a 6-run synthetic sweep, waits until
 some runs have finished while others run, opens `/compare?sweep=<id>` (grouped, then one
 line per run), reads the chart's traces from the DOM twice a few seconds apart (the
@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from tests.dashboard.stack import browser_page, lab_stack
+from tests.support.stack import browser_page, lab_stack
 
 BASE = {
     "data": {"name": "synthetic", "synthetic_samples": 2000, "synthetic_classes": 20},

@@ -1,6 +1,6 @@
 """Screenshots of the pages issue 28 changed: Settings (API tokens), Trash, Runs in every state.
 
-Run: `.venv/bin/python -m tests.dashboard.issue28_screenshots [OUT_DIR]` (about a minute, no
+Run: `.venv/bin/python -m scripts.screens.issue28_screenshots [OUT_DIR]` (about a minute, no
 network; default OUT_DIR /tmp/screens28). One lab (API + dashboard, no worker): runs are put
 in their states by the worker's own `execute_run` with the shared fake runner (two succeeded,
 one failed in round 3, one running whose worker died after round 2, one queued); a run and a
@@ -20,10 +20,10 @@ import httpx
 
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from tests.dashboard import browse
-from tests.dashboard.lab import tiny_spec
-from tests.dashboard.stack import Stack, browser_page, lab_stack
-from tests.fakes import FakeRunner, Killed
+from tests.support import browse
+from tests.support.dashboard_lab import tiny_spec
+from tests.support.fakes import FakeRunner, Killed
+from tests.support.stack import Stack, browser_page, lab_stack
 from worker.execution import execute_run
 
 

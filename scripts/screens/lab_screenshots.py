@@ -5,7 +5,7 @@ A real `fedgen-lab worker --slots 2` runs a FedGen run on the synthetic dataset;
 frozen (SIGSTOP) mid-run, so the run resumes from its last checkpoint on the other slot (two
 segments). An emnist-letters run waits meanwhile: no worker has that dataset.
 
-Run: `.venv/bin/python -m tests.dashboard.lab_screenshots OUT_DIR` (a few minutes, CPU only).
+Run: `.venv/bin/python -m scripts.screens.lab_screenshots OUT_DIR` (a few minutes, CPU only).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from tests.dashboard.stack import Stack, browser_page, lab_stack
+from tests.support.stack import Stack, browser_page, lab_stack
 
 VICTIM = {
     "data": {"name": "synthetic", "synthetic_samples": 1000},

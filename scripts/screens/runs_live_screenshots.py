@@ -1,6 +1,6 @@
 """Screenshots of the Runs and Live pages mid-sweep (some runs done, one running, some queued).
 
-Run: `.venv/bin/python -m tests.dashboard.runs_live_screenshots OUT_DIR` (a few minutes, CPU).
+Run: `.venv/bin/python -m scripts.screens.runs_live_screenshots OUT_DIR` (a few minutes, CPU).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.dashboard.stack import browser_page, lab_stack
+from tests.support.stack import browser_page, lab_stack
 
 BASE = {
     "data": {"name": "synthetic", "synthetic_samples": 1000},

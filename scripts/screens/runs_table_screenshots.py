@@ -6,7 +6,7 @@ fails one (no dataset files), then holds a long run while two more wait queued. 
 a note and tags through PATCH. Writes runs-table.png (the page), runs-table-picked.png (one
 run ticked: its details, note and tags) and runs.csv (the CSV the page offers).
 
-Run: `.venv/bin/python -m tests.dashboard.runs_table_screenshots /tmp/shots` (about 2 min, CPU).
+Run: `.venv/bin/python -m scripts.screens.runs_table_screenshots /tmp/shots` (about 2 min, CPU).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 
-from tests.dashboard.stack import browser_page, lab_stack
+from tests.support.browse import tick_row
+from tests.support.stack import browser_page, lab_stack
 
 BASE: dict[str, Any] = {
     "data": {"name": "synthetic", "synthetic_samples": 600},
@@ -99,15 +100,6 @@ def _page_csv(runs: list[dict[str, Any]]) -> str:
     from dashboard import runs_csv
 
     return str(runs_csv.csv_frame(runs, datetime.now(UTC)).to_csv(index=False))
-
-
-def tick_row(page: Any, table: Any, row: int) -> None:
-    """Tick row `row` (0 = first) of a Streamlit dataframe: its row-marker checkbox is drawn on
-    the canvas at the row's left end, below the header row (35 px rows)."""
-    box = table.bounding_box()
-    table.hover()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 17)
-    page.wait_for_timeout(800)
 
 
 if __name__ == "__main__":

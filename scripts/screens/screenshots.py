@@ -1,6 +1,6 @@
 """Make docs/img/compare.png: a real sweep on the synthetic dataset, shown on the Compare page.
 
-Run: `.venv/bin/python -m tests.dashboard.screenshots` (a few minutes, CPU only, no network).
+Run: `.venv/bin/python -m scripts.screens.screenshots` (a few minutes, CPU only, no network).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.dashboard.stack import ROOT, browser_page, lab_stack
+from tests.support.stack import ROOT, browser_page, lab_stack
 
 BASE = {
     "data": {"name": "synthetic", "synthetic_samples": 1000},

@@ -1,6 +1,6 @@
 """Screenshots of the Paper page: study sweeps filled by the scripted runner, in headless Chromium.
 
-Run: `.venv/bin/python -m tests.dashboard.study_screenshots [OUT_DIR]` (about a minute, no
+Run: `.venv/bin/python -m scripts.screens.study_screenshots [OUT_DIR]` (about a minute, no
 network). The runs are the dashboard tests' scripted runner (fast, plausible curves and
 timings), so the figures show how the page reads, not results of the simulator.
 """
@@ -15,8 +15,8 @@ import httpx
 
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from tests.dashboard.stack import ROOT, browser_page, lab_stack
-from tests.fakes import FakeRunner
+from tests.support.fakes import FakeRunner
+from tests.support.stack import ROOT, browser_page, lab_stack
 from worker.execution import execute_run
 
 # Every study, on its paper dataset (where the paper has numbers, so verdicts show), small.

@@ -1,6 +1,6 @@
 """Screenshots of the Submit page's refusals: a field out of range, a dataset no live worker has.
 
-Run: `.venv/bin/python -m tests.dashboard.submit_screenshots [OUT_DIR]` (under a minute, CPU
+Run: `.venv/bin/python -m scripts.screens.submit_screenshots [OUT_DIR]` (under a minute, CPU
 only, no network; default OUT_DIR /tmp/shots/submit). A real lab: API, one worker (which
 finds Fashion-MNIST and the synthetic dataset, not MNIST) and the dashboard, in Chromium.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.dashboard.stack import browser_page, lab_stack
+from tests.support.stack import browser_page, lab_stack
 
 
 def _wait_for_worker(api_url: str, token: str) -> list[str]:

@@ -1,8 +1,8 @@
 """Screenshots of the Sweep tables page's Plot section, in headless Chromium.
 
-Run: `.venv/bin/python -m tests.dashboard.sweep_plot_screenshots [OUT_DIR]` (default /tmp/shots;
+Run: `.venv/bin/python -m scripts.screens.sweep_plot_screenshots [OUT_DIR]` (default /tmp/shots;
 about a minute, no network). Three study sweeps are launched through the API and their runs
-finished through the real write path (`tests.factories.seed_rounds`: rounds, then the status)
+finished through the real write path (`tests.support.factories.seed_rounds`: rounds, then the status)
 with fabricated curves, each run's summary computed from its curve as the runner does:
 
 - Table 1 on MNIST (7 algorithms x α = 0.05, 0.1, 1 x 3 seeds): curves level off near the
@@ -35,8 +35,8 @@ from fedgen.stats import summarize_curve
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from lab.models import Run
-from tests.dashboard.stack import browser_page, lab_stack
-from tests.factories import seed_rounds
+from tests.support.factories import seed_rounds
+from tests.support.stack import browser_page, lab_stack
 
 OUT = Path("/tmp/shots")
 ROUNDS = 20

@@ -7,7 +7,7 @@ sweep of three runs (one fails in round 2) runs through the worker's execute_run
 scripted runner, and the workers' webhook sender (worker/webhook_sender.py) runs in this
 process, so the deliveries are real POSTs.
 
-Run: `.venv/bin/python -m tests.dashboard.webhook_screenshots [OUT_DIR]` (about a minute, no
+Run: `.venv/bin/python -m scripts.screens.webhook_screenshots [OUT_DIR]` (about a minute, no
 network; default OUT_DIR /tmp/shots).
 """
 
@@ -28,8 +28,8 @@ import httpx
 
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from tests.dashboard.stack import browser_page, lab_stack
-from tests.fakes import FakeRunner
+from tests.support.fakes import FakeRunner
+from tests.support.stack import browser_page, lab_stack
 from worker.execution import execute_run
 from worker.webhook_sender import start_webhook_sender
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from lab.models import User
-from tests.factories import create_run, make_spec
+from tests.support.factories import create_run, make_spec
 
 API = "/api/v1"
 

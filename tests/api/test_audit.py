@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lab.config import Settings
 from lab.models import CheckpointRow, Run, User, utcnow
-from tests.factories import create_run
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 API = "/api/v1"

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from lab.models import Run, Sweep
-from tests.factories import make_spec
+from tests.support.factories import make_spec
 
 API = "/api/v1"
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from api.service import checkpoint_problem
 from fedgen.spec import ExperimentSpec
 from lab.config import Settings
-from tests.factories import live_worker, make_spec
+from tests.support.factories import live_worker, make_spec
 
 API = "/api/v1"
 LIMIT = re.compile(

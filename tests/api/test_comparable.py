@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from fedgen.stats import curve_statistic
 from lab.models import User
-from tests.factories import create_run, create_sweep_runs, make_spec, seed_rounds
+from tests.support.factories import create_run, create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from lab.db import make_engine
 from scripts import contract
-from tests.needs import needs
+from tests.support.needs import needs
 
 
 def _postgres_up() -> bool:

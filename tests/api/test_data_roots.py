@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lab.config import Settings
-from tests.factories import make_spec
-from tests.fedgen.test_folder_dataset import SIDE, write_npz
+from tests.support.datafiles import SIDE, write_npz
+from tests.support.factories import make_spec
 
 API = "/api/v1"
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.main import create_app
 from lab.config import Settings
 from lab.models import Run, User
-from tests.factories import create_run, seed_rounds
+from tests.support.factories import create_run, seed_rounds
 
 API = "/api/v1"
 

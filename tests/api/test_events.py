@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from lab.models import Run, User
 from lab.security import parse_stream_token
-from tests.factories import create_run, seed_rounds
+from tests.support.factories import create_run, seed_rounds
 
 API = "/api/v1"
 

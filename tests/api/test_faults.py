@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.main import create_app
 from lab.config import Settings
 from lab.db import make_sessionmaker
-from tests.factories import create_run, create_user, live_worker, make_spec
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_user, live_worker, make_spec
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from lab.config import Settings
 from lab.downsample import downsample
 from lab.models import User
-from tests.factories import create_run, seed_rounds
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, seed_rounds
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 API = "/api/v1"

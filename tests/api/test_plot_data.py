@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from fedgen.stats import mean_std, pooled_top5, reported_curve, summarize_curve
 from lab.models import Run, User
-from tests.factories import create_sweep_runs, make_spec, seed_rounds
+from tests.support.factories import create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"
 ROUNDS = 6

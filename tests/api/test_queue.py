@@ -13,7 +13,7 @@ from api.main import create_app
 from lab.config import Settings
 from lab.models import Run
 from lab.queue import TASK_NAME, Sender, queue_for_device, worker_queue
-from tests.factories import live_worker, make_spec
+from tests.support.factories import live_worker, make_spec
 
 API = "/api/v1"
 

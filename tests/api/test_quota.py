@@ -21,7 +21,7 @@ from lab import trash
 from lab.config import Settings
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
-from tests.factories import make_spec
+from tests.support.factories import make_spec
 
 API = "/api/v1"
 FEDGEN = make_spec(algorithm={"name": "fedgen"})

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from lab.models import Run, User
-from tests.factories import create_run, create_sweep_runs, make_spec, seed_rounds
+from tests.support.factories import create_run, create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"
 

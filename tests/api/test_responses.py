@@ -7,7 +7,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
 from api.schemas.results import ComparePublic
-from tests.factories import create_run, create_user, make_spec, seed_rounds
+from tests.support.factories import create_run, create_user, make_spec, seed_rounds
 
 API = "/api/v1"
 

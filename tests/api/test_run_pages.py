@@ -18,7 +18,7 @@ from lab.models import Run, User
 from lab.repository import run_counts
 from lab.repository.run_list import RunFilters, conditions
 from lab.repository.spec_filter import parse_where, spec_equals
-from tests.factories import create_run
+from tests.support.factories import create_run
 
 API = "/api/v1"
 
@@ -197,6 +197,6 @@ def test_where_uses_the_spec_index_on_postgres_and_finds_what_a_scan_finds(
 
 
 def _make_alice(session: Session) -> None:
-    from tests.factories import create_user
+    from tests.support.factories import create_user
 
     create_user(session, "alice")

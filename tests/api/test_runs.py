@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from lab.models import Run
-from tests.factories import live_worker, make_spec
+from tests.support.factories import live_worker, make_spec
 
 API = "/api/v1"
 

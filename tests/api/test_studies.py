@@ -12,7 +12,7 @@ from fedgen.paper import TABLE1, TABLE3_FEDAVG, TABLE3_FEDGEN, Setting
 from fedgen.stats import mean_std, pooled_top5, reported_curve
 from fedgen.studies.registry import STUDIES
 from lab.models import Run
-from tests.factories import live_worker, seed_rounds
+from tests.support.factories import live_worker, seed_rounds
 
 API = "/api/v1"
 

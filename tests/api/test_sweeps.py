@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from fedgen.stats import mean_std, pooled_top5, reported_curve
 from lab.models import User
-from tests.factories import create_sweep_runs, live_worker, make_spec, seed_rounds
+from tests.support.factories import create_sweep_runs, live_worker, make_spec, seed_rounds
 
 API = "/api/v1"
 

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from lab.models import ApiToken, Run, User
 from lab.repository import tokens as tokens_repo
 from lab.security import hash_token
-from tests.factories import create_run
-from tests.procs import wait_for
+from tests.support.factories import create_run
+from tests.support.procs import wait_for
 
 API = "/api/v1"
 

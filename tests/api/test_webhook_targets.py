@@ -1,7 +1,7 @@
 """Webhook targets (issue 28): FEDGEN_WEBHOOK_ALLOW lets names through by pattern and addresses
 by address or network; a target resolving to a loopback, private, link-local, ... address is
 a 422 naming `url` unless allowed by address; creating and deleting a webhook are audited; and
-webhook tests are counted against FEDGEN_WEBHOOK_TEST_RATE. DNS is faked (tests/webhook_net.py).
+webhook tests are counted against FEDGEN_WEBHOOK_TEST_RATE. DNS is faked (tests/support/webhook_net.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from lab import webhook_targets
 from lab.config import Settings
 from lab.repository import audit
 from lab.webhook_targets import TargetRefused, check_target, parse_allow
-from tests.webhook_net import FakeDNS
+from tests.support.webhook_net import FakeDNS
 
 API = "/api/v1"
 

@@ -19,7 +19,7 @@ from lab.config import Settings
 from lab.models import Run, User, WebhookDelivery
 from lab.repository import runs as runs_repo
 from lab.webhook_targets import IP, name_allowed, parse_allow
-from tests.factories import create_run, create_sweep_runs, make_spec
+from tests.support.factories import create_run, create_sweep_runs, make_spec
 
 API = "/api/v1"
 ALLOW = "127.0.0.1,*.lab.example"

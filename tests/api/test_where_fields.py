@@ -17,7 +17,7 @@ from fedgen.algorithms.registry import AlgorithmDecl
 from fedgen.spec import AlgorithmParams
 from lab.models import User
 from lab.repository.spec_fields import known_fields, nearest, where_problem
-from tests.factories import create_run
+from tests.support.factories import create_run
 
 API = "/api/v1"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import streamlit as st
 
-from tests.dashboard.lab import Lab, seed_lab, start_lab
+from tests.support.dashboard_lab import Lab, seed_lab, start_lab
 
 
 @pytest.fixture(autouse=True, scope="session")

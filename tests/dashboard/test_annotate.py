@@ -9,8 +9,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from dashboard.annotate import edited_line
-from tests.dashboard.lab import Lab, tiny_spec
-from tests.dashboard.test_pages import open_page
+from tests.support.apptest import open_page
+from tests.support.dashboard_lab import Lab, tiny_spec
 
 NOW = datetime(2026, 12, 3, 11, 18, 19, tzinfo=UTC)
 RAW = "2026-12-03T11:13:19.3127147"  # as the finding saw it: 7 digits, no zone (UTC)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.stack import CHROMIUM, ROOT, browser_page, lab_stack
-from tests.needs import needs
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, ROOT, browser_page, lab_stack
 
 pytestmark = [
     pytest.mark.browser,

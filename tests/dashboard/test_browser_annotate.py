@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dashboard.runs_table_screenshots import tick_row
-from tests.dashboard.stack import CHROMIUM, ROOT, browser_page, lab_stack
-from tests.needs import needs
+from tests.support.browse import tick_row
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, ROOT, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dashboard.stack import CHROMIUM, browser_page, lab_stack
-from tests.dashboard.test_browser_states import IDLE, _exceptions, _main_text, _tracebacks
-from tests.needs import needs
+from tests.support import browse
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 FASHION = Path("/usr/share/datasets/fashion-mnist")
@@ -135,7 +135,7 @@ def test_sweep_watched_live(tmp_path: Path) -> None:
                     _shot(paper, "paper-mid-sweep", shots)
                     _shot(compare, "compare-mid-sweep", shots)
                 for name, tab in tabs.items():
-                    raised.setdefault(name, []).extend(_exceptions(tab))
+                    raised.setdefault(name, []).extend(browse.exceptions(tab))
                 if done == len(statuses) and "6/6" in seen["paper"][-1]:
                     break
                 time.sleep(0.5)
@@ -145,18 +145,18 @@ def test_sweep_watched_live(tmp_path: Path) -> None:
             failed = api.get(f"/runs/{bad_id}").json()
             live.goto(f"{dash}/?page=live&run={bad_id}")
             live.locator('[data-testid="stAlert"]').first.wait_for(timeout=60_000)
-            live.locator(IDLE).wait_for(timeout=30_000)
-            failed_text = _main_text(live)
+            live.locator(browse.IDLE).wait_for(timeout=30_000)
+            failed_text = browse.main_text(live)
             _shot(live, "live-failed", shots)
             if os.environ.get("FEDGEN_SHOTS"):
                 live.goto(f"{dash}/?page=runs")
                 live.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)
-                live.locator(IDLE).wait_for(timeout=30_000)
+                live.locator(browse.IDLE).wait_for(timeout=30_000)
                 _shot(live, "runs-with-a-failed-run", shots)
             for name, tab in tabs.items():
-                raised[name].extend(_exceptions(tab))
+                raised[name].extend(browse.exceptions(tab))
         api.close()
-        tracebacks = _tracebacks(stack.home / "logs" / "dashboard.log")
+        tracebacks = browse.tracebacks(stack.home / "logs" / "dashboard.log")
     # Assert: Live showed the run queued, then running (rounds advancing), without reload
     states = [s.split(" ·")[0].split(" ")[0] for s in seen["live"] if s]
     assert states, seen["live"]

@@ -26,10 +26,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dashboard import browse
-from tests.dashboard.browse import ALERT, CHART, IDLE, TABLE
-from tests.dashboard.stack import CHROMIUM, browser_page, lab_stack
-from tests.needs import needs
+from tests.support import browse
+from tests.support.browse import ALERT, CHART, IDLE, TABLE
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 FASHION = Path("/usr/share/datasets/fashion-mnist")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.stack import CHROMIUM, browser_page, lab_stack
-from tests.needs import needs
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # url path -> (title in the sidebar, the page's heading)

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dashboard.stack import CHROMIUM, browser_page, lab_stack
-from tests.dashboard.test_browser_states import IDLE
-from tests.needs import needs
-from tests.plugin_site import install_example, pythonpath
+from tests.support.browse import IDLE
+from tests.support.needs import needs
+from tests.support.plugin_site import install_example, pythonpath
+from tests.support.stack import CHROMIUM, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 BASE: dict[str, Any] = {

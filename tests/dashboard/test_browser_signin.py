@@ -19,9 +19,9 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.dashboard.lab import tiny_spec
-from tests.dashboard.stack import CHROMIUM, Stack, browser_page, lab_stack
-from tests.needs import needs
+from tests.support.dashboard_lab import tiny_spec
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SIGN_IN = "Sign in to FedGen Lab"
@@ -31,7 +31,7 @@ def _seed_sweep(stack: Stack) -> tuple[str, str]:
     """A finished two-run sweep (FedAvg, seeds 0 and 1): its id and name."""
     from lab.config import Settings
     from lab.db import make_engine, make_sessionmaker
-    from tests.fakes import FakeRunner
+    from tests.support.fakes import FakeRunner
     from worker.execution import execute_run
 
     headers = {"Authorization": f"Bearer {stack.token}"}

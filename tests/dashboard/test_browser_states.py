@@ -13,28 +13,27 @@ sweep (Paper and Sweep tables) holds six of them in mixed states.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.dashboard.lab import tiny_spec
-from tests.dashboard.stack import CHROMIUM, Stack, browser_page, lab_stack
-from tests.needs import needs
+from tests.support import browse
+from tests.support.dashboard_lab import tiny_spec
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STUDY = "table2"  # FedAvg and five FedGen generator presets: 6 runs with one seed
 # What a page draws once its data is in (the `ready` of `_settle`).
 TABLE, CHART = '[data-testid="stDataFrame"]', ".js-plotly-plot"
 PROGRESS, ALERT = '[data-testid="stProgress"]', '[data-testid="stAlert"]'
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
 def _die_after(round_: int) -> Any:
     """An on_round hook: the worker dies once `round_` is stored."""
-    from tests.fakes import Killed
+    from tests.support.fakes import Killed
 
     def hook(r: int) -> None:
         if r == round_:
@@ -57,7 +56,7 @@ def _execute(stack: Stack, run_id: str, runner: Any) -> str:
     """Run `run_id` through the worker's execute_run in this process, on the lab's database."""
     from lab.config import Settings
     from lab.db import make_engine, make_sessionmaker
-    from tests.fakes import Killed
+    from tests.support.fakes import Killed
     from worker.execution import execute_run
 
     settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
@@ -75,7 +74,7 @@ def _execute(stack: Stack, run_id: str, runner: Any) -> str:
 
 def _put_in_states(stack: Stack) -> dict[str, str]:
     """state name -> run id, every state the issue names; "sweep" -> the study's sweep id."""
-    from tests.fakes import FakeRunner
+    from tests.support.fakes import FakeRunner
 
     headers = {"Authorization": f"Bearer {stack.token}"}
     ids: dict[str, str] = {}
@@ -142,29 +141,9 @@ def _settle(page: Any, ready: str) -> None:
     run to end (Streamlit's own run state on the app element), fragments included."""
     page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=30_000)
     page.locator(ready).first.wait_for(timeout=30_000)
-    page.locator(IDLE).wait_for(timeout=30_000)
+    page.locator(browse.IDLE).wait_for(timeout=30_000)
     page.wait_for_timeout(200)  # a fragment's rerun that was just due
-    page.locator(IDLE).wait_for(timeout=30_000)
-
-
-def _exceptions(page: Any) -> list[str]:
-    boxes = page.locator('[data-testid="stException"]')
-    return [boxes.nth(i).inner_text()[:400] for i in range(boxes.count())]
-
-
-def _main_text(page: Any) -> str:
-    return str(page.locator('[data-testid="stMain"]').inner_text())
-
-
-def _tracebacks(log: Path) -> list[str]:
-    """Each traceback the dashboard's server wrote to its log (an uncaught page exception)."""
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return [
-        m.group(0)[:800]
-        for m in re.finditer(
-            r"Traceback \(most recent call last\)[^\n]*\n(?:\s.*\n?)*(?:\S.*)?", text
-        )
-    ]
+    page.locator(browse.IDLE).wait_for(timeout=30_000)
 
 
 @pytest.mark.timeout(240)
@@ -182,8 +161,8 @@ def test_every_page_in_every_state(tmp_path: Path) -> None:
             def visit(name: str, path: str, ready: str) -> None:
                 page.goto(f"{base}/?page={path}")
                 _settle(page, ready)
-                raised[name] = _exceptions(page)
-                texts[name] = _main_text(page)
+                raised[name] = browse.exceptions(page)
+                texts[name] = browse.main_text(page)
 
             # Execute
             visit("runs", "runs", TABLE)
@@ -195,7 +174,7 @@ def test_every_page_in_every_state(tmp_path: Path) -> None:
             visit("paper", f"paper&study={STUDY}&sweep={ids['sweep']}", TABLE)
             visit("tables", f"tables&sweep={ids['sweep']}", TABLE)
             visit("lab", "lab", ALERT)
-        tracebacks = _tracebacks(stack.home / "logs" / "dashboard.log")
+        tracebacks = browse.tracebacks(stack.home / "logs" / "dashboard.log")
     # Assert
     assert {k: v for k, v in raised.items() if v} == {}
     assert tracebacks == []

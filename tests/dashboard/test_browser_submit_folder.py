@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from dashboard.client import LabClient
-from tests.dashboard.stack import CHROMIUM, Stack, browser_page, lab_stack
-from tests.fedgen.test_folder_dataset import CLASSES, SIDE, write_npz
-from tests.needs import needs
+from tests.support.datafiles import CLASSES, SIDE, write_npz
+from tests.support.needs import needs
+from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = Path("/tmp/shots")

@@ -21,8 +21,8 @@ from fedgen import metric_names
 from lab.db import session_scope
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
-from tests.dashboard.lab import Lab, start_lab, tiny_spec
-from tests.fakes import FakeRunner
+from tests.support.dashboard_lab import Lab, start_lab, tiny_spec
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 LEASE = "compare-page-test"

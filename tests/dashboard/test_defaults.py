@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from fedgen.specdict import flatten
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import open_page
+from tests.support.apptest import open_page
+from tests.support.dashboard_lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 

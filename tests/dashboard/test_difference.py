@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashboard.difference import default_pair, format_difference, format_p, round_note, short_name
-from tests.dashboard.lab import Lab
+from tests.support.dashboard_lab import Lab
 
 
 def test_format_difference_reads_as_the_issue_asks() -> None:
@@ -68,7 +68,7 @@ def test_picked_groups_give_the_difference_as_named(
 ) -> None:
     """Groups picked by hand are sent as named (order=given): the worse group first gives a
     negative difference, the server's a − b."""
-    from tests.dashboard.test_pages import open_page
+    from tests.support.apptest import open_page
 
     # Prepare
     ids = lab_env["run_ids"]

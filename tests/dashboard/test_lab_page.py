@@ -14,8 +14,8 @@ import pytest
 from dashboard.client import LabClient
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 CAPS = {

@@ -12,30 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from fedgen import metric_names
 from lab.models import Run
-from tests.dashboard.lab import Lab
-
-
-def open_page(app_path: str, page: str, state: dict[str, Any] | None = None) -> AppTest:
-    """Run the entrypoint, switch to `page` (seeding session state first) and render it."""
-    at = AppTest.from_file(app_path, default_timeout=30)
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    if page != "app_pages/runs.py":
-        at.switch_page(page)
-        at.run()
-    return at
-
-
-def texts(at: AppTest) -> str:
-    """All markdown, captions, infos, errors and titles of the page, joined."""
-    parts = (
-        [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.title]
-    )
-    parts += (
-        [e.value for e in at.info] + [e.value for e in at.error] + [e.value for e in at.success]
-    )
-    return "\n".join(str(p) for p in parts)
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab
 
 
 def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any]) -> None:
@@ -44,7 +22,7 @@ def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any]) -> None:
     at = open_page(app_path, "app_pages/runs.py")
     # Assert
     assert not at.exception
-    assert "5 runs" in texts(at)
+    assert "runs 1–5 of 5, newest first" in texts(at)
     assert "Signed in as **alice**" in texts(at)
     assert len(at.dataframe) >= 1
 

@@ -1,6 +1,6 @@
 """The Runs page's algorithm and dataset filters offer what the server knows (its schema, as
 the Submit form does), not what the dashboard saw when it started: a plugin algorithm
-installed on the server (examples/plugins/fedavgm, `tests.plugin_site`) after the page was
+installed on the server (examples/plugins/fedavgm, `tests.support.plugin_site`) after the page was
 first opened is listed once its cached choices expire, and a link filtering by it keeps it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard import loaders
-from tests.plugin_site import install_example, plugins_on_path
+from tests.support.plugin_site import install_example, plugins_on_path
 
 pytestmark = pytest.mark.slow  # a pip install of the example plugin
 

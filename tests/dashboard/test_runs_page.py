@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dashboard.client import LabClient
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab
 
 
 def _pick(at: Any, rows: list[int]) -> None:

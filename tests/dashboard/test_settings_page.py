@@ -11,8 +11,8 @@ import httpx
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard import token_store, ui
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import texts
+from tests.support.apptest import texts
+from tests.support.dashboard_lab import Lab
 
 SIGN_IN = "Sign in to FedGen Lab"
 COMPARE_KEYS = ("cmp_sweep", "cmp_metric", "cmp_x", "cmp_selection")  # seeded from the link

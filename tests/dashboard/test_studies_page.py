@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
-from tests.dashboard.lab import Lab, start_lab
-from tests.dashboard.test_pages import open_page, texts
-from tests.fakes import FakeRunner
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab, start_lab
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 PAGE = "app_pages/studies.py"

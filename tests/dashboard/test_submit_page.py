@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 from fedgen.specdict import flatten
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
-from tests.dashboard.lab import Lab
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab
 
 PAGE = "app_pages/submit.py"
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from dashboard.sweep_tables import summary_groups, table1_long, table3_frame, timing_rows
 from dashboard.table_csv import table1_csv_frame, table3_csv_frame, varying_fields
 from lab.models import User
-from tests.factories import create_sweep_runs, make_spec, seed_rounds
+from tests.support.factories import create_sweep_runs, make_spec, seed_rounds
 
 API = "/api/v1"
 ALPHAS = [0.1, 0.5, 1.0]

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dashboard import trash_view
-from tests.dashboard.lab import Lab, tiny_spec
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
+from tests.support.dashboard_lab import Lab, tiny_spec
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

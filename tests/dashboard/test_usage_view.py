@@ -7,7 +7,7 @@ from typing import Any
 
 from api.schemas.usage import MemberUsage, UsageList
 from dashboard import usage_view
-from tests.dashboard.test_pages import open_page, texts
+from tests.support.apptest import open_page, texts
 
 GIB = 1 << 30
 

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.versus_paper import NO_PAPER, versus_paper
-from tests.dashboard.test_pages import open_page
+from tests.support.apptest import open_page
 
 
 def _long(rows: list[tuple[str, str, float, float, float, float]]) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from fedgen.events import MemorySink
 from fedgen.models.cnn import PREDICTOR_PREFIX
 from fedgen.runner import Simulation, run
 from fedgen.spec import SpecError
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 BASELINES: dict[str, dict[str, Any]] = {
     "fedensemble": {"name": "fedensemble"},

@@ -13,7 +13,7 @@ from fedgen.data import DatasetError, load_dataset
 from fedgen.data import datasets as dsmod
 from fedgen.data.roots import DEBIAN_DATASETS, allowed_roots, data_path_problems, resolve_inside
 from fedgen.spec import DataSpec, FolderSpec
-from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
+from tests.support.datafiles import MNIST_FILES, write_mnist_like
 
 
 def _folder(path: str, root: str | None = None) -> DataSpec:

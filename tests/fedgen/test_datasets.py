@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 from pathlib import Path
 
@@ -13,38 +12,8 @@ import torch
 from fedgen.data import DatasetError, build_partition, load_dataset
 from fedgen.data import datasets as dsmod
 from fedgen.spec import DataSpec, PartitionSpec
-from tests.needs import needs
-
-MNIST_FILES = (
-    "train-images-idx3-ubyte",
-    "train-labels-idx1-ubyte",
-    "t10k-images-idx3-ubyte",
-    "t10k-labels-idx1-ubyte",
-)
-
-
-def write_idx(path: Path, arr: np.ndarray, gz: bool = False) -> Path:
-    """Write a uint8 array as an IDX file (magic 0x0000080N, big-endian dims)."""
-    body = bytes([0, 0, 8, arr.ndim]) + np.array(arr.shape, dtype=">i4").tobytes()
-    body += arr.astype(np.uint8).tobytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if gz:
-        path = path.with_name(path.name + ".gz")
-        path.write_bytes(gzip.compress(body))
-    else:
-        path.write_bytes(body)
-    return path
-
-
-def write_mnist_like(
-    raw: Path, names: tuple[str, ...], labels: tuple[np.ndarray, np.ndarray], gz: bool
-) -> None:
-    rng = np.random.default_rng(0)
-    for i, y in enumerate(labels):
-        x = rng.integers(0, 256, size=(y.size, 28, 28))
-        x[0, 0, 0], x[0, 0, 1] = 0, 255
-        write_idx(raw / names[2 * i], x, gz)
-        write_idx(raw / names[2 * i + 1], y, gz)
+from tests.support.datafiles import MNIST_FILES, write_mnist_like
+from tests.support.needs import needs
 
 
 def test_mnist_plain_matches_torchvision(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from fedgen.spec import load_spec, parse_spec
 from fedgen.stats import format_acc
 from lab.config import Settings
 from lab.models import RoundMetrics, Run
-from tests.factories import create_run, create_user
-from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
+from tests.support.datafiles import MNIST_FILES, write_mnist_like
+from tests.support.factories import create_run, create_user
 from worker.execution import execute_run
 
 # The server side is backend-agnostic here (one GET); SQLite keeps the real run quick.

@@ -13,7 +13,7 @@ from fedgen.algorithms.fedgen import FedGen
 from fedgen.events import MemorySink
 from fedgen.models.generator import load_generator_checkpoint, sample_latents
 from fedgen.runner import Simulation, run
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 KEYS = (
     "test_acc",

@@ -31,7 +31,7 @@ import torch
 
 from fedgen.events import MemorySink, RoundEvent
 from fedgen.runner import run
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 FILE = Path(__file__).with_name("fingerprints.json")
 ROOT = Path(__file__).resolve().parents[2]

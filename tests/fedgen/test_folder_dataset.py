@@ -19,37 +19,15 @@ from fedgen.data.datasets import load_dataset
 from fedgen.events import MemorySink
 from fedgen.runner import run
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from tests.support.datafiles import CLASSES, SIDE, shape_images, shape_labels, write_npz
 
 ROOT = Path(__file__).resolve().parents[2]
-SIDE = 16
-CLASSES = ("circle", "square", "stripe")
-
-
-def _images(label: np.ndarray, seed: int) -> np.ndarray:
-    """(N, SIDE, SIDE) uint8: dark noise with a bright band whose place is the class."""
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, 80, size=(len(label), SIDE, SIDE), dtype=np.uint8)
-    for i, c in enumerate(label):
-        x[i, 5 * c : 5 * c + 5, :] = 255
-    return x
-
-
-def _labels(n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int64) % len(CLASSES)
-
-
-def write_npz(path: Path, n_train: int = 90, n_test: int = 30) -> Path:
-    path.mkdir(parents=True)
-    for split, n, seed in (("train", n_train, 1), ("test", n_test, 2)):
-        y = _labels(n)
-        np.savez(path / f"{split}.npz", x=_images(y, seed), y=y)
-    return path
 
 
 def write_imagefolder(path: Path, n_train: int = 90, n_test: int = 30) -> Path:
     for split, n, seed in (("train", n_train, 1), ("test", n_test, 2)):
-        y = _labels(n)
-        for i, (img, c) in enumerate(zip(_images(y, seed), y, strict=True)):
+        y = shape_labels(n)
+        for i, (img, c) in enumerate(zip(shape_images(y, seed), y, strict=True)):
             folder = path / split / CLASSES[c]
             folder.mkdir(parents=True, exist_ok=True)
             # RGB and 2x the size on disk: the loader converts to grey and resizes.

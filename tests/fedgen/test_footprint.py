@@ -25,7 +25,7 @@ from fedgen.sizes import (
     round_bytes,
 )
 from fedgen.spec import ExperimentSpec
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 
 def test_checkpoint_rounds_follow_the_runner() -> None:

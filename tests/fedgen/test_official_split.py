@@ -26,7 +26,7 @@ from fedgen.data.official_draws import official_label_order
 from fedgen.data.partition import dirichlet_partition, official_partition, per_user_test_split
 from fedgen.fidelity import resolve
 from fedgen.spec import DataSpec, PartitionSpec, parse_spec
-from tests.needs import needs
+from tests.support.needs import needs
 
 VECTOR = "shared/reference/official-split/fashion-mnist-u20-alpha1.0-ratio0.5.json"
 REPO = Path(__file__).resolve().parents[2]

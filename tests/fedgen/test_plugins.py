@@ -1,5 +1,5 @@
 """Plugins through entry points: examples/plugins/fedavgm installed with pip into this test
-environment (a folder on the path, `tests.plugin_site`) is listed by `fedgen plugins`,
+environment (a folder on the path, `tests.support.plugin_site`) is listed by `fedgen plugins`,
 validated by `fedgen validate` (without torch), known to the REST schema (/spec/defaults,
 /spec/schema, the OpenAPI document) and recorded in a run's versions; a plugin that raises
 on import is reported by name and the built-ins still run."""
@@ -17,7 +17,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from tests.plugin_site import (
+from tests.support.plugin_site import (
     BROKEN_ERROR,
     ROOT,
     broken_plugin,

@@ -24,7 +24,7 @@ from fedgen.events import MemorySink, RoundEvent
 from fedgen.runner import Simulation, run
 from fedgen.sizes import checkpoint_estimate, estimate_checkpoint_bytes
 from fedgen.spec import SpecError
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 NEW: dict[str, dict[str, Any]] = {
     "scaffold": {"name": "scaffold", "global_lr": 1.0},

@@ -9,8 +9,8 @@ import torch
 
 from fedgen.events import MemorySink
 from fedgen.runner import RunError, run
-from tests.fedgen.conftest import tiny_spec
-from tests.needs import needs
+from tests.support.needs import needs
+from tests.support.specs import tiny_spec
 
 DETERMINISTIC = (
     "test_acc",

@@ -25,7 +25,7 @@ from fedgen.sizes import (
     model_shape,
 )
 from fedgen.spec import ExperimentSpec
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 

@@ -14,7 +14,7 @@ from fedgen.stats import (
     reported_curve,
     summarize_curve,
 )
-from tests.fedgen.conftest import tiny_spec
+from tests.support.specs import tiny_spec
 
 # Round 0 (initial) .. round 6; the post-final model (round 6) is the best one.
 CURVE = [0.1, 0.5, 0.4, 0.7, 0.6, 0.65, 0.99]

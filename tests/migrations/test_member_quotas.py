@@ -14,8 +14,8 @@ from sqlalchemy import Engine, inspect, text
 
 from lab.db import make_engine
 from migrations.apply import alembic_config
-from tests.conftest import PG_BASE
-from tests.needs import needs
+from tests.support.needs import needs
+from tests.support.postgres import PG_BASE
 
 # The figures migration 0011 writes down (fedgen.sizes' at that revision).
 BASE, PER_USER = 474, 150

@@ -16,7 +16,7 @@ from fedgen.status import RunStatus
 from lab.db import make_engine
 from lab.models import Run
 from migrations.apply import alembic_config
-from tests.factories import create_run, create_user
+from tests.support.factories import create_run, create_user
 
 RUNS = Run.__table__
 

@@ -25,7 +25,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
-from tests.needs import needs
+from tests.support.needs import needs
 
 pytestmark = pytest.mark.slow
 

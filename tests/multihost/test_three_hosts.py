@@ -1,7 +1,7 @@
 """The three-host drill: a run outlives the host it ran on; a host without its dataset never
 gets it.
 
-Each test builds its own lab (tests/multihost/netns.py): a `lab` host running Postgres, Redis
+Each test builds its own lab (tests/support/netns.py): a `lab` host running Postgres, Redis
 and the API, and worker hosts w1, w2, w3 in network namespaces on one bridge, each with its own
 host name, FEDGEN_HOME and (empty) FEDGEN_DATA; w1 and w2 find Fashion-MNIST in Debian's
 folder, w3 has that folder hidden.
@@ -36,10 +36,10 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.multihost import netns
-from tests.multihost.netns import Lab
-from tests.needs import needs
-from tests.procs import wait_for
+from tests.support import netns
+from tests.support.needs import needs
+from tests.support.netns import Lab
+from tests.support.procs import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

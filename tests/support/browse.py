@@ -79,3 +79,12 @@ def shot(page: Any, folder: Path, name: str) -> Path:
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def tick_row(page: Any, table: Any, row: int) -> None:
+    """Tick row `row` (0 = first) of a Streamlit dataframe: its row-marker checkbox is drawn on
+    the canvas at the row's left end, below the header row (35 px rows)."""
+    box = table.bounding_box()
+    table.hover()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 17)
+    page.wait_for_timeout(800)

@@ -1,7 +1,7 @@
 """A real lab server for dashboard tests: the FastAPI app on a loopback port, SQLite in tmp.
 
 Runs are submitted through the API and executed by the worker's real `execute_run`
-with the shared fake runner (tests/fakes.py: fast, deterministic rounds) instead of the
+with the shared fake runner (tests/support/fakes.py: fast, deterministic rounds) instead of the
 simulator.
 """
 
@@ -21,7 +21,7 @@ from api.main import create_app
 from lab.config import Settings
 from lab.db import session_scope
 from lab.repository import users as users_repo
-from tests.fakes import FakeRunner
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 

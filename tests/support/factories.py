@@ -1,4 +1,4 @@
-"""Plain typed factories for server tests: specs, users, runs, rounds (the fake runner: tests/fakes.py)."""
+"""Plain typed factories for server tests: specs, users, runs, rounds (the fake runner: tests/support/fakes.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from api.schemas.runs import RunPublic
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -136,3 +137,34 @@ def seed_rounds(
         )
     runs_repo.finish(session, run.id, token, status=status)
     session.commit()
+
+
+def public_run(**fields: Any) -> RunPublic:
+    """A run as GET /runs/{id} answers it (the dashboard's input), every field the API always
+    sends filled in: a queued fedavg run of 3 rounds; `fields` override (timestamps as ISO)."""
+    body: dict[str, Any] = {
+        "id": "r1",
+        "status": "queued",
+        "spec": {"algorithm": {"name": "fedavg"}, "seed": 0},
+        "spec_hash": "0" * 16,
+        "partition_fingerprint": None,
+        "owner": "alice",
+        "sweep_id": None,
+        "attempt": 0,
+        "worker": None,
+        "device": None,
+        "current_round": -1,
+        "rounds": 3,
+        "last_acc": None,
+        "best_acc": None,
+        "error": None,
+        "cancel_requested": False,
+        "priority": "normal",
+        "tags": [],
+        "note": "",
+        "created_at": "2026-12-01T11:00:00Z",
+        "started_at": None,
+        "finished_at": None,
+        "versions": {},
+    }
+    return RunPublic.model_validate({**body, **fields})

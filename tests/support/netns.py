@@ -14,7 +14,7 @@ the host's network, its own host name (w1, w2, w3, lab; a worker's node name car
 its own mounts. On a host in `WITHOUT_DATASETS` (w3) the same mount namespace also hides
 /usr/share/datasets under an empty tmpfs: no Debian Fashion-MNIST there.
 
-`start()` brings up, on `lab`: a private Postgres (tests/pg_server.py) listening on 10.77.N.1
+`start()` brings up, on `lab`: a private Postgres (tests/support/pg_server.py) listening on 10.77.N.1
 and trusting the subnet, Redis on 10.77.N.1, `fedgen-lab db upgrade`, then `fedgen-lab api`.
 `start_worker(host)` runs `fedgen-lab worker --slots 1 --threads 1` there against the lab's
 database and broker over the network (10.77.N.1 only), with its own FEDGEN_HOME and an empty
@@ -47,8 +47,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from tests import pg_server
-from tests.procs import wait_for
+from tests.support import pg_server
+from tests.support.procs import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB_CLI = [sys.executable, "-m", "worker.lab_cli"]  # `fedgen-lab`, from this checkout

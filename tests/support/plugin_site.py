@@ -1,6 +1,6 @@
-"""Plugins installed for tests: examples/plugins/fedavgm with pip, and a plugin that raises.
+"""Plugins installed for tests: examples/plugins/lrdecay with pip, and a plugin that raises.
 
-`install_example(dest)` pip-installs a copy of examples/plugins/fedavgm (offline: no index,
+`install_example(dest)` pip-installs a copy of examples/plugins/lrdecay (offline: no index,
 no build isolation, the venv's setuptools) into `dest`, a folder that goes on PYTHONPATH
 (subprocesses) or sys.path (this process): its dist-info makes the entry point visible to
 `importlib.metadata`, exactly as an installed distribution's. The venv itself is left alone,
@@ -18,14 +18,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "plugins" / "fedavgm"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "plugins" / "lrdecay"
 BROKEN_MESSAGE = "fedgen-broken fails on import on purpose"
 BROKEN_ERROR = f"RuntimeError: {BROKEN_MESSAGE}"
 
 
 def install_example(dest: Path) -> Path:
-    """pip install examples/plugins/fedavgm into `dest/site`; returns that folder."""
+    """pip install examples/plugins/lrdecay into `dest/site`; returns that folder."""
     src, site = dest / "src", dest / "site"
     # A copy: the build's own folders (build/, *.egg-info) stay out of the repository.
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "tests"))

@@ -1,6 +1,6 @@
 """The whole lab on loopback as child processes: API, Celery worker and the Streamlit dashboard.
 
-Used by the browser test and by `python -m tests.dashboard.screenshots`. Every child gets
+Used by the browser test and by `python -m scripts.screens.screenshots`. Every child gets
 its own process group and is stopped (SIGTERM, then SIGKILL) by its own id.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.dashboard.lab import free_port
+from tests.support.dashboard_lab import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

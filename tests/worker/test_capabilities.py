@@ -32,8 +32,8 @@ from lab.dispatch import dispatch_pass
 from lab.models import Run, Worker
 from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
-from tests.factories import create_run, create_user, live_worker
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_user, live_worker
+from tests.support.fakes import FakeRunner
 from worker import capabilities
 from worker.capabilities import Advertised
 from worker.execution import execute_run

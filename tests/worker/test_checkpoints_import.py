@@ -16,7 +16,7 @@ from lab.db import make_engine, make_sessionmaker
 from lab.models import CheckpointRow
 from lab.repository import checkpoints as ckpt_repo
 from lab.store import CheckpointStore
-from tests.factories import create_run, create_user
+from tests.support.factories import create_run, create_user
 from worker.lab_cli import main
 
 

@@ -24,7 +24,7 @@ from lab.dispatch import dispatch_pass, liveness
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
-from tests.factories import create_run, create_user
+from tests.support.factories import create_run, create_user
 
 pytestmark = pytest.mark.postgres
 T = TypeVar("T")
@@ -33,12 +33,12 @@ SKEW = timedelta(minutes=5)
 
 @pytest.fixture
 def pg_session(pg_url: str) -> Iterator[Session]:
-    from tests.conftest import _truncate
+    from tests.support.postgres import truncate
 
     engine = lab.db.make_engine(pg_url, pool_size=2)
     with lab.db.make_sessionmaker(engine)() as s:
         yield s
-    _truncate(engine)
+    truncate(engine)
     engine.dispose()
 
 

@@ -19,8 +19,8 @@ import fedgen.runner as runner_mod
 from fedgen.data import datasets as dsmod
 from lab.config import Settings
 from lab.models import Run, User
-from tests.factories import create_run, create_user
-from tests.fedgen.test_datasets import MNIST_FILES, write_mnist_like
+from tests.support.datafiles import MNIST_FILES, write_mnist_like
+from tests.support.factories import create_run, create_user
 from worker.execution import execute_run
 from worker.outcomes import MAX_HAND_BACKS
 

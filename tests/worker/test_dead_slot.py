@@ -20,9 +20,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from lab.models import RoundMetrics, Run
-from tests.factories import create_run, create_user
-from tests.procs import wait_for as _wait
-from tests.worker.test_slots import _slot_pids, _start_worker, pg_lab
+from tests.support.factories import create_run, create_user
+from tests.support.procs import wait_for as _wait
+from tests.support.workers import slot_pids, start_worker
 
 __all__ = ["pg_lab"]  # the fixture, shared with test_slots.py
 
@@ -35,7 +35,7 @@ def test_a_killed_slots_run_resumes_before_its_lease_expires(pg_lab: dict) -> No
     lab = {**pg_lab, "env": {**pg_lab["env"], "FEDGEN_HEARTBEAT_S": str(HEARTBEAT_S),
                              "FEDGEN_REAPER_S": str(REAPER_S), "FEDGEN_LEASE_S": str(LEASE_S)}}  # fmt: skip
     factory: sessionmaker[Session] = lab["factory"]
-    proc = _start_worker(lab, "--slots", "3", "--threads", "1")
+    proc = start_worker(lab, "--slots", "3", "--threads", "1")
     try:
         _wait(lambda: lab["log"].read_text().count(" ready.") >= 3, "three ready slots", 180)
         with factory() as s:
@@ -60,7 +60,7 @@ def test_a_killed_slots_run_resumes_before_its_lease_expires(pg_lab: dict) -> No
         assert victim.status == "running"
         slot = re.search(r"slot\d+", victim.worker or "")
         assert slot is not None
-        pid = _slot_pids(lab["log"], slot.group(0))[-1]
+        pid = slot_pids(lab["log"], slot.group(0))[-1]
         lease_expiry: datetime = victim.lease_expires_at  # type: ignore[assignment]
         killed_at = time.time()
         os.kill(pid, signal.SIGKILL)

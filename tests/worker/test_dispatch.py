@@ -21,7 +21,7 @@ from lab.fairshare import Active, Snapshot, Waiting, expected_starts, fair_order
 from lab.models import Run, User, Worker, utcnow
 from lab.repository import dispatch_state
 from lab.repository import runs as runs_repo
-from tests.factories import create_run, create_user, live_worker, make_spec
+from tests.support.factories import create_run, create_user, live_worker, make_spec
 
 API = "/api/v1"
 

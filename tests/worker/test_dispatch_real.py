@@ -30,8 +30,8 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from lab.models import Base, Run, Worker
 from lab.queue import Sender, worker_queue
-from tests.factories import create_run, create_user, live_worker, make_spec
-from tests.needs import needs
+from tests.support.factories import create_run, create_user, live_worker, make_spec
+from tests.support.needs import needs
 from worker.reaper import dispatch_once
 
 ROOT = Path(__file__).resolve().parents[2]

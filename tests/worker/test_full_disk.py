@@ -1,7 +1,7 @@
 """A full checkpoint disk is transient: the run waits, says why, and resumes once space returns.
 
 Checkpoints live in the database, so the disk that fills is the database's. A private Postgres
-(tests/pg_server.py) keeps the `checkpoint_chunks` table in a tablespace on a 4 MiB tmpfs
+(tests/support/pg_server.py) keeps the `checkpoint_chunks` table in a tablespace on a 4 MiB tmpfs
 (mounted here, as root) that a filler file has filled, while its log and every other table stay
 on the big disk: a checkpoint write fails with "could not extend file ... No space left on
 device" (SQLSTATE 53100), and nothing else does. Once the run shows the reason, the filler is
@@ -27,9 +27,9 @@ from lab.db import make_engine, make_sessionmaker
 from lab.models import CheckpointRow, RoundMetrics, Run
 from lab.repository import checkpoints as ckpt_repo
 from migrations.apply import upgrade
-from tests import pg_server
-from tests.factories import create_run, create_user
-from tests.needs import needs
+from tests.support import pg_server
+from tests.support.factories import create_run, create_user
+from tests.support.needs import needs
 from worker.execution import execute_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

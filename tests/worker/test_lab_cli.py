@@ -17,7 +17,7 @@ import pytest
 
 from lab.db import make_engine
 from lab.security import hash_token
-from tests.procs import alive as _alive
+from tests.support.procs import alive as _alive
 from worker.slots import plan_slots, usable_cores, visible_devices
 
 pytestmark = pytest.mark.slow

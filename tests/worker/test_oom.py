@@ -22,8 +22,8 @@ from lab.config import Settings
 from lab.dispatch import dispatch_pass
 from lab.models import Run
 from lab.repository import workers as workers_repo
-from tests.factories import create_run, create_user
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_user
+from tests.support.fakes import FakeRunner
 from worker import outcomes
 from worker.execution import execute_run
 

@@ -1,4 +1,4 @@
-"""A real database outage mid-run: Postgres cut off for 30 s by a TCP proxy (tests/tcp_proxy.py).
+"""A real database outage mid-run: Postgres cut off for 30 s by a TCP proxy (tests/support/tcp_proxy.py).
 
 The worker is a real Celery process and the API a real app, both connected to Postgres
 through the proxy; the shared server itself is never stopped. The run must finish with
@@ -29,9 +29,9 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from lab.models import RoundMetrics, Run
 from lab.queue import TASK_NAME
-from tests.factories import create_run, create_user, make_spec
-from tests.needs import needs
-from tests.tcp_proxy import TcpProxy
+from tests.support.factories import create_run, create_user, make_spec
+from tests.support.needs import needs
+from tests.support.tcp_proxy import TcpProxy
 from worker.celery_app import make_celery
 from worker.execution import execute_run
 
@@ -62,12 +62,12 @@ def proxied(pg_url: str) -> Iterator[tuple[TcpProxy, str]]:
 @pytest.fixture
 def pg(pg_url: str) -> Iterator[Session]:
     """A direct (not proxied) session on the test schema, emptied afterwards."""
-    from tests.conftest import _truncate
+    from tests.support.postgres import truncate
 
     engine = make_engine(pg_url, pool_size=2)
     with make_sessionmaker(engine)() as s:
         yield s
-    _truncate(engine)
+    truncate(engine)
     engine.dispose()
 
 

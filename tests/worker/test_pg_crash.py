@@ -1,6 +1,6 @@
 """Postgres crashes mid-run (`pg_ctl stop -m immediate`), six times, with short and long rounds.
 
-A private server (tests/pg_server.py) keeps asynchronously committed rounds in its log buffers
+A private server (tests/support/pg_server.py) keeps asynchronously committed rounds in its log buffers
 for up to 10 s (wal_writer_delay), so a crash a moment after a round committed loses that
 round, as it did in the issue's drill. The worker is the real execute_run with the real
 simulation (the synthetic set), its engine committing asynchronously like a lab worker's, and a
@@ -31,9 +31,9 @@ from lab.db import make_engine, make_sessionmaker
 from lab.models import RoundMetrics, Run
 from lab.store import CheckpointStore
 from migrations.apply import upgrade
-from tests import pg_server
-from tests.factories import create_run, create_user, make_spec
-from tests.needs import needs
+from tests.support import pg_server
+from tests.support.factories import create_run, create_user, make_spec
+from tests.support.needs import needs
 from worker.execution import DatabaseUnavailable, execute_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -1,6 +1,6 @@
 """A plugin algorithm end to end: submitted through the API, run by a real worker process, on
 PostgreSQL and Redis. examples/plugins/fedavgm is pip-installed into a folder of this test
-(`tests.plugin_site`) that both the API (this process) and the worker have on their path."""
+(`tests.support.plugin_site`) that both the API (this process) and the worker have on their path."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +18,10 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
-from tests.factories import create_user
-from tests.needs import needs
-from tests.plugin_site import ROOT, install_example, plugins_on_path, pythonpath
-from tests.worker.test_real import _redis_ok
+from tests.support.factories import create_user
+from tests.support.needs import needs
+from tests.support.plugin_site import ROOT, install_example, plugins_on_path, pythonpath
+from tests.support.workers import redis_ok, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 API = "/api/v1"
@@ -40,20 +38,10 @@ SPEC: dict[str, Any] = {
 }
 
 
-def _until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 @pytest.mark.timeout(240)
 def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Path) -> None:
     # Prepare
-    needs(_redis_ok(), "Redis at 127.0.0.1:6379")
+    needs(redis_ok(), "Redis at 127.0.0.1:6379")
     site = install_example(tmp_path / "fedavgm")
     prefix = f"p{uuid.uuid4().hex[:8]}-"
     home = tmp_path / "home"
@@ -86,7 +74,7 @@ def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Pat
             made = c.post(f"{API}/runs", json={"spec": SPEC}, headers=auth)
             assert made.status_code == 202, made.text
             rid = made.json()["id"]
-            run = _until(
+            run = until(
                 lambda: (
                     (r := c.get(f"{API}/runs/{rid}", headers=auth).json())["status"]
                     in ("succeeded", "failed")

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from lab.config import get_settings
 from lab.models import AuditEvent, User
-from tests.factories import create_user
+from tests.support.factories import create_user
 from worker.lab_cli import main
 from worker.quota_cli import parse_bytes
 

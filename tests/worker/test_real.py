@@ -19,8 +19,9 @@ import fedgen.runner as runner_mod
 from lab.config import Settings
 from lab.models import CheckpointRow, RoundMetrics, Run
 from lab.queue import TASK_NAME
-from tests.factories import create_run, create_user
-from tests.needs import needs
+from tests.support.factories import create_run, create_user
+from tests.support.needs import needs
+from tests.support.workers import redis_ok
 from worker.celery_app import make_celery
 from worker.execution import execute_run
 
@@ -51,20 +52,11 @@ def test_real_runner_smoke(factory: sessionmaker, session: Session, settings: Se
     assert n_ck >= 1
 
 
-def _redis_ok() -> bool:
-    try:
-        import redis
-
-        return bool(redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping())
-    except Exception:
-        return False
-
-
 @pytest.fixture
 def broker(db_url: str, tmp_path: Path) -> str:
     """Postgres runs pair with Redis (CI: must be reachable), SQLite with the embedded SQLite broker."""
     if not db_url.startswith("sqlite"):
-        needs(_redis_ok(), "Redis at 127.0.0.1:6379")
+        needs(redis_ok(), "Redis at 127.0.0.1:6379")
         return "redis://127.0.0.1:6379/0"
     return f"sqla+sqlite:///{tmp_path / 'broker.db'}"
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from lab.config import Settings
 from lab.models import AuditEvent, Run, Worker, utcnow
 from lab.repository import trash as trash_repo
-from tests.factories import create_run, create_user
+from tests.support.factories import create_run, create_user
 from worker.reaper import start_dispatcher
 
 

@@ -14,7 +14,7 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from lab.queue import TASK_NAME, Sender, worker_queue
 from migrations.apply import upgrade
-from tests.factories import create_run, create_user, live_worker
+from tests.support.factories import create_run, create_user, live_worker
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

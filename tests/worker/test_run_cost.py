@@ -17,8 +17,8 @@ from fedgen.resources import Cost, ResourceMeter, format_bytes
 from fedgen.spec import ExperimentSpec
 from lab.config import Settings
 from lab.models import Run
-from tests.factories import create_run, create_user
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_user
+from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
 

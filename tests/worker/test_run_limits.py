@@ -20,8 +20,8 @@ from lab.dispatch import PassReport, dispatch_pass
 from lab.models import RoundMetrics, Run, utcnow
 from lab.repository import run_limits
 from lab.repository import runs as runs_repo
-from tests.factories import create_run, create_user, live_worker
-from tests.fakes import FakeRunner, Killed
+from tests.support.factories import create_run, create_user, live_worker
+from tests.support.fakes import FakeRunner, Killed
 from worker.execution import execute_run
 
 H = 3600.0

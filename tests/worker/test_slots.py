@@ -7,21 +7,17 @@ import re
 import signal
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from lab.config import Settings
-from lab.db import make_engine, make_sessionmaker
 from lab.models import Run
 from lab.queue import Sender
-from tests.factories import create_run, create_user
-from tests.needs import needs
-from tests.procs import alive as _alive
-from tests.procs import wait_for as _wait
+from tests.support.factories import create_run, create_user
+from tests.support.procs import alive as _alive
+from tests.support.procs import wait_for as _wait
+from tests.support.workers import slot_pids, start_worker
 from worker.slots import Slot, SlotError, plan_slots, slot_commands, usable_cores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,60 +98,6 @@ def test_slot_commands_single_slot_workers_with_own_names_and_one_reaper() -> No
     assert all("--no-reaper" not in argv for _, argv, _ in cmds)
 
 
-# -- real slot processes ----------------------------------------------------------------------
-def _redis_ok() -> bool:
-    try:
-        import redis
-
-        return bool(redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping())
-    except Exception:
-        return False
-
-
-@pytest.fixture
-def pg_lab(pg_url: str, tmp_path: Path) -> Iterator[dict]:
-    """A Postgres schema + Redis with a unique queue prefix, and a sessionmaker on it."""
-    needs(_redis_ok(), "Redis at 127.0.0.1:6379")
-    prefix = f"s{uuid.uuid4().hex[:8]}-"
-    broker = "redis://127.0.0.1:6379/0"
-    env = dict(
-        os.environ,
-        FEDGEN_DATABASE_URL=pg_url,
-        FEDGEN_BROKER_URL=broker,
-        FEDGEN_HOME=str(tmp_path / "home"),
-        FEDGEN_QUEUE_PREFIX=prefix,
-        FEDGEN_REAPER_S="1",
-        PYTHONPATH=str(ROOT),
-    )
-    settings = Settings(
-        database_url=pg_url, broker_url=broker, home=tmp_path / "home", queue_prefix=prefix
-    )
-    engine = make_engine(pg_url, pool_size=2)
-    factory = make_sessionmaker(engine)
-    yield {"env": env, "settings": settings, "factory": factory, "log": tmp_path / "worker.log"}
-    with engine.begin() as c:
-        c.exec_driver_sql("TRUNCATE runs, users CASCADE")
-    engine.dispose()
-
-
-def _start_worker(lab: dict, *args: str) -> subprocess.Popen[bytes]:
-    log = lab["log"].open("wb")
-    return subprocess.Popen(
-        [*LAB, "worker", "--queues", "cpu", "--loglevel", "INFO", *args],
-        env=lab["env"],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _slot_pids(log: Path, slot: str = r"slot\d+") -> list[int]:
-    """The pids slots were started with, in order (restarts included)."""
-    pattern = rf"\[worker\] started {slot} \(pid (\d+)\)"
-    return [int(p) for p in re.findall(pattern, log.read_text())]
-
-
 def _proc_view(pid: int) -> tuple[list[bytes], set[bytes]]:
     """A process's command line and its slot share (threads, GPU) from its environment."""
     proc = Path("/proc") / str(pid)
@@ -174,7 +116,7 @@ def test_two_slots_run_two_simulations_at_once(pg_lab: dict) -> None:
     first finished, and the intervals could not overlap.
     """
     factory: sessionmaker[Session] = pg_lab["factory"]
-    proc = _start_worker(pg_lab, "--slots", "2")
+    proc = start_worker(pg_lab, "--slots", "2")
     try:
         _wait(lambda: pg_lab["log"].read_text().count(" ready.") >= 2, "two ready slots", 120)
         with factory() as s:
@@ -199,7 +141,7 @@ def test_two_slots_run_two_simulations_at_once(pg_lab: dict) -> None:
         assert {a.worker.split("@")[0][-5:], b.worker.split("@")[0][-5:]} == {"slot0", "slot1"}
         expected = str(max(1, usable_cores() // 2))
         assert a.versions["torch_threads"] == b.versions["torch_threads"] == expected
-        slots = _slot_pids(pg_lab["log"])
+        slots = slot_pids(pg_lab["log"])
         assert len(slots) == 2
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -214,10 +156,10 @@ def test_two_slots_run_two_simulations_at_once(pg_lab: dict) -> None:
 @pytest.mark.postgres
 def test_kill9_of_the_supervisor_takes_its_slots_along(pg_lab: dict) -> None:
     """kill -9 of the slot supervisor alone (not its group): the kernel stops every slot."""
-    proc = _start_worker(pg_lab, "--slots", "2")
+    proc = start_worker(pg_lab, "--slots", "2")
     try:
-        _wait(lambda: len(_slot_pids(pg_lab["log"])) == 2, "two slot processes", 60)
-        slots = _slot_pids(pg_lab["log"])
+        _wait(lambda: len(slot_pids(pg_lab["log"])) == 2, "two slot processes", 60)
+        slots = slot_pids(pg_lab["log"])
         assert all(_alive(p) for p in slots)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
@@ -234,23 +176,23 @@ def test_a_killed_slot_restarts_alone_and_the_other_keeps_running(pg_lab: dict) 
     """kill -9 of one slot (as the kernel's OOM killer does): it comes back as the same slot."""
     # Prepare
     log: Path = pg_lab["log"]
-    proc = _start_worker(pg_lab, "--slots", "2")
+    proc = start_worker(pg_lab, "--slots", "2")
     try:
         _wait(lambda: log.read_text().count(" ready.") >= 2, "two ready slots", 120)
-        [slot0] = _slot_pids(log, "slot0")
-        [slot1] = _slot_pids(log, "slot1")
+        [slot0] = slot_pids(log, "slot0")
+        [slot1] = slot_pids(log, "slot1")
         before = _proc_view(slot1)
         # Execute
         os.kill(slot1, signal.SIGKILL)
-        _wait(lambda: len(_slot_pids(log, "slot1")) == 2, "slot1 to restart", 60)
+        _wait(lambda: len(slot_pids(log, "slot1")) == 2, "slot1 to restart", 60)
         _wait(lambda: len(re.findall(r"-slot1@\S+ ready\.", log.read_text())) == 2, "slot1", 120)
         # Assert
         text = log.read_text()
         assert "[worker] slot1 exited with -9 (SIGKILL); restarting in 1 s (restart 1)" in text
-        new = _slot_pids(log, "slot1")[-1]
+        new = slot_pids(log, "slot1")[-1]
         assert _alive(new)
         assert _proc_view(new) == before  # same node name, threads and GPU
-        assert _slot_pids(log, "slot0") == [slot0]
+        assert slot_pids(log, "slot0") == [slot0]
         assert _alive(slot0)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)

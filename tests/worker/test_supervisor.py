@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import alive as _alive
-from tests.procs import wait_for
+from tests.support.procs import alive as _alive
+from tests.support.procs import wait_for
 from worker import supervisor
 from worker.supervisor import UP_CRITICAL, Backoff, exit_text
 

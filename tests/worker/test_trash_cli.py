@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from lab.config import get_settings
 from lab.models import AuditEvent, Run, utcnow
 from lab.repository import trash as trash_repo
-from tests.factories import create_run, create_user
+from tests.support.factories import create_run, create_user
 from worker.lab_cli import main
 
 

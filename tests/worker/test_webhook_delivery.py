@@ -23,8 +23,8 @@ from lab.config import Settings
 from lab.db import db_now
 from lab.models import User, Webhook, WebhookDelivery
 from lab.repository import webhooks as hooks_repo
-from tests.factories import create_run, create_sweep_runs, create_user
-from tests.fakes import FakeRunner
+from tests.support.factories import create_run, create_sweep_runs, create_user
+from tests.support.fakes import FakeRunner
 from worker import webhook_sender
 from worker.execution import execute_run
 

@@ -2,7 +2,7 @@
 checks the target again before each POST and connects to the checked address (no second
 lookup, so DNS rebinding cannot redirect it), keeps the name for Host, SNI and the certificate,
 follows no redirect, and writes what happened to the deliveries log, never the receiver's
-answer. Receivers are real servers on 127.0.0.1; DNS is faked (tests/webhook_net.py)."""
+answer. Receivers are real servers on 127.0.0.1; DNS is faked (tests/support/webhook_net.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from lab import webhook_targets
 from lab.config import Settings
 from lab.models import Webhook, WebhookDelivery
 from lab.repository import webhooks as hooks_repo
-from tests.factories import create_user
-from tests.webhook_net import FakeDNS, banner_service, receiver
+from tests.support.factories import create_user
+from tests.support.webhook_net import FakeDNS, banner_service, receiver
 from worker import webhook_sender
 
 SECRET = "s3cret-for-the-pinning-tests"
