@@ -6,25 +6,26 @@ The Runs and Live pages share this one editor; who may edit is `permissions.may_
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 import streamlit as st
 
+from api.schemas.runs import RunPublic
+from api.schemas.users import UserPublic
 from dashboard import loaders, permissions, runs_table, times, ui
 
 NOT_YOURS = "Only the run's owner or an admin may change its note and tags"
 
 
-def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+def editor(run: RunPublic, me: UserPublic | None, key: str) -> RunPublic | None:
     """The note and tags of `run` in a form (disabled, saying why, for others); the run as the
     API returns it after a Save, else None. `key` prefixes the widget keys (one per page)."""
-    rid = str(run.get("id"))
+    rid = run.id
     allowed = permissions.may_change(run, me)
     why = None if allowed else NOT_YOURS
     with st.form(f"{key}_annotate_{rid}", border=False):
         note = st.text_area(
             "Note",
-            str(run.get("note") or ""),
+            run.note,
             max_chars=10_000,
             key=f"{key}_note_{rid}",
             disabled=not allowed,
@@ -32,7 +33,7 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
         )
         tags = st.text_input(
             "Tags",
-            ", ".join(run.get("tags") or []),
+            ", ".join(run.tags),
             key=f"{key}_tags_{rid}",
             disabled=not allowed,
             help=why or "Comma-separated; each at most 64 characters, at most 32 tags",
@@ -50,23 +51,24 @@ def editor(run: dict[str, Any], me: dict[str, Any] | None, key: str) -> dict[str
     )
     if updated is not None:
         loaders.runs.clear()
+        loaders.runs_page.clear()
         loaders.run.clear()
         st.toast("Note and tags saved", icon=":material/check:")
     return updated
 
 
-def edited_line(run: dict[str, Any], now: datetime, tz: tzinfo) -> str | None:
+def edited_line(run: RunPublic, now: datetime, tz: tzinfo) -> str | None:
     """`Last edited by alice · 5 min ago (14:03)`, the time as the rest of the dashboard shows
     it (`times.when`, in the viewer's zone); None for a run nobody annotated."""
-    if not run.get("annotated_by"):
+    if not run.annotated_by:
         return None
-    return f"Last edited by {run['annotated_by']} · {times.when(run.get('annotated_at'), now, tz)}"
+    return f"Last edited by {run.annotated_by} · {times.when(run.annotated_at, now, tz)}"
 
 
-def summary(run: dict[str, Any]) -> str:
+def summary(run: RunPublic) -> str:
     """The tags and the note's first line as one Markdown line (empty when there are none)."""
-    tags = " ".join(f":blue-badge[{t}]" for t in run.get("tags") or [])
-    note = runs_table.first_line(run.get("note"), width=120)
+    tags = " ".join(f":blue-badge[{t}]" for t in run.tags)
+    note = runs_table.first_line(run.note, width=120)
     note = f":material/sticky_note_2: {note}" if note else ""
     return " ".join(p for p in (tags, note) if p)
 

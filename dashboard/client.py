@@ -2,7 +2,8 @@
 
 Every call raises `ApiError` (or a subclass) with a human-readable message, so pages
 can show a clear sentence instead of a stack trace when the server is down, the
-token is wrong or a request is rejected.
+token is wrong or a request is rejected. Answers come back parsed into the API's own response
+models (api.schemas.*, declared once for both sides of the wire): pages read attributes.
 """
 
 from __future__ import annotations
@@ -11,15 +12,22 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import httpx
+from pydantic import TypeAdapter, ValidationError
 
+from api.schemas.results import MetricsPublic
+from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
+from api.schemas.users import UserPublic
 from dashboard.browser_address import browser_address
+from dashboard.error_detail import describe, error_fields
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 API_PREFIX = "/api/v1"
+Model = TypeVar("Model")
 
 
 class ApiError(Exception):
@@ -70,42 +78,15 @@ def settings_from_env() -> tuple[str, str]:
     return os.environ.get("FEDGEN_API_URL", DEFAULT_URL), os.environ.get("FEDGEN_TOKEN", "")
 
 
-def error_fields(detail: Any) -> dict[str, str]:
-    """Map a 422 `detail` list to dotted spec field -> message (first message per field).
-
-    The API names fields relative to the request body (`spec.partition.alpha`) and
-    repeats the field in front of the message; both are trimmed here.
-    """
-    out: dict[str, str] = {}
-    if isinstance(detail, str):
-        return {"(root)": detail}
-    if not isinstance(detail, list):
-        return out
-    for item in detail:
-        if not isinstance(item, dict):
-            continue
-        raw = item.get("field")
-        if not raw:
-            loc = [str(p) for p in item.get("loc", []) if p != "body"]
-            raw = ".".join(loc) or "(root)"
-        raw = str(raw)
-        msg = str(item.get("msg", "invalid value"))
-        if msg.startswith(f"{raw}: "):
-            msg = msg[len(raw) + 2 :]
-        name = raw[len("spec.") :] if raw.startswith("spec.") else raw
-        if name in ("spec", "(body)", "body"):
-            name = "(root)"
-        out.setdefault(name, msg)
-    return out
+# One adapter per response type (building one compiles its validator).
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-def _describe(detail: Any) -> str:
-    if isinstance(detail, str):
-        return detail
-    fields = error_fields(detail)
-    if fields:
-        return "; ".join(f"{k}: {v}" for k, v in fields.items())
-    return str(detail)
+def _adapter(model: type[Model]) -> TypeAdapter[Model]:
+    adapter: TypeAdapter[Model] | None = _ADAPTERS.get(model)
+    if adapter is None:
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    return adapter
 
 
 class LabClient:
@@ -176,13 +157,28 @@ class LabClient:
         if resp.status_code in (401, 403):
             what = "rejected the token" if resp.status_code == 401 else "refused this action"
             raise ApiAuthError(
-                f"The lab server {what}: {_describe(detail)}", resp.status_code, detail
+                f"The lab server {what}: {describe(detail)}", resp.status_code, detail
             )
         if resp.status_code == 404:
-            raise ApiNotFound(f"Not found: {_describe(detail)}", 404, detail)
+            raise ApiNotFound(f"Not found: {describe(detail)}", 404, detail)
         raise ApiError(
-            f"Server error {resp.status_code}: {_describe(detail)}", resp.status_code, detail
+            f"Server error {resp.status_code}: {describe(detail)}", resp.status_code, detail
         )
+
+    def _model(self, model: type[Model], method: str, path: str, **kwargs: Any) -> Model:
+        """The answer parsed into the endpoint's response model; an answer of another shape (a
+        server of another version) is an ApiError that says so, not a KeyError on a page."""
+        resp = self._request(method, path, **kwargs)
+        try:
+            return _adapter(model).validate_json(resp.content)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(body)"
+            raise ApiError(
+                f"The lab server's answer to {method} {path} is not what this dashboard reads "
+                f"({where}: {first['msg']}); is the server another version?",
+                resp.status_code,
+            ) from exc
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         body = self._request(method, path, **kwargs).json()
@@ -193,9 +189,9 @@ class LabClient:
         """GET /health."""
         return self._json("GET", "/health")
 
-    def me(self) -> dict[str, Any]:
+    def me(self) -> UserPublic:
         """GET /me: who the token belongs to."""
-        return self._json("GET", "/me")
+        return self._model(UserPublic, "GET", "/me")
 
     def workers(self) -> dict[str, Any]:
         """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
@@ -246,49 +242,49 @@ class LabClient:
         return self._json("GET", f"/webhooks/{webhook_id}/deliveries", params={"limit": limit})
 
     # -- runs ------------------------------------------------------------------
-    def list_runs(self, **filters: Any) -> dict[str, Any]:
+    def list_runs(self, **filters: Any) -> RunsPublic:
         """GET /runs with filters (status, algorithm, dataset, tag, owner, sweep_id, where: a
         list of `field=value`, q, limit, offset)."""
-        return self._json("GET", "/runs", params=filters)
+        return self._model(RunsPublic, "GET", "/runs", params=filters)
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
+    def get_run(self, run_id: str) -> RunPublic:
         """GET /runs/{id}."""
-        return self._json("GET", f"/runs/{run_id}")
+        return self._model(RunPublic, "GET", f"/runs/{run_id}")
 
-    def submit_run(self, spec: dict[str, Any]) -> dict[str, Any]:
+    def submit_run(self, spec: dict[str, Any]) -> RunPublic:
         """POST /runs: queue one run."""
-        return self._json("POST", "/runs", json={"spec": spec})
+        return self._model(RunPublic, "POST", "/runs", json={"spec": spec})
 
-    def cancel_run(self, run_id: str) -> dict[str, Any]:
+    def cancel_run(self, run_id: str) -> RunPublic:
         """POST /runs/{id}/cancel (cooperative, between rounds)."""
-        return self._json("POST", f"/runs/{run_id}/cancel")
+        return self._model(RunPublic, "POST", f"/runs/{run_id}/cancel")
 
     def delete_run(self, run_id: str) -> None:
         """DELETE /runs/{id}: to the trash (restorable for FEDGEN_TRASH_DAYS)."""
         self._request("DELETE", f"/runs/{run_id}")
 
-    def trash(self, owner: str | None = None, limit: int = 100) -> dict[str, Any]:
+    def trash(self, owner: str | None = None, limit: int = 100) -> TrashPublic:
         """GET /trash: the member's trashed runs and sweeps (an admin's: everyone's, or
         `owner`'s), with deleted_at, deleted_by, purge_after, and trash_days."""
         params: dict[str, Any] = {"limit": limit}
         if owner:
             params["owner"] = owner
-        return self._json("GET", "/trash", params=params)
+        return self._model(TrashPublic, "GET", "/trash", params=params)
 
-    def restore_run(self, run_id: str) -> dict[str, Any]:
+    def restore_run(self, run_id: str) -> RunPublic:
         """POST /runs/{id}/restore: the run back out of the trash, as it was."""
-        return self._json("POST", f"/runs/{run_id}/restore")
+        return self._model(RunPublic, "POST", f"/runs/{run_id}/restore")
 
-    def restore_sweep(self, sweep_id: str) -> dict[str, Any]:
+    def restore_sweep(self, sweep_id: str) -> SweepRestored:
         """POST /sweeps/{id}/restore: the sweep and the runs trashed with it."""
-        return self._json("POST", f"/sweeps/{sweep_id}/restore")
+        return self._model(SweepRestored, "POST", f"/sweeps/{sweep_id}/restore")
 
     def annotate_run(
         self, run_id: str, *, tags: list[str] | None = None, note: str | None = None
-    ) -> dict[str, Any]:
+    ) -> RunPublic:
         """PATCH /runs/{id}: new tags and/or note (owner or admin)."""
         body = {k: v for k, v in {"tags": tags, "note": note}.items() if v is not None}
-        return self._json("PATCH", f"/runs/{run_id}", json=body)
+        return self._model(RunPublic, "PATCH", f"/runs/{run_id}", json=body)
 
     def annotate_sweep(
         self, sweep_id: str, *, tags: list[str] | None = None, note: str | None = None
@@ -297,16 +293,18 @@ class LabClient:
         body = {k: v for k, v in {"tags": tags, "note": note}.items() if v is not None}
         return self._json("PATCH", f"/sweeps/{sweep_id}", json=body)
 
-    def clone_run(self, run_id: str, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+    def clone_run(self, run_id: str, changes: dict[str, Any] | None = None) -> RunPublic:
         """POST /runs/{id}/clone with dotted-field changes."""
-        return self._json("POST", f"/runs/{run_id}/clone", json={"changes": changes or {}})
+        return self._model(
+            RunPublic, "POST", f"/runs/{run_id}/clone", json={"changes": changes or {}}
+        )
 
     def metrics(
         self, run_id: str, since_round: int | None = None, max_points: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MetricsPublic:
         """GET /runs/{id}/metrics: only rounds after `since_round` when given."""
         params = {"since_round": since_round, "max_points": max_points}
-        return self._json("GET", f"/runs/{run_id}/metrics", params=params)
+        return self._model(MetricsPublic, "GET", f"/runs/{run_id}/metrics", params=params)
 
     def users(
         self, run_id: str, round_from: int | None = None, round_to: int | None = None

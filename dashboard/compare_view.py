@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 from plotly.colors import qualitative
 
+from api.schemas.runs import RunPublic
 from dashboard.tables import ENDED, STOPPED, group_labels
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.csv_cells import frame_csv
@@ -38,7 +39,7 @@ def algorithm_color(name: str | None) -> str:
     return _PALETTE[zlib.crc32(str(name).encode()) % len(_PALETTE)]
 
 
-def run_names(runs: list[dict[str, Any]]) -> dict[str, str]:
+def run_names(runs: list[RunPublic]) -> dict[str, str]:
     """Run id -> a name that tells the run apart from the others listed: the fields that differ
     among `runs` (Compare's group labels, `group_labels`) and the seed, as the ungrouped legend
     names runs (`seed_names`), e.g. "algorithm=fedgen, algorithm.gen_batch_size=32, seed=0".
@@ -50,25 +51,22 @@ def run_names(runs: list[dict[str, Any]]) -> dict[str, str]:
     groups = group_labels(runs)
     if all(g == "all" for g in groups.values()):
         groups = {
-            str(r.get("id")): group_label(
-                {
-                    f: get_dotted(r.get("spec") or {}, f, "?")
-                    for f in ("algorithm.name", "data.name")
-                }
+            r.id: group_label(
+                {f: get_dotted(r.spec, f, "?") for f in ("algorithm.name", "data.name")}
             )
             for r in runs
         }
     return seed_names(runs, groups)
 
 
-def seed_names(runs: list[dict[str, Any]], groups: dict[str, str]) -> dict[str, str]:
+def seed_names(runs: list[RunPublic], groups: dict[str, str]) -> dict[str, str]:
     """Ungrouped legend names: the group's differing fields and the seed, unique per run."""
     out: dict[str, str] = {}
     taken: dict[str, int] = {}
     for run in runs:
-        rid = str(run.get("id"))
+        rid = run.id
         group = groups.get(rid, "all")
-        seed = get_dotted(run.get("spec") or {}, "seed", "?")
+        seed = get_dotted(run.spec, "seed", "?")
         name = f"seed={seed}" if group == "all" else f"{group}, seed={seed}"
         taken[name] = taken.get(name, 0) + 1
         out[rid] = name if taken[name] == 1 else f"{name} #{taken[name]}"
@@ -76,7 +74,7 @@ def seed_names(runs: list[dict[str, Any]], groups: dict[str, str]) -> dict[str, 
 
 
 def trace_styles(
-    runs: list[dict[str, Any]], names: dict[str, str], fields: list[str] | None = None
+    runs: list[RunPublic], names: dict[str, str], fields: list[str] | None = None
 ) -> dict[str, dict[str, str]]:
     """Curve name -> {"color", "dash", "symbol"}: colour by algorithm, dash by what else differs.
 
@@ -85,7 +83,7 @@ def trace_styles(
     field that differs among `runs` except the seed), in sorted order, so "α=0.1" is solid
     and "α=1" dashed for every algorithm.
     """
-    flats = {str(r.get("id")): flatten(r.get("spec") or {}) for r in runs}
+    flats = {r.id: flatten(r.spec) for r in runs}
     varying = differing_fields(flats.values(), fields)
     rest = [f for f in varying if f != ALGORITHM_FIELD]
     first: dict[str, dict[str, Any]] = {}
@@ -265,9 +263,9 @@ def _final_round(spec_json: str) -> tuple[int, int] | None:
     return (rounds - 1 if timing == "before_training" else rounds), rounds
 
 
-def final_rounds(runs: list[dict[str, Any]]) -> dict[str, tuple[int, int] | None]:
+def final_rounds(runs: list[RunPublic]) -> dict[str, tuple[int, int] | None]:
     """Run id -> (final round, R) (see `final_round`)."""
-    return {str(r.get("id")): final_round(r.get("spec") or {}) for r in runs}
+    return {r.id: final_round(r.spec) for r in runs}
 
 
 def final_marks(
@@ -372,16 +370,16 @@ def chart_caption(
 
 
 def not_started(
-    runs: list[dict[str, Any]], cache: dict[str, dict[str, Any]], names: dict[str, str]
+    runs: list[RunPublic], cache: dict[str, dict[str, Any]], names: dict[str, str]
 ) -> list[str]:
     """Names of the runs with no round yet (queued, or ended before round 0), with status."""
     out = []
     for run in runs:
-        rid = str(run.get("id"))
+        rid = run.id
         entry = cache.get(rid)
         if entry is not None and entry["rounds"]:
             continue
-        status = (entry or {}).get("status") or run.get("status")
+        status = (entry or {}).get("status") or run.status
         out.append(f"{names.get(rid, rid)} ({status})")
     return out
 

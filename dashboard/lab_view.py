@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard.times import DASH, parse_ts, relative, when
 
 TABLE_COLUMNS = [
@@ -179,6 +180,6 @@ def running_runs(workers: list[dict[str, Any]]) -> list[tuple[dict[str, Any], di
     return [(w, r) for w in sorted_workers(workers) for r in w.get("running") or []]
 
 
-def waiting_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def waiting_runs(runs: list[RunPublic]) -> list[RunPublic]:
     """The runs no live worker can take now (those with a waiting_reason)."""
-    return [r for r in runs if r.get("waiting_reason")]
+    return [r for r in runs if r.waiting_reason]

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from api.schemas.runs import RunPublic, Segment
 from dashboard import charts
 from dashboard.lab_view import short_version
 from dashboard.run_state import state, stopped_at
@@ -99,64 +100,64 @@ def _text(value: Any) -> str:
     return DASH if value is None or value == "" else str(value)
 
 
-def rounds_text(segment: dict[str, Any]) -> str:
+def rounds_text(segment: Segment) -> str:
     """`0–9`; `10` for a single round; `from 10 (none done yet)` before its first round."""
-    start, last = int(segment.get("start_round") or 0), segment.get("last_round")
+    start, last = segment.start_round, segment.last_round
     if last is None:
         return f"from {start} (none done yet)"
-    return str(start) if int(last) == start else f"{start}–{int(last)}"
+    return str(start) if last == start else f"{start}–{last}"
 
 
-def resumed_text(segment: dict[str, Any]) -> str:
+def resumed_text(segment: Segment) -> str:
     """`round 9's checkpoint`, or `fresh start`."""
-    src = segment.get("resumed_from")
-    return "fresh start" if src is None else f"round {int(src)}'s checkpoint"
+    src = segment.resumed_from
+    return "fresh start" if src is None else f"round {src}'s checkpoint"
 
 
-def segments_frame(segments: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:
+def segments_frame(segments: list[Segment], now: datetime, tz: tzinfo) -> pd.DataFrame:
     """One row per segment (oldest first) with the columns the Live page shows."""
     rows = [
         {
-            "attempt": _text(g.get("attempt")),
-            "host": _text(g.get("host")),
-            "slot": _text(g.get("slot") or g.get("worker")),
-            "device": _text(g.get("device")),
+            "attempt": _text(g.attempt),
+            "host": _text(g.host),
+            "slot": _text(g.slot or g.worker),
+            "device": _text(g.device),
             "rounds": rounds_text(g),
             "resumed from": resumed_text(g),
-            "code version": short_version(g.get("code_version")),
-            "cpu capability": _text(g.get("cpu_capability")),
-            "torch threads": _text(g.get("torch_threads")),
-            "started": when(g.get("started_at"), now, tz),
+            "code version": short_version(g.code_version),
+            "cpu capability": _text(g.cpu_capability),
+            "torch threads": _text(g.torch_threads),
+            "started": when(g.started_at, now, tz),
         }
         for g in segments
     ]
     return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
 
 
-def _where(segment: dict[str, Any]) -> str:
-    host, slot = segment.get("host"), segment.get("slot")
+def _where(segment: Segment) -> str:
+    host, slot = segment.host, segment.slot
     if host and slot:
         return f"{host} ({slot})"
-    return str(host or slot or segment.get("worker") or "an unnamed worker")
+    return host or slot or segment.worker or "an unnamed worker"
 
 
-def resume_caption(segments: list[dict[str, Any]]) -> str | None:
+def resume_caption(segments: list[Segment]) -> str | None:
     """`Resumed on w2 (cpu-slot1) from round 10's checkpoint.`; None for a run that never
     resumed. Says when the resumed code differs from the first segment's."""
     if len(segments) < 2:
         return None
     last = segments[-1]
-    src = last.get("resumed_from")
-    how = "started again from round 0" if src is None else f"from round {int(src)}'s checkpoint"
+    src = last.resumed_from
+    how = "started again from round 0" if src is None else f"from round {src}'s checkpoint"
     times = "Resumed" if len(segments) == 2 else f"Resumed {len(segments) - 1} times, last"
     text = f"{times} on {_where(last)} {how}"
-    before = segments[-2].get("last_round")
-    start = int(last.get("start_round") or 0)
-    if before is not None and int(before) >= start:  # rounds done after the checkpoint
-        again = str(start) if int(before) == start else f"{start}–{int(before)}"
-        text += f" ({'round' if int(before) == start else 'rounds'} {again} computed again)"
+    before = segments[-2].last_round
+    start = last.start_round
+    if before is not None and before >= start:  # rounds done after the checkpoint
+        again = str(start) if before == start else f"{start}–{before}"
+        text += f" ({'round' if before == start else 'rounds'} {again} computed again)"
     text += "."
-    codes = {g.get("code_version") for g in segments if g.get("code_version")}
+    codes = {g.code_version for g in segments if g.code_version}
     if len(codes) > 1:
         text += f" The code changed between segments ({len(codes)} versions)."
     return text
@@ -184,20 +185,20 @@ def numerics_note(versions: dict[str, Any] | None) -> str | None:
     )
 
 
-def cost_caption(run: dict[str, Any]) -> str | None:
+def cost_caption(run: RunPublic) -> str | None:
     """What the run cost (so far, while it runs): CPU seconds, peak memory, GPU peak, CUDA
     out-of-memory errors; None before anything was measured."""
-    cpu, oom = run.get("cpu_s"), int(run.get("oom_count") or 0)
-    parts = [f"{cpu:,.1f} CPU s"] if isinstance(cpu, int | float) else []
-    if run.get("peak_rss_bytes") is not None:
-        parts.append(f"peak memory {format_bytes(run['peak_rss_bytes'])}")
-    if run.get("gpu_peak_bytes") is not None:
-        parts.append(f"GPU peak {format_bytes(run['gpu_peak_bytes'])}")
+    cpu, oom = run.cpu_s, run.oom_count
+    parts = [f"{cpu:,.1f} CPU s"] if cpu is not None else []
+    if run.peak_rss_bytes is not None:
+        parts.append(f"peak memory {format_bytes(run.peak_rss_bytes)}")
+    if run.gpu_peak_bytes is not None:
+        parts.append(f"GPU peak {format_bytes(run.gpu_peak_bytes)}")
     if oom:
         parts.append(f"CUDA out of memory {oom} time{'s' if oom > 1 else ''}")
     if not parts:
         return None
-    return ("Cost so far: " if run.get("status") in ACTIVE else "Cost: ") + " · ".join(parts)
+    return ("Cost so far: " if run.status in ACTIVE else "Cost: ") + " · ".join(parts)
 
 
 def data_files_label(files: list[dict[str, Any]]) -> str:
@@ -221,38 +222,37 @@ def data_files_frame(files: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["path", "root", "size", "sha256"])
 
 
-def segments_label(segments: list[dict[str, Any]]) -> str:
+def segments_label(segments: list[Segment]) -> str:
     """The segments expander's title: `Where it ran: w1 (cpu-slot0)` or `… 2 segments`."""
     if len(segments) == 1:
         return f"Where it ran: {_where(segments[0])}"
-    hosts = list(dict.fromkeys(str(g.get("host") or _where(g)) for g in segments))
+    hosts = list(dict.fromkeys(g.host or _where(g) for g in segments))
     return f"Where it ran: {len(segments)} segments on {', '.join(hosts)}"
 
 
-def waiting_note(run: dict[str, Any]) -> str | None:
+def waiting_note(run: RunPublic) -> str | None:
     """Why no live worker takes the run, for a run that waits for one; else None."""
-    reason = run.get("waiting_reason")
-    if not reason or run.get("status") not in ACTIVE:
+    reason = run.waiting_reason
+    if not reason or run.status not in ACTIVE:
         return None
     return f"Waiting: {reason}. It starts when a worker that can run it is up (see the Lab page)."
 
 
-def notice(run: dict[str, Any]) -> str | None:
+def notice(run: RunPublic) -> str | None:
     """A notice the API left on a run that has not failed (e.g. handed back to the queue)."""
-    error = run.get("error")
-    return str(error) if error and run.get("status") != "failed" else None
+    return run.error if run.error and run.status != "failed" else None
 
 
-def headline(run: dict[str, Any], status: str, current: int) -> str:
+def headline(run: RunPublic, status: str, current: int) -> str:
     """The progress bar's text for each state (`current`: the last round stored, -1 for none)."""
-    rounds = int(run.get("rounds") or 0)
-    shown = {**run, "current_round": current}
+    rounds = run.rounds
+    shown = run.model_copy(update={"current_round": current})
     name = state(shown, status)
     if name == "queued":
-        pos = run.get("queue_position")
-        return f"queued · #{int(pos)} in the queue" if isinstance(pos, int) else "queued"
+        pos = run.queue_position
+        return f"queued · #{pos} in the queue" if pos is not None else "queued"
     if name == "claimed":
-        who = run.get("worker")
+        who = run.worker
         return f"claimed{f' by {who}' if who else ''} · starting (no round stored yet)"
     if name == "cancelling":
         return f"cancelling · stops after its current round · round {current} of {rounds}"
@@ -265,16 +265,16 @@ def headline(run: dict[str, Any], status: str, current: int) -> str:
     return f"{name} · round {max(current, 0)} of {rounds}"
 
 
-def state_note(run: dict[str, Any], status: str, now: datetime, tz: tzinfo) -> str | None:
+def state_note(run: RunPublic, status: str, now: datetime, tz: tzinfo) -> str | None:
     """A sentence under the bar for the states that need one (failed: see `split_error`)."""
     name = state(run, status)
     if name == "queued":
-        pos, start = run.get("queue_position"), run.get("expected_start")
+        pos, start = run.queue_position, run.expected_start
         # A waiting_reason is said on its own (`waiting_note`): here only the queue's part.
-        text = "Queued" if run.get("waiting_reason") else "Queued: waiting for a free worker slot"
-        if isinstance(pos, int):
+        text = "Queued" if run.waiting_reason else "Queued: waiting for a free worker slot"
+        if pos is not None:
             text += f" (#{pos} in the queue)"
-        if start and not run.get("waiting_reason"):
+        if start and not run.waiting_reason:
             text += f", expected to start {when(start, now, tz)}"
         return text + ". This page switches to the curves by itself when a worker takes it."
     if name == "claimed":
@@ -287,7 +287,7 @@ def state_note(run: dict[str, Any], status: str, now: datetime, tz: tzinfo) -> s
     return None  # cancelled, succeeded: the bar's text says it
 
 
-def no_rounds_note(run: dict[str, Any], status: str) -> str:
+def no_rounds_note(run: RunPublic, status: str) -> str:
     """Why the charts are empty, per state."""
     name = state(run, status)
     return {

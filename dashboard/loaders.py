@@ -8,7 +8,9 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from api.schemas.runs import RunPublic, RunsPublic
 from api.schemas.usage import UsageList
+from api.schemas.users import UserPublic
 from dashboard.client import LabClient
 
 T = TypeVar("T")
@@ -26,13 +28,20 @@ def _rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def runs(url: str, token: str, limit: int = 500, **filters: Any) -> list[dict[str, Any]]:
-    """GET /runs (newest first) as a list of run dicts."""
-    return _call(url, token, lambda c: _rows(c.list_runs(limit=limit, **filters)))
+def runs(url: str, token: str, limit: int = 500, **filters: Any) -> list[RunPublic]:
+    """GET /runs: the newest `limit` runs under the filters (a picker's choices)."""
+    return _call(url, token, lambda c: c.list_runs(limit=limit, **filters).data)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def runs_page(url: str, token: str, cursor: str | None, limit: int, **filters: Any) -> RunsPublic:
+    """GET /runs: one page (the first, or the one after `cursor`) with the lab's counts under
+    the filters and the next page's cursor."""
+    return _call(url, token, lambda c: c.list_runs(limit=limit, cursor=cursor, **filters))
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def run(url: str, token: str, run_id: str) -> dict[str, Any]:
+def run(url: str, token: str, run_id: str) -> RunPublic:
     """GET /runs/{id}: one run with its segments, waiting reason and notices."""
     return _call(url, token, lambda c: c.get_run(run_id))
 
@@ -50,7 +59,7 @@ def usage(url: str, token: str) -> UsageList:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def me(url: str, token: str) -> dict[str, Any]:
+def me(url: str, token: str) -> UserPublic:
     """GET /me."""
     return _call(url, token, lambda c: c.me())
 

@@ -4,13 +4,12 @@ own it or are an admin. No Streamlit.
 
 from __future__ import annotations
 
-from typing import Any
+from api.schemas.runs import RunPublic
+from api.schemas.users import UserPublic
 
 
-def may_change(run: dict[str, Any], me: dict[str, Any] | None) -> bool:
+def may_change(run: RunPublic, me: UserPublic | None) -> bool:
     """Whether the signed-in user may cancel, delete or annotate the run (owner or admin)."""
-    if not me:
+    if me is None:
         return False
-    return bool(me.get("is_admin")) or (
-        me.get("name") is not None and run.get("owner") == me.get("name")
-    )
+    return me.is_admin or run.owner == me.name

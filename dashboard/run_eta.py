@@ -5,7 +5,8 @@ slow first round with start-up work does not skew it). No Streamlit.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+
+from api.schemas.runs import RunPublic
 
 
 def median_round_s(round_ms: list[float | None] | None) -> float | None:
@@ -14,10 +15,9 @@ def median_round_s(round_ms: list[float | None] | None) -> float | None:
     return statistics.median(vals) / 1000.0 if vals else None
 
 
-def eta_seconds(run: dict[str, Any], round_ms: list[float | None] | None) -> float | None:
+def eta_seconds(run: RunPublic, round_ms: list[float | None] | None) -> float | None:
     """Seconds until a running run finishes: median round time x rounds left."""
     per_round = median_round_s(round_ms)
-    rounds, current = int(run.get("rounds") or 0), int(run.get("current_round") or 0)
-    if per_round is None or not rounds:
+    if per_round is None or not run.rounds:
         return None
-    return per_round * max(rounds - current, 0)
+    return per_round * max(run.rounds - max(run.current_round, 0), 0)

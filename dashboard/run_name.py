@@ -11,9 +11,10 @@ No Streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from api.schemas.runs import RunPublic
 from fedgen import specdict
 from fedgen.algorithms.registry import label as algorithm_label
 
@@ -69,13 +70,13 @@ def compact_name(fields: Mapping[str, Any], seed: Any) -> str:
     return SEP.join([*parts, f"s{'?' if seed is None else seed}"])
 
 
-def compact_names(runs: list[dict[str, Any]]) -> dict[str, str]:
+def compact_names(runs: Iterable[RunPublic]) -> dict[str, str]:
     """Run id -> its compact name among `runs`; " #2" marks a repeated spec.
 
     When nothing but the seed differs (one run, or seeds of one spec) the algorithm and
     the dataset lead, so a name never says only "s0".
     """
-    flats = {str(r.get("id")): specdict.flatten(r.get("spec") or {}) for r in runs}
+    flats = {r.id: specdict.flatten(r.spec) for r in runs}
     varying = specdict.differing_fields(flats.values()) or list(_FIRST)
     out: dict[str, str] = {}
     taken: dict[str, int] = {}

@@ -7,67 +7,58 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, tzinfo
-from typing import Any
 
-from dashboard.times import DASH, duration, local_time, parse_ts, relative
+from api.schemas.runs import RunPublic
+from dashboard.times import DASH, duration, local_time, relative
 from fedgen import status as status_words
 
 
-def state(run: dict[str, Any], status: str | None = None) -> str:
+def state(run: RunPublic, status: str | None = None) -> str:
     """The run's state as people name it: `claimed` (a worker took it, no round stored yet),
     `cancelling` (running, a cancel asked), else the stored status (`status` overrides the
     run's own, e.g. the event stream's newer one)."""
-    status = str(status or run.get("status") or "?")
+    status = status or run.status
     if status == "running":
-        if run.get("cancel_requested"):
+        if run.cancel_requested:
             return "cancelling"
-        if int(run.get("current_round") if run.get("current_round") is not None else -1) < 0:
+        if run.current_round < 0:
             return "claimed"
     return status
 
 
-def stopped_at(run: dict[str, Any]) -> str:
+def stopped_at(run: RunPublic) -> str:
     """Where a run that ended early stopped (fedgen.status.stopped_at's words)."""
-    current = run.get("current_round")
-    return status_words.stopped_at(
-        None if current is None else int(current), int(run.get("rounds") or 0)
-    )
+    return status_words.stopped_at(run.current_round, run.rounds)
 
 
-def run_duration(run: dict[str, Any], now: datetime) -> str:
+def run_duration(run: RunPublic, now: datetime) -> str:
     """Run time (start to finish, or to now while running); queued: waiting for ..."""
-    started, finished = parse_ts(run.get("started_at")), parse_ts(run.get("finished_at"))
-    if started is None:
-        created = parse_ts(run.get("created_at"))
-        if run.get("status") == "queued" and created is not None:
-            return f"waiting {duration((now - created).total_seconds())}"
+    if run.started_at is None:
+        if run.status == "queued":
+            return f"waiting {duration((now - run.created_at).total_seconds())}"
         return DASH
-    return duration(((finished or now) - started).total_seconds())
+    return duration(((run.finished_at or now) - run.started_at).total_seconds())
 
 
-def duration_s(run: dict[str, Any], now: datetime) -> float | None:
+def duration_s(run: RunPublic, now: datetime) -> float | None:
     """Seconds from start to finish (to now while running); None before it started."""
-    started, finished = parse_ts(run.get("started_at")), parse_ts(run.get("finished_at"))
-    if started is None:
+    if run.started_at is None:
         return None
-    return round(((finished or now) - started).total_seconds(), 3)
+    return round(((run.finished_at or now) - run.started_at).total_seconds(), 3)
 
 
-def queue_cells(run: dict[str, Any], now: datetime, tz: tzinfo) -> tuple[str, str]:
+def queue_cells(run: RunPublic, now: datetime, tz: tzinfo) -> tuple[str, str]:
     """(position, expected start) of a queued run as the API reports them; dashes otherwise.
 
     A run that no live worker can take (a waiting_reason) has no expected start, whatever
     the estimate says: it starts only once such a worker is up.
     """
-    if run.get("status") != "queued":
+    if run.status != "queued":
         return DASH, DASH
-    pos = run.get("queue_position")
-    position = f"#{int(pos)}" if isinstance(pos, int | float) and pos == pos else DASH
-    expected = run.get("expected_start")
-    start = DASH
-    if expected is not None and not run.get("waiting_reason"):
-        dt = parse_ts(expected)
-        start = f"{relative(dt, now)} ({local_time(dt, tz, now)})" if dt else str(expected)
+    position = DASH if run.queue_position is None else f"#{run.queue_position}"
+    start, expected = DASH, run.expected_start
+    if expected is not None and not run.waiting_reason:
+        start = f"{relative(expected, now)} ({local_time(expected, tz, now)})"
     return position, start
 
 
@@ -78,10 +69,10 @@ _WAITING = [
 ]
 
 
-def waiting_for(run: dict[str, Any]) -> str:
+def waiting_for(run: RunPublic) -> str:
     """What a run no live worker can take waits for (from its waiting_reason); a dash when
     some live worker could take it (or it is not waiting)."""
-    reason = str(run.get("waiting_reason") or "").strip()
+    reason = (run.waiting_reason or "").strip()
     if not reason:
         return DASH
     for pattern, text in _WAITING:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard.run_name import compact_names
 from dashboard.run_state import duration_s
 from dashboard.runs_table import final_acc
@@ -43,53 +44,46 @@ CSV_COLUMNS = [
 ]
 
 
-def _pct4(value: Any) -> float | None:
+def _pct4(value: float | None) -> float | None:
     # Percent to 4 decimals: the fraction's float error (87.64999999999999) left out of the CSV.
-    return None if value is None else round(100.0 * float(value), 4)
+    return None if value is None else round(100.0 * value, 4)
+
+
+def csv_row(run: RunPublic, name: str | None, now: datetime) -> dict[str, Any]:
+    """One run's values, by CSV_COLUMNS name."""
+    return {
+        "id": run.id,
+        "run": name,
+        "status": run.status,
+        "algorithm": specdict.get_dotted(run.spec, "algorithm.name"),
+        "dataset": specdict.get_dotted(run.spec, "data.name"),
+        "seed": run.spec.get("seed"),
+        "current_round": run.current_round,
+        "rounds": run.rounds,
+        "final_acc_pct": _pct4(final_acc(run)),
+        "best_acc_pct": _pct4(run.best_acc),
+        "last_acc_pct": _pct4(run.last_acc),
+        "duration_s": duration_s(run, now),
+        "created_at": iso_utc(run.created_at),
+        "started_at": iso_utc(run.started_at),
+        "finished_at": iso_utc(run.finished_at),
+        "owner": run.owner,
+        "sweep_id": run.sweep_id,
+        "tags": ";".join(run.tags) or None,
+        "note": run.note or None,
+        "error": run.error or None,
+        "peak_rss_bytes": run.peak_rss_bytes,
+        "cpu_s": run.cpu_s,
+        "gpu_peak_bytes": run.gpu_peak_bytes,
+    }
 
 
 def csv_frame(
-    runs: list[dict[str, Any]], now: datetime, names: dict[str, str] | None = None
+    runs: list[RunPublic], now: datetime, names: dict[str, str] | None = None
 ) -> pd.DataFrame:
     """The table for download: real values, not the words the page shows (numbers, ISO-8601
     UTC timestamps, full ids, empty where there is no value)."""
     names = names if names is not None else compact_names(runs)
-    rows = []
-    for r in runs:
-        spec = r.get("spec") or {}
-        rows.append(
-            {
-                "id": str(r.get("id")),
-                "run": names.get(str(r.get("id"))),
-                "status": r.get("status"),
-                "algorithm": specdict.get_dotted(spec, "algorithm.name"),
-                "dataset": specdict.get_dotted(spec, "data.name"),
-                "seed": spec.get("seed"),
-                "current_round": r.get("current_round"),
-                "rounds": r.get("rounds"),
-                "final_acc_pct": _pct4(final_acc(r)),
-                "best_acc_pct": _pct4(r.get("best_acc")),
-                "last_acc_pct": _pct4(r.get("last_acc")),
-                "duration_s": duration_s(r, now),
-                "created_at": iso_utc(r.get("created_at")),
-                "started_at": iso_utc(r.get("started_at")),
-                "finished_at": iso_utc(r.get("finished_at")),
-                "owner": r.get("owner"),
-                "sweep_id": r.get("sweep_id"),
-                "tags": ";".join(r.get("tags") or []) or None,
-                "note": r.get("note") or None,
-                "error": r.get("error") or None,
-                "peak_rss_bytes": r.get("peak_rss_bytes"),
-                "cpu_s": r.get("cpu_s"),
-                "gpu_peak_bytes": r.get("gpu_peak_bytes"),
-            }
-        )
-    return pd.DataFrame(rows, columns=CSV_COLUMNS).astype(
-        {
-            "seed": "Int64",
-            "current_round": "Int64",
-            "rounds": "Int64",
-            "peak_rss_bytes": "Int64",
-            "gpu_peak_bytes": "Int64",
-        }
-    )
+    rows = [csv_row(r, names.get(r.id), now) for r in runs]
+    integers = ("seed", "current_round", "rounds", "peak_rss_bytes", "gpu_peak_bytes")
+    return pd.DataFrame(rows, columns=CSV_COLUMNS).astype(dict.fromkeys(integers, "Int64"))

@@ -4,16 +4,17 @@ left out when empty, what the runs listed share, and one run's details rows. No 
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard.run_eta import eta_seconds
 from dashboard.run_failures import failure
 from dashboard.run_name import compact_names
 from dashboard.run_state import queue_cells, run_duration, state, waiting_for
-from dashboard.times import DASH, age, duration, iso_utc, local_time, parse_ts, relative, when
+from dashboard.times import DASH, duration, iso_utc, local_time, relative, when
 from fedgen import specdict
 
 # What a researcher scans first comes first and fits 1,280 px (the compact name is pinned):
@@ -57,35 +58,76 @@ SHORT_ID = 8
 MIB = 1024 * 1024
 
 
-def short_id(run_id: Any) -> str:
+def short_id(run_id: str) -> str:
     """The first 8 characters of a run id (the full one is in the details and the CSV)."""
-    return str(run_id)[:SHORT_ID]
+    return run_id[:SHORT_ID]
 
 
-def final_acc(run: dict[str, Any]) -> float | None:
+def final_acc(run: RunPublic) -> float | None:
     """The run's final accuracy (a fraction; `summary.final_acc`), None until it succeeded."""
-    value = (run.get("summary") or {}).get("final_acc")
+    # summary is the API's free-form end-of-run dict (docs/metrics.md), not a model.
+    value = (run.summary or {}).get("final_acc")
     return None if value is None else float(value)
 
 
-def _pct(value: Any) -> float | None:
-    return None if value is None else 100.0 * float(value)
+def _pct(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
 
 
-def _mib(value: Any) -> float | None:
-    return None if value is None else float(value) / MIB
+def _mib(value: int | None) -> float | None:
+    return None if value is None else value / MIB
 
 
-def first_line(note: Any, width: int = 60) -> str:
+def first_line(note: str | None, width: int = 60) -> str:
     """A note's first line, cut to `width` characters (the whole note is in the details)."""
-    text = str(note or "").strip().splitlines()
+    text = (note or "").strip().splitlines()
     line = text[0] if text else ""
     more = len(text) > 1 or len(line) > width
     return (line[: width - 1] + "…") if len(line) > width else line + (" …" if more else "")
 
 
+def eta(run: RunPublic, round_ms: list[float | None] | None, now: datetime, tz: tzinfo) -> str:
+    """A running run's time left and finish time: `12 s (12:00)`; a dash otherwise."""
+    secs = eta_seconds(run, round_ms) if run.status == "running" else None
+    if secs is None:
+        return DASH
+    return f"{duration(secs)} ({local_time(now + timedelta(seconds=secs), tz, now)})"
+
+
+def row(
+    run: RunPublic, name: str, now: datetime, tz: tzinfo, round_ms: list[float | None] | None
+) -> dict[str, Any]:
+    """One run's cells, by TABLE_COLUMNS name."""
+    position, start = queue_cells(run, now, tz)
+    return {
+        "run": name,
+        "status": state(run),
+        "progress": f"{max(run.current_round, 0)}/{run.rounds}",
+        "final acc (%)": _pct(final_acc(run)),
+        "seed": run.spec.get("seed"),
+        "duration": run_duration(run, now),
+        "age": relative(run.created_at, now),
+        "best acc (%)": _pct(run.best_acc),
+        "last acc (%)": _pct(run.last_acc),
+        "ETA": eta(run, round_ms, now, tz),
+        "queue": position,
+        "expected start": start,
+        "waiting for": waiting_for(run),
+        "error": failure(run),
+        "tags": ", ".join(run.tags),
+        "note": first_line(run.note),
+        "peak RSS (MiB)": _mib(run.peak_rss_bytes),
+        "CPU (s)": run.cpu_s,
+        "GPU peak (MiB)": _mib(run.gpu_peak_bytes),
+        "started": when(run.started_at, now, tz),
+        "finished": when(run.finished_at, now, tz),
+        "owner": run.owner,
+        "id": short_id(run.id),
+    }
+
+
 def table(
-    runs: list[dict[str, Any]],
+    runs: list[RunPublic],
     now: datetime,
     tz: tzinfo,
     round_ms: dict[str, list[float | None]] | None = None,
@@ -93,47 +135,12 @@ def table(
 ) -> pd.DataFrame:
     """One row per run with the columns the Runs page shows (same order as `runs`).
 
-    `names`: run id -> its name among the runs listed (default `run_name.compact_names`).
+    `names`: run id -> its name among the runs listed (default `run_name.compact_names`);
+    `round_ms`: run id -> its rounds' times (a running run's ETA).
     """
     names = names if names is not None else compact_names(runs)
-    rows = []
-    for r in runs:
-        rid, status = str(r.get("id")), r.get("status")
-        rounds, current = int(r.get("rounds") or 0), int(r.get("current_round") or 0)
-        position, start = queue_cells(r, now, tz)
-        eta = DASH
-        if status == "running":
-            secs = eta_seconds(r, (round_ms or {}).get(rid))
-            if secs is not None:
-                done = now + pd.Timedelta(seconds=secs)
-                eta = f"{duration(secs)} ({local_time(done, tz, now)})"
-        rows.append(
-            {
-                "run": names.get(rid, short_id(rid)),
-                "status": state(r),
-                "progress": f"{max(current, 0)}/{rounds}",
-                "final acc (%)": _pct(final_acc(r)),
-                "seed": specdict.get_dotted(r.get("spec") or {}, "seed"),
-                "duration": run_duration(r, now),
-                "age": age(r.get("created_at"), now),
-                "best acc (%)": _pct(r.get("best_acc")),
-                "last acc (%)": _pct(r.get("last_acc")),
-                "ETA": eta,
-                "queue": position,
-                "expected start": start,
-                "waiting for": waiting_for(r),
-                "error": failure(r),
-                "tags": ", ".join(r.get("tags") or []),
-                "note": first_line(r.get("note")),
-                "peak RSS (MiB)": _mib(r.get("peak_rss_bytes")),
-                "CPU (s)": r.get("cpu_s"),
-                "GPU peak (MiB)": _mib(r.get("gpu_peak_bytes")),
-                "started": when(r.get("started_at"), now, tz),
-                "finished": when(r.get("finished_at"), now, tz),
-                "owner": r.get("owner"),
-                "id": short_id(rid),
-            }
-        )
+    times = round_ms or {}
+    rows = [row(r, names.get(r.id, short_id(r.id)), now, tz, times.get(r.id)) for r in runs]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
@@ -148,10 +155,10 @@ def _has_values(col: pd.Series) -> bool:
     return bool((col.notna() & (col != DASH) & (col != "")).any())
 
 
-def common_fields(runs: list[dict[str, Any]], limit: int = 6) -> str:
+def common_fields(runs: list[RunPublic], limit: int = 6) -> str:
     """What every listed run shares (the names leave it out): `algorithm=fedgen, dataset=mnist,
     alpha=0.1`; the algorithm, dataset and α first, at most `limit` fields."""
-    flats = [specdict.flatten(r.get("spec") or {}) for r in runs]
+    flats = [specdict.flatten(r.spec) for r in runs]
     if len(flats) < 2:
         return ""
     varying = set(specdict.differing_fields(flats))
@@ -164,29 +171,26 @@ def common_fields(runs: list[dict[str, Any]], limit: int = 6) -> str:
     return specdict.group_label(dict(list(shared.items())[:limit])) if shared else ""
 
 
-def details(run: dict[str, Any], now: datetime, tz: tzinfo) -> list[tuple[str, str]]:
+def details(run: RunPublic, now: datetime, tz: tzinfo) -> list[tuple[str, str]]:
     """(what, value) rows of one run with the full values the table shortens: the full id,
     each time as local time and ISO-8601 UTC, the whole note, who annotated it last."""
 
-    def stamp(value: Any) -> str:
-        dt = parse_ts(value)
+    def stamp(dt: datetime | None) -> str:
         if dt is None:
             return DASH
         local = dt.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
         return f"{local} · {iso_utc(dt)} · {relative(dt, now)}"
 
     out = [
-        ("id", str(run.get("id"))),
-        ("owner", str(run.get("owner") or DASH)),
-        ("submitted", stamp(run.get("created_at"))),
-        ("started", stamp(run.get("started_at"))),
-        ("finished", stamp(run.get("finished_at"))),
-        ("spec hash", str(run.get("spec_hash") or DASH)),
+        ("id", run.id),
+        ("owner", run.owner),
+        ("submitted", stamp(run.created_at)),
+        ("started", stamp(run.started_at)),
+        ("finished", stamp(run.finished_at)),
+        ("spec hash", run.spec_hash or DASH),
     ]
-    if run.get("sweep_id"):
-        out.append(("sweep", str(run["sweep_id"])))
-    if run.get("annotated_by"):
-        out.append(
-            ("note/tags edited", f"by {run['annotated_by']}, {stamp(run.get('annotated_at'))}")
-        )
+    if run.sweep_id:
+        out.append(("sweep", run.sweep_id))
+    if run.annotated_by:
+        out.append(("note/tags edited", f"by {run.annotated_by}, {stamp(run.annotated_at)}"))
     return out

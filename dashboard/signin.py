@@ -13,10 +13,9 @@ With FEDGEN_TOKEN set (a personal laptop, `make demo`) there is no gate and no c
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
+from api.schemas.users import UserPublic
 from dashboard import loaders, token_store, ui
 from dashboard.client import ApiAuthError, ApiError, settings_from_env
 
@@ -44,12 +43,12 @@ def _reason(exc: ApiAuthError) -> str:
     return exc.detail if isinstance(exc.detail, str) and exc.detail else exc.message
 
 
-def _check(url: str, token: str) -> dict[str, Any]:
+def _check(url: str, token: str) -> UserPublic:
     """GET /me with `token` (cached briefly, as the sidebar's "Signed in as")."""
     return loaders.me(url, token)
 
 
-def current_user() -> dict[str, Any] | None:
+def current_user() -> UserPublic | None:
     """The signed-in user of this browser session, or None when the sign-in form is due.
 
     The session's token (signed in on the form), else the browser's cookie, each checked

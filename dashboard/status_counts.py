@@ -1,19 +1,17 @@
-"""Runs per status, in the lifecycle order, and the line that says them. No Streamlit."""
+"""The line that says the lab's runs per status (the API's counts), in the lifecycle order.
+No Streamlit."""
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
+from collections.abc import Mapping
 
-from fedgen.status import RUN_STATUSES
-
-
-def status_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
-    """Runs per status, in the lifecycle order, statuses with no run left out."""
-    counts = Counter(str(r.get("status")) for r in runs)
-    return {s: counts[s] for s in RUN_STATUSES if counts[s]}
+from fedgen.status import RUN_STATUSES, RunStatus
 
 
-def counts_line(counts: dict[str, int]) -> str:
-    """`2 queued · 1 running · 40 succeeded` (or `no runs`)."""
-    return " · ".join(f"{n} {s}" for s, n in counts.items()) or "no runs"
+def counts_line(counts: Mapping[RunStatus, int], exact: bool = True) -> str:
+    """`2 queued · 1 running · 40 succeeded` (statuses with no run left out; `no runs`); `about`
+    before the counts when the server estimated some of them."""
+    line = " · ".join(f"{counts[s]:,} {s}" for s in RUN_STATUSES if counts.get(s))
+    if not line:
+        return "no runs"
+    return line if exact else f"about {line}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
@@ -20,13 +19,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from api.schemas.users import UserPublic  # noqa: E402
 from dashboard import loaders, signin, ui  # noqa: E402
 from dashboard.client import ApiError  # noqa: E402
 
 _PAGES = Path(__file__).parent / "app_pages"
 
 
-def sidebar(user: dict[str, Any] | None) -> None:
+def sidebar(user: UserPublic | None) -> None:
     """The identity behind the token, and the API's address as text.
 
     The dashboard talks to FEDGEN_API_URL only (`http://api:8000` in docker-compose): there is
@@ -39,7 +39,7 @@ def sidebar(user: dict[str, Any] | None) -> None:
         if user is None:
             return
         with st.sidebar:
-            st.caption(f"Signed in as **{user.get('name', '?')}** on `{ui.connection()[0]}`")
+            st.caption(f"Signed in as **{user.name}** on `{ui.connection()[0]}`")
             st.button(
                 "Sign out",
                 key="signout",
@@ -53,7 +53,7 @@ def sidebar(user: dict[str, Any] | None) -> None:
         url, token = ui.connection()
         try:
             user = loaders.me(url, token)
-            st.caption(f"Signed in as **{user.get('name', '?')}** on `{url}` (FEDGEN_TOKEN)")
+            st.caption(f"Signed in as **{user.name}** on `{url}` (FEDGEN_TOKEN)")
         except ApiError as exc:
             st.caption(f":red[{exc.message}]")
 
@@ -124,11 +124,12 @@ def main() -> None:
     pages = page_list()
     # With FEDGEN_TOKEN (ui.connection reads it from the environment, never session state)
     # every visitor is that token's user; without it each browser signs in.
-    me = signin.current_user() if signin.browser_mode() else {}
+    me = signin.current_user() if signin.browser_mode() else None
+    signed_in = me is not None or not signin.browser_mode()
     # Signed out, the page list is hidden too: no page can be reached before signing in.
-    page = st.navigation(pages, position="sidebar" if me is not None else "hidden")
+    page = st.navigation(pages, position="sidebar" if signed_in else "hidden")
     sidebar(me)
-    if me is None and page.url_path != pages[0].url_path:
+    if not signed_in and page.url_path != pages[0].url_path:
         # The page does not run (its query string untouched) until a token is accepted; the
         # root's forwarder still runs, so a `/?page=compare&...` link shows the Compare address.
         signin.form(page.title)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard.run_state import waiting_for
 from dashboard.times import local_time, parse_ts, relative
 from dashboard.worker_offer import Offer
@@ -148,10 +149,10 @@ def launch_block(offer: Offer | None, dataset: str, runs: int) -> str | None:
     )
 
 
-def waiting_note(runs: list[dict[str, Any]]) -> str | None:
+def waiting_note(runs: list[RunPublic]) -> str | None:
     """Why a study's queued runs do not start: `6 of 6 runs wait for a worker with dataset
     emnist-letters`, one clause per reason; None when no run waits for a missing worker."""
-    reasons = Counter(waiting_for(r) for r in runs if r.get("waiting_reason"))
+    reasons = Counter(waiting_for(r) for r in runs if r.waiting_reason)
     if not reasons:
         return None
     parts = [f"{n} of {len(runs)} runs wait for {what}" for what, n in reasons.most_common()]

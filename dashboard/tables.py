@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from fedgen.specdict import (
     differing_fields,
     flatten,
@@ -38,25 +39,25 @@ ENDED = frozenset({*TERMINAL, "deleted"})
 STOPPED = ENDED - {SUCCEEDED}
 
 
-def spec_fields(run: dict[str, Any]) -> dict[str, Any]:
+def spec_fields(run: RunPublic) -> dict[str, Any]:
     """A run's spec flattened to dotted fields."""
-    return flatten(run.get("spec") or {})
+    return flatten(run.spec)
 
 
-def groupable_fields(runs: list[dict[str, Any]], varying_only: bool = False) -> list[str]:
+def groupable_fields(runs: list[RunPublic], varying_only: bool = False) -> list[str]:
     """Dotted spec fields one can group by (never the seed); optionally only those that differ."""
     flats = [spec_fields(run) for run in runs]
     return differing_fields(flats) if varying_only else group_fields(flats)
 
 
-def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dict[str, str]:
+def group_labels(runs: list[RunPublic], by: list[str] | None = None) -> dict[str, str]:
     """Run id -> group label. Default: group by every spec field except the seed.
 
     Runs share a group when all `by` fields are equal. Labels name only fields whose
     values differ among the runs that have them (so FedGen's own parameters do not
     clutter a FedAvg-vs-FedGen label); the algorithm comes first.
     """
-    flat = {str(r.get("id")): spec_fields(r) for r in runs}
+    flat = {r.id: spec_fields(r) for r in runs}
     keyed = group_items(flat, by)
     shown = differing_fields(flat.values(), by)
     out: dict[str, str] = {}
@@ -73,7 +74,7 @@ def group_labels(runs: list[dict[str, Any]], by: list[str] | None = None) -> dic
     return out
 
 
-def group_warnings(runs: list[dict[str, Any]], by: list[str] | None = None) -> dict[str, list[str]]:
+def group_warnings(runs: list[RunPublic], by: list[str] | None = None) -> dict[str, list[str]]:
     """Group label -> the fields its runs still differ in (only groups that mix; {} by default).
 
     The Compare page shows these as a warning when the user picks the fields to group by.
@@ -83,7 +84,7 @@ def group_warnings(runs: list[dict[str, Any]], by: list[str] | None = None) -> d
     labels = group_labels(runs, by)
     members: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
-        members.setdefault(labels[str(r.get("id"))], []).append(spec_fields(r))
+        members.setdefault(labels[r.id], []).append(spec_fields(r))
     out = {label: varying_within(flats) for label, flats in members.items()}
     return {label: fields for label, fields in out.items() if fields}
 

@@ -5,7 +5,6 @@ durations, ISO-8601 UTC for files; DASH where there is no value. No Streamlit.
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DASH = "—"
@@ -19,7 +18,7 @@ def zone(name: str | None) -> tzinfo:
         return UTC
 
 
-def parse_ts(value: Any) -> datetime | None:
+def parse_ts(value: datetime | str | None) -> datetime | None:
     """An API timestamp (ISO 8601; naive means UTC) as an aware datetime, or None."""
     if not value:
         return None
@@ -72,19 +71,19 @@ def local_time(dt: datetime, tz: tzinfo, now: datetime) -> str:
     return loc.strftime("%Y-%m-%d %H:%M")
 
 
-def when(value: Any, now: datetime, tz: tzinfo) -> str:
+def when(value: datetime | str | None, now: datetime, tz: tzinfo) -> str:
     """A timestamp for people: `5 min ago (14:03)`; a dash when missing."""
     dt = parse_ts(value)
     return DASH if dt is None else f"{relative(dt, now)} ({local_time(dt, tz, now)})"
 
 
-def age(value: Any, now: datetime) -> str:
+def age(value: datetime | str | None, now: datetime) -> str:
     """How long ago: `5 min ago`; a dash when missing."""
     dt = parse_ts(value)
     return DASH if dt is None else relative(dt, now)
 
 
-def iso_utc(value: Any) -> str | None:
+def iso_utc(value: datetime | str | None) -> str | None:
     """An API timestamp as ISO-8601 UTC (`2026-12-01T12:00:00Z`), None when missing."""
     dt = parse_ts(value)
     return None if dt is None else dt.astimezone(UTC).isoformat().replace("+00:00", "Z")

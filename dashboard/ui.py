@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from api.schemas.runs import RunPublic
 from dashboard.client import ApiAuthError, ApiError, ApiUnreachable, LabClient, settings_from_env
 from fedgen import specdict
 
@@ -82,14 +83,14 @@ def text_columns(helps: dict[str, str]) -> dict[str, Any]:
     return {name: st.column_config.TextColumn(name, help=text) for name, text in helps.items()}
 
 
-def run_label(run: dict[str, Any], name: str | None = None) -> str:
+def run_label(run: RunPublic, name: str | None = None) -> str:
     """A run for select boxes: its name among the runs listed (`compare_view.run_names`; the
     run alone when not given), its status, the short id last."""
     if name is None:
         from dashboard.compare_view import run_names
 
-        name = run_names([run]).get(str(run.get("id")), "?")
-    return f"{name} · {run.get('status')} · {str(run.get('id'))[:8]}"
+        name = run_names([run]).get(run.id, "?")
+    return f"{name} · {run.status} · {run.id[:8]}"
 
 
 def from_url(
@@ -146,7 +147,7 @@ def to_url(params: dict[str, Any]) -> None:
         st.query_params.from_dict(out)
 
 
-def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, Any]]]:
+def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, RunPublic]]:
     """The shared run picker: the `?run=` link or the last watched run first; stops on no runs.
 
     Returns the chosen run id and every listed run by id (a linked run that is not on the
@@ -158,7 +159,7 @@ def pick_run(url: str, token: str, key: str) -> tuple[str, dict[str, dict[str, A
     if not runs:
         st.info("No runs yet. Submit one on the **Submit** page.")
         st.stop()
-    by_id = {str(r["id"]): r for r in runs}
+    by_id = {r.id: r for r in runs}
     wanted = st.query_params.get("run") or st.session_state.get("live_run_id")
     if wanted and wanted not in by_id:
         extra = try_call(client().get_run, wanted)

@@ -98,7 +98,8 @@ class RunPublic(FromRow):
     spec: dict[str, Any]
     spec_hash: str
     partition_fingerprint: str | None
-    owner: str = Field(validation_alias=AliasPath("owner", "name"))
+    # A row's owner is a User (its name); the JSON body the dashboard parses holds the name.
+    owner: str = Field(validation_alias=AliasChoices(AliasPath("owner", "name"), "owner"))
     sweep_id: OptionalIdStr
     attempt: int
     worker: str | None

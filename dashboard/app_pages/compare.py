@@ -21,6 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from api.schemas.runs import RunPublic
 from dashboard import charts, compare_view, loaders, ui
 from dashboard.difference import difference_block
 from dashboard.frames import compare_long
@@ -56,7 +57,7 @@ class View:
     url: str
     token: str
     sweep_id: str
-    by_id: dict[str, dict[str, Any]]
+    by_id: dict[str, RunPublic]
     chosen: list[str]
     metric: str
     x_axis: str
@@ -105,7 +106,7 @@ class View:
     def status(self, rid: str) -> str | None:
         """The run's latest known status: the cache's, else the listed one."""
         entry = self.cache.get(rid)
-        return entry["status"] if entry else self.by_id[rid].get("status")
+        return entry["status"] if entry else self.by_id[rid].status
 
     def fetch(self, ids: list[str], since: int, pts: int) -> dict[str, Any]:
         """GET /compare for `ids` (rounds after `since`; a whole fetch when it is negative)."""
@@ -131,19 +132,19 @@ def pick_sweep(url: str, token: str) -> str:
     )
 
 
-def pick_runs(url: str, token: str, sweep_id: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def pick_runs(url: str, token: str, sweep_id: str) -> tuple[dict[str, RunPublic], list[str]]:
     """The runs listed (by id) and the ids chosen; stops the page when there is none."""
     if sweep_id:
-        by_id = {str(r["id"]): r for r in ui.call(loaders.runs, url, token, sweep_id=sweep_id)}
+        by_id = {r.id: r for r in ui.call(loaders.runs, url, token, sweep_id=sweep_id)}
         st.caption(f"All {len(by_id)} runs of the sweep. Clear the sweep to pick single runs.")
         return by_id, list(by_id)
     runs = ui.call(loaders.runs, url, token)
     if not runs:
         st.info("No runs to compare yet. Submit a sweep on the **Submit** page.")
         st.stop()
-    by_id = {str(r["id"]): r for r in runs}
+    by_id = {r.id: r for r in runs}
     picked_elsewhere = [i for i in st.session_state.get("compare_ids", []) if i in by_id]
-    started = [i for i, r in by_id.items() if (r.get("current_round") or 0) > 0][:10]
+    started = [i for i, r in by_id.items() if r.current_round > 0][:10]
     names_all = compare_view.run_names(runs)
     chosen = ui.list_from_url("cmp_selection", "runs", picked_elsewhere or started, list(by_id))
     # A long selection (a shared link) stays a one-line summary until asked for: 50 chips
@@ -177,7 +178,7 @@ def plot_controls() -> tuple[str, str, float, int, bool]:
     return str(metric), str(x_axis), float(smoothing), int(max_points), bool(log_y)
 
 
-def group_controls(chosen_runs: list[dict[str, Any]]) -> tuple[str, list[str] | None]:
+def group_controls(chosen_runs: list[RunPublic]) -> tuple[str, list[str] | None]:
     """The grouping mode and, when grouping by chosen fields, those fields."""
     ui.from_url("cmp_group_mode", "group", "seed", choices=list(GROUP_MODES))
     mode = str(

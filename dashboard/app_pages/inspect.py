@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from api.schemas.runs import RunPublic
 from dashboard import charts, live_view, loaders, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.latents import (
@@ -19,6 +20,7 @@ from dashboard.latents import (
     generator_api,
     latent_points,
 )
+from fedgen import specdict
 
 
 def _linked_run_gone(url: str, token: str) -> None:
@@ -62,10 +64,10 @@ def partition(url: str, token: str, run_id: str) -> None:
         st.dataframe(sizes, key="inspect_sizes")
 
 
-def generator_rounds(url: str, token: str, run_id: str, run: dict[str, Any]) -> pd.DataFrame:
+def generator_rounds(url: str, token: str, run_id: str, run: RunPublic) -> pd.DataFrame:
     """The run's generator checkpoints; stops the page with a note when there is none to show."""
     st.header("Generator")
-    algorithm = ((run.get("spec") or {}).get("algorithm") or {}).get("name")
+    algorithm = specdict.get_dotted(run.spec, "algorithm.name")
     if algorithm != "fedgen":
         st.info("Generator checkpoints exist for FedGen runs only.")
         st.stop()

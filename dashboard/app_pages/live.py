@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from api.schemas.runs import RunPublic
 from dashboard import annotate, live_view, loaders, run_failures, run_state, times, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.frames import (
@@ -38,7 +38,7 @@ class Watch:
     url: str
     token: str
     run_id: str
-    run: dict[str, Any]
+    run: RunPublic
 
     @property
     def hist(self) -> str:
@@ -65,7 +65,7 @@ def linked_run_status(url: str, token: str) -> str | None:
     if not wanted:
         return None
     try:
-        return str(loaders.run(url, token, str(wanted)).get("status"))
+        return loaders.run(url, token, str(wanted)).status
     except ApiNotFound:
         if not linked:
             st.session_state.pop("live_run_id", None)
@@ -105,7 +105,7 @@ def pull(w: Watch) -> str:
     if payload["rounds"] or hist is None:
         st.session_state[w.hist] = merge_history(hist, payload)
     status = live_view.last_status(events) or st.session_state.get(w.status)
-    status = status or w.run.get("status") or "?"
+    status = status or w.run.status
     st.session_state[w.status] = status
     users = st.session_state.get(w.users)
     if payload["rounds"] or users is None:
@@ -120,7 +120,7 @@ def pull(w: Watch) -> str:
     return str(status)
 
 
-def where_it_ran(w: Watch, run: dict[str, Any]) -> None:
+def where_it_ran(w: Watch, run: RunPublic) -> None:
     """Why a run waits, a notice left on it, and its segments (each start and resume)."""
     waiting = live_view.waiting_note(run)
     if waiting:
@@ -128,13 +128,13 @@ def where_it_ran(w: Watch, run: dict[str, Any]) -> None:
     note = live_view.notice(run)
     if note:
         st.info(note, icon=":material/info:")
-    segments = list(run.get("segments") or [])
+    segments = run.segments
     if not segments:
         return
     resumed = live_view.resume_caption(segments)
     if resumed:
         st.caption(resumed)
-    numerics = live_view.numerics_note(run.get("versions"))
+    numerics = live_view.numerics_note(run.versions)
     if numerics:
         st.caption(f":orange[{numerics}]")
     cost = live_view.cost_caption(run)
@@ -182,7 +182,7 @@ def data_files(w: Watch) -> None:
         )
 
 
-def state_part(w: Watch, shown: dict[str, Any], status: str, error: str | None) -> None:
+def state_part(w: Watch, shown: RunPublic, status: str, error: str | None) -> None:
     """The run's failure (message and traceback) or its state in words, then where it ran."""
     if status == FAILED:
         message, trace = run_failures.split_error(error)
@@ -203,13 +203,13 @@ def state_part(w: Watch, shown: dict[str, Any], status: str, error: str | None) 
     where_it_ran(w, shown)
 
 
-def figures_part(df: pd.DataFrame, run: dict[str, Any], status: str) -> None:
+def figures_part(df: pd.DataFrame, run: RunPublic, status: str) -> None:
     """The run's accuracy figures so far, its last round stored and its wall-clock."""
-    rounds = int(run.get("rounds") or 0)
-    figures = live_view.accuracy_figures(df, run.get("spec"), rounds, status == SUCCEEDED)
+    rounds = run.rounds
+    figures = live_view.accuracy_figures(df, run.spec, rounds, status == SUCCEEDED)
     m = st.columns(len(figures) + 2)
     for col, (label, value) in zip(m, figures, strict=False):
-        col.metric(label, value, help=live_view.figure_help(label, run.get("spec"), rounds))
+        col.metric(label, value, help=live_view.figure_help(label, run.spec, rounds))
     m[-2].metric("last round", live_view.last_round(df, rounds), help=live_view.ROUND_HELP)
     if "time_total_ms" in df:
         m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
@@ -273,27 +273,27 @@ def panel(w: Watch) -> None:
         return
     # A status other than the listed one (a worker took it, it ended): the whole page again,
     # once, so the picker's label and the refresh timer follow (the list is read afresh).
-    if status != run.get("status") and st.session_state.get("live_seen") != (run_id, status):
+    if status != run.status and st.session_state.get("live_seen") != (run_id, status):
         st.session_state["live_seen"] = (run_id, status)
         loaders.runs.clear()
         loaders.run.clear()
         st.rerun(scope="app")
-    rounds = int(run.get("rounds") or 0)
+    rounds = run.rounds
     df = metrics_frame(st.session_state[w.hist])
     # The run itself (segments, waiting reason, notices, cancel asked): at most one request
     # per 5 s, and afresh when the stream reports another status than the cached copy.
     full = ui.try_call(loaders.run, url, token, run_id) or run
-    if full.get("status") != status:
+    if full.status != status:
         loaders.run.clear(url, token, run_id)
         full = ui.try_call(loaders.run, url, token, run_id) or run
-    stored = int(full["current_round"]) if full.get("current_round") is not None else -1
-    current = int(df["round"].max()) if not df.empty else stored
-    shown = {**full, "status": status, "current_round": current}
+    current = int(df["round"].max()) if not df.empty else full.current_round
+    # The stream's status and round are newer than the stored run's.
+    shown = full.model_copy(update={"status": status, "current_round": current})
     st.progress(
         min(max(current, 0) / rounds, 1.0) if rounds else 0.0,
         live_view.headline(shown, status, current),
     )
-    state_part(w, shown, status, full.get("error"))
+    state_part(w, shown, status, full.error)
     if df.empty:
         st.caption(live_view.no_rounds_note(shown, status))
         return
@@ -311,7 +311,7 @@ def render() -> None:
     run_id, by_id = ui.pick_run(url, token, key=f"live_run_{status}")
     w = Watch(url, token, run_id, by_id[run_id])
     note_and_tags(w)
-    active = w.run.get("status") in ACTIVE
+    active = w.run.status in ACTIVE
     st.fragment(run_every="2s" if active else None)(panel)(w)
 
 

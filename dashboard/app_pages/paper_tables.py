@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from api.schemas.runs import RunPublic
 from dashboard import loaders, paper, study_view, sweep_plot, times, ui
 from dashboard.client import LabClient
 from dashboard.sweep_tables import (
@@ -111,19 +112,19 @@ def plot_url() -> dict[str, Any]:
     }
 
 
-def sweep_runs(p: Pick) -> list[dict[str, Any]]:
+def sweep_runs(p: Pick) -> list[RunPublic]:
     """The chosen sweep's runs (none without a sweep)."""
     return ui.call(loaders.runs, p.url, p.token, sweep_id=p.sweep_id) if p.sweep_id else []
 
 
-def progress_part(p: Pick, members: list[dict[str, Any]]) -> None:
+def progress_part(p: Pick, members: list[RunPublic]) -> None:
     """The sweep's progress; the whole page again once a run ended (so the picker follows)."""
-    active = any(r.get("status") in ACTIVE for r in members)
+    active = any(r.status in ACTIVE for r in members)
     if members:
-        counts = study_view.status_counts(str(r.get("status")) for r in members)
+        counts = study_view.status_counts(r.status for r in members)
         fraction, text = study_view.progress(counts, len(members))
         st.progress(fraction, text + (f" · refreshing every {REFRESH_S} s" if active else ""))
-    ended = sum(r.get("status") not in ACTIVE for r in members)
+    ended = sum(r.status not in ACTIVE for r in members)
     listed = next((study_view.done(s) for s in p.sweeps if str(s["id"]) == p.sweep_id), ended)
     changed = ended != listed or (not active and p.in_flight)
     if changed and st.session_state.get("tables_ended") != (p.sweep_id, ended):
@@ -134,10 +135,10 @@ def progress_part(p: Pick, members: list[dict[str, Any]]) -> None:
         st.rerun(scope="app")
 
 
-def table1_part(p: Pick, members: list[dict[str, Any]]) -> None:
+def table1_part(p: Pick, members: list[RunPublic]) -> None:
     """Our Table 1 beside the paper's numbers (matrix, versus list, CSV and LaTeX)."""
     summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
-    runs = {str(r["id"]): r for r in members}
+    runs = {r.id: r for r in members}
     groups = summary_groups(summary, runs, p.statistic)
     long = table1_long(groups)
     long = long[long["mean"].notna()]
@@ -338,7 +339,7 @@ def render() -> None:
     picked = pick(url, token)
     seed_plot_pickers()
     picked.to_url()
-    p = replace(picked, in_flight=any(r.get("status") in ACTIVE for r in sweep_runs(picked)))
+    p = replace(picked, in_flight=any(r.status in ACTIVE for r in sweep_runs(picked)))
     every = f"{REFRESH_S}s" if p.in_flight else None
     st.fragment(run_every=every)(panel)(p)
     st.fragment(run_every=every)(plot_panel)(p)

@@ -1,12 +1,14 @@
-"""Runs: status counts, the filterable table (live while any run is active); compare, watch,
-cancel, clone or delete the runs picked in the table; one picked run's details, note and tags.
+"""Runs: the lab's runs per status, the filterable table a page at a time (live while any run
+is active); compare, watch, cancel, clone or delete the runs picked (`dashboard.runs_actions`).
 
-The filters live in the URL (`?status=running&algorithm=fedgen&owner=...&where=...&q=...`), so
-a link reproduces the view. Each run is named by the spec fields that differ among the runs
-shown, abbreviated, seed last (`run_name.compact_names`: "FedProx · FMNIST · T=40 · s1"). Cancel and delete ask first, and are
-offered for the signed-in user's own runs (any run for an admin). Queued runs show their queue position and expected start as the API
-reports them, and, when no live worker can take them, what they wait for (the API's
-waiting_reason); running runs an ETA from their own median round time.
+The counts line is the server's: every run of the lab under the filters but the status, not
+those of the page shown. The table pages back through every run, newest first: each page is
+read after the previous page's last run (the API's cursor), so the oldest page costs what the
+first does. The filters live in the URL (`?status=running&algorithm=fedgen&owner=...&where=
+...&q=...`), so a link reproduces the view. Each run is named by the spec fields that differ
+among the runs shown, abbreviated, seed last (`run_name.compact_names`). Queued runs show
+their queue position and expected start as the API reports them, and, when no live worker can
+take them, what they wait for; running runs an ETA from their own median round time.
 """
 
 from __future__ import annotations
@@ -16,28 +18,28 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import streamlit as st
-import yaml
 
+from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.users import UserPublic
 from dashboard import (
-    annotate,
     loaders,
-    permissions,
     run_failures,
     run_filters,
     run_name,
+    runs_actions,
     runs_csv,
     runs_table,
     status_counts,
     times,
-    trash_view,
     ui,
 )
 from dashboard.client import ApiError, LabClient
-from dashboard.frames import any_active
 from fedgen.csv_cells import frame_csv
-from fedgen.status import ACTIVE, RUN_STATUSES, RUNNING
+from fedgen.status import ACTIVE, FAILED, RUN_STATUSES, RUNNING
 
 STATUSES = ["", *RUN_STATUSES]
+PAGE_SIZES = [25, 100, 500]
+FAILURES_LISTED = 5
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,17 @@ class Listing:
     url: str
     token: str
     filters: dict[str, Any]
+    page_size: int
 
     @property
     def status(self) -> str:
         """The status filter ("" for any): the counts line counts every status regardless."""
         return str(self.filters.get("status") or "")
+
+    @property
+    def cursors_key(self) -> str:
+        """What the page stack belongs to: other filters or page size start again at page 1."""
+        return repr((sorted(self.filters.items()), self.page_size))
 
 
 def filter_choices(url: str, token: str) -> dict[str, tuple[str, list[str] | None]]:
@@ -89,8 +97,9 @@ def _or_any(value: str) -> str:
     return value or "any"
 
 
-def filter_controls(url: str, token: str) -> dict[str, Any]:
-    """The filter widgets (seeded from the link); the URL follows what they hold."""
+def filter_controls(url: str, token: str) -> tuple[dict[str, Any], int]:
+    """The filter widgets (seeded from the link; the URL follows what they hold) and the runs
+    per page."""
     choices = filter_choices(url, token)
     seed_from_link(choices)
     c1, c2, c3, c4, c5 = st.columns(5)
@@ -103,7 +112,7 @@ def filter_controls(url: str, token: str) -> dict[str, Any]:
     )
     owner = c4.text_input("Owner", key="runs_owner")
     tag = c5.text_input("Tag", key="runs_tag")
-    w1, w2 = st.columns([3, 2])
+    w1, w2, w3 = st.columns([6, 4, 1])
     where = run_filters.where_clauses(
         w1.text_input(
             "Spec fields",
@@ -116,6 +125,7 @@ def filter_controls(url: str, token: str) -> dict[str, Any]:
     q = w2.text_input(
         "Search notes and tags", key="runs_q", help="Text in a run's note or tags, any case"
     )
+    per_page = w3.selectbox("Per page", PAGE_SIZES, index=1, key="runs_per_page")
     filters: dict[str, Any] = {
         "status": status,
         "algorithm": algorithm,
@@ -129,7 +139,7 @@ def filter_controls(url: str, token: str) -> dict[str, Any]:
     in_url = {k: st.query_params.get_all(k) for k in st.query_params}
     if in_url != {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}:
         st.query_params.from_dict(wanted)
-    return filters
+    return filters, per_page
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -141,163 +151,55 @@ def round_times(
 ) -> list[float | None]:
     """time_total_ms per round of one run (for its ETA); cached per round reached."""
     with LabClient(url, token) as c:
-        return list((c.metrics(run_id).get("metrics") or {}).get("time_total_ms") or [])
+        return list(c.metrics(run_id).metrics.get("time_total_ms") or [])
 
 
-def _forget_selection() -> None:
-    """A fresh table widget (no rows ticked): after a delete the old row numbers would point
-    at other runs."""
-    st.session_state["runs_table_gen"] = st.session_state.get("runs_table_gen", 0) + 1
-
-
-def _why_not(picked: list[dict[str, Any]], allowed: list[dict[str, Any]], what: str) -> str:
-    if not picked:
-        return f"Tick runs in the table to {what} them"
-    if not allowed:
-        return f"Only a run's owner or an admin may {what} it: none of the runs picked is yours"
-    return f"{what.capitalize()} the runs picked that are yours ({len(allowed)} of {len(picked)})"
-
-
-def cancel(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
-    """Cancel the picked active runs the user may change, after a confirmation."""
-    mine = [r for r in picked if permissions.may_change(r, me)]
-    active = [r for r in mine if r.get("status") in ACTIVE]
-    label = f"Cancel {len(active)}…" if active else "Cancel…"
-    with slot.popover(label, disabled=not active, help=_why_not(picked, active, "cancel")):
-        st.markdown(
-            f"Cancel {len(active)} {'run' if len(active) == 1 else 'runs'}? A queued run stops "
-            "at once, a running one after its current round."
-        )
-        if st.button("Yes, cancel", key="runs_cancel", type="primary"):
-            for run in active:
-                if ui.try_call(ui.client().cancel_run, str(run["id"])) is not None:
-                    st.toast(f"Cancel requested for {run['_name']}")
-            loaders.runs.clear()
-
-
-def delete(picked: list[dict[str, Any]], me: dict[str, Any] | None, slot: Any) -> None:
-    """Delete the picked runs the user may change (one or many), after a confirmation."""
-    mine = [r for r in picked if permissions.may_change(r, me)]
-    label = f"Delete {len(mine)}…" if mine else "Delete…"
-    with slot.popover(label, disabled=not mine, help=_why_not(picked, mine, "delete")):
-        others = len(picked) - len(mine)
-        st.markdown(
-            f"Move {len(mine)} {'run' if len(mine) == 1 else 'runs'} to the Trash? Unfinished "
-            "ones are cancelled; each can be restored, with its metrics and checkpoints, "
-            "from the Trash page until it is purged."
-            + (f" The {others} picked that are not yours stay." if others else "")
-        )
-        for run in mine[:5]:
-            st.caption(f"{run['_name']} · {runs_table.short_id(run['id'])}")
-        if len(mine) > 5:
-            st.caption(f"… and {len(mine) - 5} more")
-        if st.button("Yes, delete", key="runs_delete", type="primary"):
-            gone = sum(_delete(str(r["id"])) for r in mine)
-            st.toast(trash_note(gone))
-            loaders.runs.clear()
-            _forget_selection()
-            st.rerun(scope="fragment")
-
-
-def trash_note(moved: int) -> str:
-    """`Moved 2 runs to Trash (restorable for 7 days)`: FEDGEN_TRASH_DAYS, as the API says."""
-    body = ui.try_call(ui.client().trash, limit=1)
-    days = trash_view.days_text(float(body["trash_days"])) if body else "a few days"
-    return f"Moved {moved} {'run' if moved == 1 else 'runs'} to Trash (restorable for {days})"
-
-
-def _delete(run_id: str) -> bool:
-    """DELETE one run; False after saying why it could not be deleted."""
-    try:
-        ui.client().delete_run(run_id)
-    except ApiError as exc:
-        ui.show_error(exc)
-        return False
-    return True
-
-
-def actions(picked: list[dict[str, Any]], me: dict[str, Any] | None) -> None:
-    """Compare / watch / cancel / clone / delete the runs picked in the table."""
-    ids = [str(r["id"]) for r in picked]
-    b1, b2, b3, b4, b5 = st.columns([3, 2, 2, 2, 2])  # room for "Compare (pick runs in the table)"
-    b1.page_link(
-        "app_pages/compare.py",
-        label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",
-        icon=":material/compare_arrows:",
-        query_params={"runs": ",".join(ids)} if ids else None,
-        disabled=not ids,
-    )
-    b2.page_link(
-        "app_pages/live.py",
-        label="Watch live",
-        icon=":material/monitoring:",
-        query_params={"run": ids[0]} if len(ids) == 1 else None,
-        disabled=len(ids) != 1,
-    )
-    cancel(picked, me, b3)
-    with b4.popover("Clone…", disabled=len(picked) != 1):
-        changes_text = st.text_area(
-            "Changes (YAML)",
-            "seed: 1\n",
-            key="runs_clone_changes",
-            help="Nested spec fields to change",
-        )
-        if st.button("Clone run", key="runs_clone"):
-            try:
-                changes = yaml.safe_load(changes_text) or {}
-            except yaml.YAMLError as exc:
-                st.error(f"Not valid YAML: {exc}")
-                return
-            new = ui.try_call(ui.client().clone_run, ids[0], changes)
-            if new:
-                st.success(f"Queued clone {runs_table.short_id(new['id'])}")
-                loaders.runs.clear()
-    delete(picked, me, b5)
-
-
-def details(run: dict[str, Any], me: dict[str, Any] | None, now: datetime) -> None:
-    """The one picked run: its full id and times, and its note and tags (editable)."""
-    tz = times.zone(st.context.timezone)
-    st.subheader(run["_name"])
-    left, right = st.columns([3, 2])
-    with left:
-        if annotate.editor(run, me, key="runs") is not None:
-            st.rerun(scope="fragment")  # the table shows the new note and tags
-    rows = runs_table.details(run, now, tz)
-    right.dataframe(
-        {"": [k for k, _ in rows], "value": [v for _, v in rows]},
-        hide_index=True,
-        key="runs_details",
-    )
-
-
-def failures(runs: list[dict[str, Any]], now: datetime) -> None:
-    """The newest failed runs, each linked to its Live page, with its whole error message and
-    the round it stopped at (the table's error cell is one line, cut to the column's width);
-    open while one failed in the last day."""
-    shown, total, recent = run_failures.recent_failures(runs, now)
-    if not shown:
+def failures(v: Listing, page: RunsPublic, now: datetime) -> None:
+    """The lab's newest failed runs under the filters, each linked to its Live page, with its
+    whole error message and the round it stopped at (the table's error cell is one line, cut
+    to the column's width); open while one failed in the last day."""
+    total = page.status_counts.get(FAILED, 0)
+    if not total or v.status not in ("", "failed"):
         return
+    try:
+        failed = {**v.filters, "status": "failed"}
+        newest = loaders.runs(v.url, v.token, limit=FAILURES_LISTED, **failed)
+    except ApiError:
+        return  # the table above already says what the API refused
+    shown, _, recent = run_failures.recent_failures(newest, now, FAILURES_LISTED)
+    names = run_name.compact_names(shown)
     more = f" (the newest {len(shown)})" if total > len(shown) else ""
     with st.expander(
-        f":red[{total} failed {'run' if total == 1 else 'runs'}]{more}", expanded=recent
+        f":red[{total:,} failed {'run' if total == 1 else 'runs'}]{more}", expanded=recent
     ):
         for run in shown:
             st.page_link(
                 "app_pages/live.py",
-                label=f"{run['_name']} · {runs_table.short_id(run['id'])}",
+                label=f"{names[run.id]} · {runs_table.short_id(run.id)}",
                 icon=":material/error:",
-                query_params={"run": str(run["id"])},
+                query_params={"run": run.id},
             )
             st.code(run_failures.full_failure(run), language=None, wrap_lines=True)
 
 
-def load(v: Listing) -> list[dict[str, Any]] | None:
-    """The runs under the filters, of every status (the counts line counts them all); None
+def cursor_stack(v: Listing) -> list[str | None]:
+    """The cursors of the pages walked so far (page 1's is None), this session's, for these
+    filters and page size (others start again at page 1)."""
+    held = st.session_state.get("runs_cursors")
+    if held and held[0] == v.cursors_key:
+        stack: list[str | None] = held[1]
+        return stack
+    stack = [None]
+    st.session_state["runs_cursors"] = (v.cursors_key, stack)
+    return stack
+
+
+def load(v: Listing) -> RunsPublic | None:
+    """The page of runs under the filters the reader walked to, with the lab's counts; None
     after saying why the API refused them (a malformed spec field filter is said under the
     filters)."""
     try:
-        return loaders.runs(v.url, v.token, **{**v.filters, "status": ""})
+        return loaders.runs_page(v.url, v.token, cursor_stack(v)[-1], v.page_size, **v.filters)
     except ApiError as exc:
         if exc.status == 422:
             problems = run_filters.filter_problems(exc.detail, exc.message)
@@ -319,22 +221,72 @@ def nothing_shown(v: Listing) -> None:
     )
 
 
-def table_caption(shown: int, runs: list[dict[str, Any]], tz: tzinfo) -> str:
-    """How many runs, what they share, the time zone, refreshing, what ticking does."""
-    shared = runs_table.common_fields(runs)
+def active(page: RunsPublic) -> bool:
+    """Whether any run under the filters is queued or running (the page then refreshes)."""
+    return any(page.status_counts.get(s, 0) for s in ACTIVE)
+
+
+def shown_line(v: Listing, page: RunsPublic) -> str:
+    """`runs 101–200 of 1,234, newest first` (`of about` when the server estimated)."""
+    first = (len(cursor_stack(v)) - 1) * v.page_size
+    of = f"{page.count:,}" if page.count_exact else f"about {page.count:,}"
+    return f"runs {first + 1:,}–{first + len(page.data):,} of {of}, newest first"
+
+
+def table_caption(v: Listing, page: RunsPublic, tz: tzinfo) -> str:
+    """Which runs are shown, what they share, the time zone, refreshing, what ticking does."""
+    shared = runs_table.common_fields(page.data)
     return (
-        f"{shown} runs shown"
+        shown_line(v, page)
         + (f" · all {shared}" if shared else "")
         + f" · times in {getattr(tz, 'key', 'UTC')}"
-        + (" · refreshing every 3 s while runs are active" if any_active(runs) else "")
+        + (" · refreshing every 3 s while runs are active" if active(page) else "")
         + " · tick rows to compare, watch, cancel, clone or delete them; tick one for its "
         "details, note and tags"
     )
 
 
-def stuck_link(runs: list[dict[str, Any]]) -> None:
+def pager(v: Listing, page: RunsPublic) -> None:
+    """Newest / newer / older: back through every run under the filters, a page at a time
+    (each page is read after the previous page's last run, as fast as the first)."""
+    stack = cursor_stack(v)
+    top = len(stack) == 1
+    c1, c2, c3, _ = st.columns([1, 1, 1, 3])
+    c1.button(
+        "Newest",
+        key="runs_newest",
+        disabled=top,
+        icon=":material/first_page:",
+        on_click=_turn,
+        args=(stack, stack[:1]),
+    )
+    c2.button(
+        "Newer",
+        key="runs_newer",
+        disabled=top,
+        icon=":material/chevron_left:",
+        on_click=_turn,
+        args=(stack, stack[:-1]),
+    )
+    c3.button(
+        "Older",
+        key="runs_older",
+        disabled=page.next_cursor is None,
+        icon=":material/chevron_right:",
+        on_click=_turn,
+        args=(stack, [*stack, page.next_cursor]),
+    )
+
+
+def _turn(stack: list[str | None], to: list[str | None]) -> None:
+    """Another page (the button's callback, before the rerun draws it): no rows ticked."""
+    stack[:] = to
+    runs_actions.forget_selection()
+
+
+def stuck_link(runs: list[RunPublic]) -> None:
     """A link to the Lab page when some runs wait for a worker no live one can be."""
-    stuck = sum(1 for r in runs if r.get("waiting_reason"))
+    stuck = sum(1 for r in runs if r.waiting_reason)
     if stuck:
         st.page_link(
             "app_pages/lab.py",
@@ -344,30 +296,36 @@ def stuck_link(runs: list[dict[str, Any]]) -> None:
         )
 
 
+def me_or_none(url: str, token: str) -> UserPublic | None:
+    """Who is signed in; None when the API will not say (identity is optional to read)."""
+    try:
+        return loaders.me(url, token)
+    except ApiError:
+        return None
+
+
 def table(v: Listing) -> None:
     """Counts, the runs table and its actions (a fragment: reruns alone while runs are active)."""
-    url, token = v.url, v.token
-    everything = load(v)
-    if everything is None:
+    page = load(v)
+    if page is None:
         return
-    runs = [r for r in everything if not v.status or r.get("status") == v.status]
-    if not everything:
+    st.markdown(
+        status_counts.counts_line(page.status_counts, page.status_counts_exact),
+        help="The lab's runs per status under the other filters",
+    )
+    if not page.data:
         nothing_shown(v)
         return
-    counts = status_counts.status_counts(everything)
-    st.markdown(status_counts.counts_line(counts), help="Runs per status under the other filters")
-    now = datetime.now(UTC)
-    tz = times.zone(st.context.timezone)
+    runs, now, tz = page.data, datetime.now(UTC), times.zone(st.context.timezone)
     round_ms = {
-        str(r["id"]): round_times(url, token, str(r["id"]), int(r.get("current_round") or 0))
+        r.id: round_times(v.url, v.token, r.id, r.current_round)
         for r in runs
-        if r.get("status") == RUNNING
+        if r.status == RUNNING
     }
     names = run_name.compact_names(runs)
-    runs = [{**r, "_name": names[str(r["id"])]} for r in runs]
     df = runs_table.table(runs, now, tz, round_ms, names)
-    st.caption(table_caption(len(df), runs, tz))
-    failures(runs, now)
+    st.caption(table_caption(v, page, tz))
+    failures(v, page, now)
     stuck_link(runs)
     gen = st.session_state.get("runs_table_gen", 0)
     event = st.dataframe(
@@ -380,19 +338,18 @@ def table(v: Listing) -> None:
         column_config=COLUMNS,
         placeholder=times.DASH,
     )
-    rows = [i for i in event.selection.rows if 0 <= i < len(runs)]
-    picked = [runs[i] for i in rows]
-    me = None
-    try:
-        me = loaders.me(url, token)
-    except ApiError:  # identity is optional for read-only use
-        me = None
-    actions(picked, me)
-    if len(picked) == 1:
-        details(picked[0], me, now)
+    pager(v, page)
+    picked = runs_actions.Picked(
+        [runs[i] for i in event.selection.rows if 0 <= i < len(runs)],
+        names,
+        me_or_none(v.url, v.token),
+    )
+    runs_actions.actions(picked)
+    if len(picked.runs) == 1:
+        runs_actions.details(picked.runs[0], picked, now)
     with st.expander("Export"):
         st.download_button(
-            "Download table as CSV",
+            "Download this page as CSV",
             frame_csv(runs_csv.csv_frame(runs, now, names)),
             "runs.csv",
             "text/csv",
@@ -452,12 +409,12 @@ def render() -> None:
     """The page: the filters, then the table that refreshes itself while runs are active."""
     st.title("Runs")
     url, token = ui.connection()
-    v = Listing(url, token, filter_controls(url, token))
-    try:  # whether to refresh: any run active (the fragment says why a load failed)
-        runs_now = loaders.runs(url, token, **{**v.filters, "status": ""})
-    except ApiError:
-        runs_now = []
-    interval = "3s" if any_active(runs_now) else None
+    v = Listing(url, token, *filter_controls(url, token))
+    try:  # whether to refresh: any run active (the same, cached, read the fragment makes)
+        first = loaders.runs_page(url, token, cursor_stack(v)[-1], v.page_size, **v.filters)
+        interval = "3s" if active(first) else None
+    except ApiError:  # the fragment says why
+        interval = None
     st.fragment(run_every=interval)(table)(v)
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard import alerts_view, times, tokens_view, ui
-from dashboard.client import ApiError, error_fields
+from dashboard.client import ApiError
+from dashboard.error_detail import error_fields
 from fedgen.webhook_events import EVENT_LABELS
 
 REFRESH_S = 5

@@ -262,7 +262,7 @@ def panel(c: Chosen, sweep: dict[str, Any]) -> None:
     """Progress and tables (a fragment: reruns by itself while the sweep's runs are active)."""
     sweep_id = str(sweep["sweep_id"])
     runs = ui.call(loaders.runs, c.url, c.token, sweep_id=sweep_id)
-    statuses = [str(r.get("status")) for r in runs]
+    statuses = [r.status for r in runs]
     total = len(runs) or int(sweep["count"])
     fraction, text = study_view.progress(study_view.status_counts(statuses), total)
     active = any(s in ACTIVE for s in statuses)

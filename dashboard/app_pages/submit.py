@@ -397,8 +397,8 @@ def submit_run(spec: dict[str, Any]) -> None:
     if not run:
         return
     loaders.runs.clear()
-    st.session_state["live_run_id"] = run["id"]
-    st.success(f"Queued run {run['id']}.")
+    st.session_state["live_run_id"] = run.id
+    st.success(f"Queued run {run.id}.")
     st.page_link(
         "app_pages/live.py", label="Watch it on the Live page", icon=":material/monitoring:"
     )

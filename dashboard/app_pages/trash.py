@@ -5,15 +5,15 @@ round, per-user row and checkpoint; a sweep with the runs deleted with it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import streamlit as st
 
+from api.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
 from dashboard import loaders, times, trash_view, ui
 from dashboard.client import ApiError
 
 
-def load() -> dict[str, Any] | None:
+def load() -> TrashPublic | None:
     """GET /trash, or None after showing why it could not be read."""
     try:
         return ui.client().trash()
@@ -29,23 +29,36 @@ def restore(kind: str, ident: str) -> None:
     if ui.try_call(call, ident) is not None:
         st.toast(f"Restored {kind} {ident[:8]}")
         loaders.runs.clear()
+        loaders.runs_page.clear()
         loaders.sweeps.clear()
 
 
-def section(kind: str, rows: list[dict[str, Any]], now: datetime) -> None:
-    """The table of trashed runs or sweeps and a Restore button under it for each."""
-    tz = times.zone(st.context.timezone)
-    table = trash_view.runs_table if kind == "run" else trash_view.sweeps_table
-    st.subheader("Runs" if kind == "run" else "Sweeps")
-    st.dataframe(table(rows, now, tz), hide_index=True, key=f"trash_{kind}s")
+def buttons(kind: str, rows: list[TrashedRun] | list[TrashedSweep], now: datetime) -> None:
+    """A Restore button for each trashed run or sweep."""
     for row in rows:
         st.button(
-            trash_view.restore_label(row, kind, now),
-            key=f"restore_{kind}_{row['id']}",
+            trash_view.restore_label(row, now),
+            key=f"restore_{kind}_{row.id}",
             icon=":material/restore_from_trash:",
             on_click=restore,
-            args=(kind, str(row["id"])),
+            args=(kind, row.id),
         )
+
+
+def runs_section(runs: list[TrashedRun], now: datetime) -> None:
+    """The table of trashed runs and a Restore button under it for each."""
+    st.subheader("Runs")
+    frame = trash_view.runs_table(runs, now, times.zone(st.context.timezone))
+    st.dataframe(frame, hide_index=True, key="trash_runs")
+    buttons("run", runs, now)
+
+
+def sweeps_section(sweeps: list[TrashedSweep], now: datetime) -> None:
+    """The table of trashed sweeps and a Restore button under it for each."""
+    st.subheader("Sweeps")
+    frame = trash_view.sweeps_table(sweeps, now, times.zone(st.context.timezone))
+    st.dataframe(frame, hide_index=True, key="trash_sweeps")
+    buttons("sweep", sweeps, now)
 
 
 def render() -> None:
@@ -54,18 +67,18 @@ def render() -> None:
     body = load()
     if body is None:
         return
-    days = trash_view.days_text(float(body.get("trash_days", 7)))
+    days = trash_view.days_text(body.trash_days)
     st.caption(
         f"Deleted runs and sweeps stay here for {days} (FEDGEN_TRASH_DAYS), then the workers "
         "delete them for good. A run of a deleted sweep comes back with its sweep."
     )
     now = datetime.now(UTC)
-    if not body["runs"] and not body["sweeps"]:
+    if not body.runs and not body.sweeps:
         st.info("The trash is empty.")
-    if body["sweeps"]:
-        section("sweep", body["sweeps"], now)
-    if body["runs"]:
-        section("run", body["runs"], now)
+    if body.sweeps:
+        sweeps_section(body.sweeps, now)
+    if body.runs:
+        runs_section(body.runs, now)
 
 
 # Streamlit runs a page script as __main__; an import (a test, a type check) only defines.

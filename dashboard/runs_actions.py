@@ -1,0 +1,163 @@
+"""The Runs page's actions on the runs ticked in its table: compare, watch, cancel, clone,
+delete (each offered for the member's own runs, any run for an admin, cancel and delete after a
+confirmation), and one ticked run's details, note and tags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import streamlit as st
+import yaml
+
+from api.schemas.runs import RunPublic
+from api.schemas.users import UserPublic
+from dashboard import annotate, loaders, permissions, runs_table, times, trash_view, ui
+from dashboard.client import ApiError
+from fedgen.status import ACTIVE
+
+
+def forget_selection() -> None:
+    """A fresh table widget (no rows ticked): after a delete the old row numbers would point
+    at other runs."""
+    st.session_state["runs_table_gen"] = st.session_state.get("runs_table_gen", 0) + 1
+
+
+def _why_not(picked: list[RunPublic], allowed: list[RunPublic], what: str) -> str:
+    if not picked:
+        return f"Tick runs in the table to {what} them"
+    if not allowed:
+        return f"Only a run's owner or an admin may {what} it: none of the runs picked is yours"
+    return f"{what.capitalize()} the runs picked that are yours ({len(allowed)} of {len(picked)})"
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The runs ticked in the table, their names there, and who is signed in (None: unknown)."""
+
+    runs: list[RunPublic]
+    names: dict[str, str]
+    me: UserPublic | None
+
+    def mine(self) -> list[RunPublic]:
+        """The picked runs the signed-in member may change."""
+        return [r for r in self.runs if permissions.may_change(r, self.me)]
+
+
+def cancel(p: Picked, slot: Any) -> None:
+    """Cancel the picked active runs the user may change, after a confirmation."""
+    active = [r for r in p.mine() if r.status in ACTIVE]
+    label = f"Cancel {len(active)}…" if active else "Cancel…"
+    with slot.popover(label, disabled=not active, help=_why_not(p.runs, active, "cancel")):
+        st.markdown(
+            f"Cancel {len(active)} {'run' if len(active) == 1 else 'runs'}? A queued run stops "
+            "at once, a running one after its current round."
+        )
+        if st.button("Yes, cancel", key="runs_cancel", type="primary"):
+            for run in active:
+                if ui.try_call(ui.client().cancel_run, run.id) is not None:
+                    st.toast(f"Cancel requested for {p.names[run.id]}")
+            reload()
+
+
+def delete(p: Picked, slot: Any) -> None:
+    """Delete the picked runs the user may change (one or many), after a confirmation."""
+    mine = p.mine()
+    label = f"Delete {len(mine)}…" if mine else "Delete…"
+    with slot.popover(label, disabled=not mine, help=_why_not(p.runs, mine, "delete")):
+        others = len(p.runs) - len(mine)
+        st.markdown(
+            f"Move {len(mine)} {'run' if len(mine) == 1 else 'runs'} to the Trash? Unfinished "
+            "ones are cancelled; each can be restored, with its metrics and checkpoints, "
+            "from the Trash page until it is purged."
+            + (f" The {others} picked that are not yours stay." if others else "")
+        )
+        for run in mine[:5]:
+            st.caption(f"{p.names[run.id]} · {runs_table.short_id(run.id)}")
+        if len(mine) > 5:
+            st.caption(f"… and {len(mine) - 5} more")
+        if st.button("Yes, delete", key="runs_delete", type="primary"):
+            gone = sum(_delete(r.id) for r in mine)
+            st.toast(trash_note(gone))
+            reload()
+            forget_selection()
+            st.rerun(scope="fragment")
+
+
+def reload() -> None:
+    """Forget the cached lists: the next draw reads what the action changed."""
+    loaders.runs.clear()
+    loaders.runs_page.clear()
+
+
+def trash_note(moved: int) -> str:
+    """`Moved 2 runs to Trash (restorable for 7 days)`: FEDGEN_TRASH_DAYS, as the API says."""
+    body = ui.try_call(ui.client().trash, limit=1)
+    days = trash_view.days_text(body.trash_days) if body else "a few days"
+    return f"Moved {moved} {'run' if moved == 1 else 'runs'} to Trash (restorable for {days})"
+
+
+def _delete(run_id: str) -> bool:
+    """DELETE one run; False after saying why it could not be deleted."""
+    try:
+        ui.client().delete_run(run_id)
+    except ApiError as exc:
+        ui.show_error(exc)
+        return False
+    return True
+
+
+def actions(p: Picked) -> None:
+    """Compare / watch / cancel / clone / delete the runs picked in the table."""
+    ids = [r.id for r in p.runs]
+    b1, b2, b3, b4, b5 = st.columns([3, 2, 2, 2, 2])  # room for "Compare (pick runs in the table)"
+    b1.page_link(
+        "app_pages/compare.py",
+        label=f"Compare {len(ids)} runs" if ids else "Compare (pick runs in the table)",
+        icon=":material/compare_arrows:",
+        query_params={"runs": ",".join(ids)} if ids else None,
+        disabled=not ids,
+    )
+    b2.page_link(
+        "app_pages/live.py",
+        label="Watch live",
+        icon=":material/monitoring:",
+        query_params={"run": ids[0]} if len(ids) == 1 else None,
+        disabled=len(ids) != 1,
+    )
+    cancel(p, b3)
+    with b4.popover("Clone…", disabled=len(ids) != 1):
+        changes_text = st.text_area(
+            "Changes (YAML)",
+            "seed: 1\n",
+            key="runs_clone_changes",
+            help="Nested spec fields to change",
+        )
+        if st.button("Clone run", key="runs_clone"):
+            try:
+                changes = yaml.safe_load(changes_text) or {}
+            except yaml.YAMLError as exc:
+                st.error(f"Not valid YAML: {exc}")
+                return
+            new = ui.try_call(ui.client().clone_run, ids[0], changes)
+            if new:
+                st.success(f"Queued clone {runs_table.short_id(new.id)}")
+                reload()
+    delete(p, b5)
+
+
+def details(run: RunPublic, p: Picked, now: datetime) -> None:
+    """The one picked run: its full id and times, and its note and tags (editable)."""
+    tz = times.zone(st.context.timezone)
+    st.subheader(p.names[run.id])
+    left, right = st.columns([3, 2])
+    with left:
+        if annotate.editor(run, p.me, key="runs") is not None:
+            st.rerun(scope="fragment")  # the table shows the new note and tags
+    rows = runs_table.details(run, now, tz)
+    right.dataframe(
+        {"": [k for k, _ in rows], "value": [v for _, v in rows]},
+        hide_index=True,
+        key="runs_details",
+    )
