@@ -13,11 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from api.schemas.runs import RunPublic
 from dashboard import paper
 from dashboard.run_name import SEP, part
 from dashboard.table_csv import varying_fields
-from fedgen.specdict import flatten, group_label
+from dashboard.tables import spec_fields
+from fedgen.algorithms.registry import find_algorithm
+from fedgen.paper import TABLE3
+from fedgen.specdict import group_label
 
 # -- Table 1 ---------------------------------------------------------------------
 TABLE1_COLUMNS = [
@@ -161,17 +163,16 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
     )
     base: dict[str, float] = {}
     for key, rec in zip(keys, timing.to_dict("records"), strict=True):
-        if rec["algorithm"] == "fedavg":
+        decl = find_algorithm(rec["algorithm"])
+        if decl is not None and decl.timing_reference:
             base.setdefault(key, float(rec["mean_ms"]))
     rows = []
     for key, rec, own in zip(keys, timing.to_dict("records"), fields, strict=True):
         alg, bg = rec["algorithm"], rec.get("gen_batch_size")
-        if alg == "fedgen" and bg is not None and not (isinstance(bg, float) and math.isnan(bg)):
-            label = f"FedGen B_G={int(bg)}"
-            pm, ps = paper.TABLE3_FEDGEN.get(int(bg), (math.nan, math.nan))
-        else:
-            label = paper.PAPER_LABELS.get(alg, alg)
-            pm, ps = paper.TABLE3_FEDAVG if alg == "fedavg" else (math.nan, math.nan)
+        # B_G is set on the rows of an algorithm told apart by it (AlgorithmDecl.timing_fields)
+        has_bg = bg is not None and not (isinstance(bg, float) and math.isnan(bg))
+        label = paper.PAPER_LABELS.get(alg, alg) + (f" B_G={int(bg)}" if has_bg else "")
+        pm, ps = TABLE3.get((alg, int(bg) if has_bg else None), (math.nan, math.nan))
         ref = base.get(key, math.nan)
         told = told_apart(own, varying)
         rows.append(
@@ -260,9 +261,9 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _summary_row(g: dict[str, Any], member: RunPublic, statistic: str) -> dict[str, Any]:
+def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
     """One sweep summary group as a Table 1 input row (its cell from `member`'s spec)."""
-    fields = flatten(member.spec)
+    fields = spec_fields(member)
     setting = paper.setting_of(fields)
     mean, std = g.get(f"{statistic}_mean"), g.get(f"{statistic}_std")
     mean = math.nan if mean is None else float(mean)
@@ -308,7 +309,7 @@ def _tell_apart(rows: list[dict[str, Any]]) -> None:
 
 
 def summary_groups(
-    summary: dict[str, Any], runs_by_id: dict[str, RunPublic], statistic: str = "top5"
+    summary: dict[str, Any], runs_by_id: dict[str, dict[str, Any]], statistic: str = "top5"
 ) -> pd.DataFrame:
     """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
 

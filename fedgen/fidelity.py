@@ -10,10 +10,11 @@ reference numbers are from ../shared/reference/fedgen-method.md §6.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
+from fedgen.algorithms.registry import find_algorithm
 from fedgen.knobs import KNOBS, Home, default_value
 from fedgen.spec import ExperimentSpec
 
@@ -58,8 +59,9 @@ def _sections(spec: ExperimentSpec) -> dict[Home, BaseModel]:
         "model": spec.model,
         "run": spec,
     }
-    if spec.algorithm.name == "fedgen":
-        sections["fedgen"] = spec.algorithm
+    decl = find_algorithm(spec.algorithm.name)
+    if decl is not None and decl.knob_home is not None:  # FedGen's knobs in FedGen's section
+        sections[cast(Home, decl.knob_home)] = spec.algorithm
     return sections
 
 

@@ -41,7 +41,6 @@ class Knob:
     bounds: dict[str, Any] = field(default_factory=dict)  # pydantic ge/gt/le
     label: str = ""  # shown after the name in the docs table, e.g. "(client)"
     official_by_dataset: dict[str, Any] = field(default_factory=dict)  # official profile only
-    by_algorithm: dict[str, Any] = field(default_factory=dict)  # either profile, unless set
     description: str = ""  # the spec field's help text
 
     @property
@@ -73,7 +72,6 @@ KNOBS: tuple[Knob, ...] = (
         "not stated",
         "`serverbase.evaluate` at the start of each round (the last model is never evaluated)",
         "§5.1, §5.5: the official FedEnsemble evaluates its ensemble after aggregation",
-        by_algorithm={"fedensemble": "after_aggregation"},
     ),
     Knob(
         "statistic",
@@ -406,10 +404,23 @@ def knob_fields(home: Home) -> dict[str, Any]:
     }
 
 
+def algorithm_defaults(knob: Knob) -> dict[str, Any]:
+    """Algorithm -> the value `knob` takes for it under either profile, unless set: what the
+    algorithm registry declares (`AlgorithmDecl.knob_defaults`)."""
+    from fedgen.algorithms.registry import algorithms
+
+    return {
+        d.name: dict(d.knob_defaults)[knob.name]
+        for d in algorithms()
+        if knob.name in dict(d.knob_defaults)
+    }
+
+
 def default_value(knob: Knob, profile: Profile, dataset: str, algorithm: str) -> Any:
     """The value a knob takes when the spec leaves it None."""
-    if algorithm in knob.by_algorithm:
-        return knob.by_algorithm[algorithm]
+    by_algorithm = algorithm_defaults(knob)
+    if algorithm in by_algorithm:
+        return by_algorithm[algorithm]
     if profile == "official":
         return knob.official_by_dataset.get(dataset, knob.official)
     return knob.paper
@@ -434,10 +445,8 @@ def markdown_table() -> str:
         official = " / ".join(
             [_shown(k.official)] + [f"{_shown(v)} {d}" for d, v in k.official_by_dataset.items()]
         )
-        if k.by_algorithm:
-            official += (
-                " (" + ", ".join(f"{a}: {_shown(v)}" for a, v in k.by_algorithm.items()) + ")"
-            )
+        if by_algorithm := algorithm_defaults(k):
+            official += " (" + ", ".join(f"{a}: {_shown(v)}" for a, v in by_algorithm.items()) + ")"
         rows.append(
             f"| {name} | `{k.path}` | {k.paper_text} | {k.official_text} | {_shown(k.paper)} "
             f"| {official} | {k.why} |"

@@ -97,6 +97,12 @@ TABLE3_FEDGEN: dict[int, MeanStd] = {
     128: (60.06, 2.32),
 }
 
+# Table 3 by (algorithm, B_G): FedAvg's row has no generator batch size.
+TABLE3: dict[tuple[str, int | None], MeanStd] = {
+    ("fedavg", None): TABLE3_FEDAVG,
+    **{("fedgen", bg): ms for bg, ms in TABLE3_FEDGEN.items()},
+}
+
 # Table 4: MNIST, only the predictor (last layer) is shared; α -> algorithm -> mean ± std.
 _TABLE4_ORDER = ["fedavg", "feddistill-plus", "feddf", "fedgen"]
 _TABLE4_TEXT = """

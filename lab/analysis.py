@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
+from fedgen.algorithms.registry import find_algorithm
 from fedgen.csv_cells import SafeWriter
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
@@ -271,8 +272,9 @@ def timing_table(
         flat = flat_spec(g.members[0])
         setting = {f: flat.get(f) for f in TIMING_SETTING}
         alg = flat.get("algorithm.name")
-        if alg == "fedgen":
-            setting["algorithm.gen_batch_size"] = flat.get("algorithm.gen_batch_size")
+        decl = find_algorithm(alg)
+        for told_apart_by in decl.timing_fields if decl is not None else ():
+            setting[told_apart_by] = flat.get(told_apart_by)
         pooled = [v for r in timed for v in values[r.id]]
         m, s = mean_std(pooled)
         rows.append(

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from api.schemas.runs import RunPublic
 from dashboard import charts, live_view, loaders, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.latents import (
@@ -20,7 +19,7 @@ from dashboard.latents import (
     generator_api,
     latent_points,
 )
-from fedgen import specdict
+from fedgen.algorithms.registry import algorithms, find_algorithm
 
 
 def _linked_run_gone(url: str, token: str) -> None:
@@ -64,12 +63,14 @@ def partition(url: str, token: str, run_id: str) -> None:
         st.dataframe(sizes, key="inspect_sizes")
 
 
-def generator_rounds(url: str, token: str, run_id: str, run: RunPublic) -> pd.DataFrame:
+def generator_rounds(url: str, token: str, run_id: str, run: dict[str, Any]) -> pd.DataFrame:
     """The run's generator checkpoints; stops the page with a note when there is none to show."""
     st.header("Generator")
-    algorithm = specdict.get_dotted(run.spec, "algorithm.name")
-    if algorithm != "fedgen":
-        st.info("Generator checkpoints exist for FedGen runs only.")
+    algorithm = ((run.get("spec") or {}).get("algorithm") or {}).get("name")
+    decl = find_algorithm(algorithm)
+    if decl is None or not decl.has_generator:
+        with_one = ", ".join(d.label for d in algorithms() if d.has_generator)
+        st.info(f"Generator checkpoints exist for {with_one} runs only.")
         st.stop()
     ckpts = ui.call(loaders.checkpoints, url, token, run_id)
     gens = ckpts[ckpts["kind"] == "generator"]

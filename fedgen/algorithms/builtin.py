@@ -1,7 +1,8 @@
 """The built-in algorithms: one `AlgorithmDecl` each, in the order every list shows them.
 
 Adding an algorithm (docs/architecture.md, "How to add an algorithm"): its params class
-in `fedgen/spec.py`, its `Algorithm` in `fedgen/algorithms/<name>.py`, one line here.
+in `fedgen/spec.py`, its `Algorithm` in `fedgen/algorithms/<name>.py`, one `_builtin` here
+(its fields by keyword; what is not given takes AlgorithmDecl's default).
 
 `ms_per_round`: ms per round on one core at the paper setting (10 users x T = 20,
 official CNN, Fashion-MNIST), the median over the runs of the Fashion-MNIST studies of
@@ -20,6 +21,8 @@ scaled up; 2026-12-03): an estimate until a Fashion-MNIST study times them.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from fedgen.algorithms.params import (
     FedAdamParams,
@@ -47,48 +50,183 @@ ALL_OR_PREDICTOR: frozenset[Share] = frozenset({"all", "predictor"})
 
 
 def _builtin(
+    *,
+    name: str,
     label: str,
-    params_cls: type[AlgorithmParams],
+    params: type[AlgorithmParams],
     cls: str,
     colour: str,
     ms_per_round: float,
-    shares: frozenset[Share],
+    shares: frozenset[Share] = ALL,
     paper_label: str | None = None,
-    *,
-    name: str,
     in_paper: bool = True,
-    batchable: bool = False,
+    **more: Any,
 ) -> None:
-    """Register one built-in: `cls` is `module:Class` under `fedgen.algorithms`;
-    the paper's label defaults to `label` (none when not `in_paper`)."""
+    """Register one built-in: `cls` is `module:Class` under `fedgen.algorithms`; the paper's
+    label defaults to `label` (none when not `in_paper`); `more`: AlgorithmDecl's other
+    fields (batchable, has_generator, ...)."""
     register_algorithm(
         AlgorithmDecl(
             name=name,
             label=label,
-            params_cls=params_cls,
+            params_cls=params,
             algorithm_cls=f"fedgen.algorithms.{cls}",
             colour=colour,
             ms_per_round=ms_per_round,
             shares=shares,
             paper_label=None if not in_paper else label if paper_label is None else paper_label,
-            batchable=batchable,
+            **more,
         )
     )
 
 
-# fmt: off
-_builtin("FedAvg", FedAvgParams, "fedavg:FedAvg", "#1F77B4", 330.0, ALL_OR_PREDICTOR, name="fedavg", batchable=True)
-_builtin("FedProx", FedProxParams, "fedprox:FedProx", "#FF7F0E", 365.0, ALL, name="fedprox", batchable=True)
-_builtin("FedEnsemble", FedEnsembleParams, "fedensemble:FedEnsemble", "#2CA02C", 1280.0, ALL, name="fedensemble", batchable=True)
-_builtin("FedDistill", FedDistillParams, "feddistill:FedDistill", "#D62728", 365.0, ALL, name="feddistill")
-_builtin("FedDistill+", FedDistillPlusParams, "feddistill:FedDistillPlus", "#9467BD", 590.0, ALL_OR_PREDICTOR, name="feddistill-plus")
-_builtin("FedDF", FedDFParams, "feddf:FedDF", "#8C564B", 1610.0, ALL_OR_PREDICTOR, "FedDFusion", name="feddf", batchable=True)
-_builtin("FedGen", FedGenParams, "fedgen:FedGen", "#E377C2", 405.0, ALL_OR_PREDICTOR, name="fedgen", batchable=True)
-_builtin("SCAFFOLD", ScaffoldParams, "scaffold:Scaffold", "#7F7F7F", 370.0, ALL, name="scaffold", in_paper=False)
-_builtin("FedDyn", FedDynParams, "feddyn:FedDyn", "#BCBD22", 380.0, ALL, name="feddyn", in_paper=False)
-_builtin("MOON", MoonParams, "moon:Moon", "#17BECF", 560.0, ALL, name="moon", in_paper=False)
-_builtin("FedNova", FedNovaParams, "fednova:FedNova", "#AEC7E8", 335.0, ALL, name="fednova", in_paper=False)
-_builtin("FedAdam", FedAdamParams, "fedopt:FedAdam", "#FFBB78", 340.0, ALL_OR_PREDICTOR, name="fedadam", in_paper=False)
-_builtin("FedYogi", FedYogiParams, "fedopt:FedYogi", "#98DF8A", 340.0, ALL_OR_PREDICTOR, name="fedyogi", in_paper=False)
-_builtin("FedAvgM", FedAvgMParams, "fedopt:FedAvgM", "#FF9896", 335.0, ALL_OR_PREDICTOR, name="fedavgm", in_paper=False)
-# fmt: on
+_builtin(
+    name="fedavg",
+    label="FedAvg",
+    params=FedAvgParams,
+    cls="fedavg:FedAvg",
+    colour="#1F77B4",
+    ms_per_round=330.0,
+    shares=ALL_OR_PREDICTOR,
+    batchable=True,
+    timing_reference=True,
+)
+_builtin(
+    name="fedprox",
+    label="FedProx",
+    params=FedProxParams,
+    cls="fedprox:FedProx",
+    colour="#FF7F0E",
+    ms_per_round=365.0,
+    batchable=True,
+)
+_builtin(
+    name="fedensemble",
+    label="FedEnsemble",
+    params=FedEnsembleParams,
+    cls="fedensemble:FedEnsemble",
+    colour="#2CA02C",
+    ms_per_round=1280.0,
+    batchable=True,
+    # The official FedEnsemble evaluates its ensemble after aggregation (docs/fidelity.md).
+    knob_defaults=(("eval_timing", "after_aggregation"),),
+)
+_builtin(
+    name="feddistill",
+    label="FedDistill",
+    params=FedDistillParams,
+    cls="feddistill:FedDistill",
+    colour="#D62728",
+    ms_per_round=365.0,
+    personal_model=True,
+    label_logits=True,
+)
+_builtin(
+    name="feddistill-plus",
+    label="FedDistill+",
+    params=FedDistillPlusParams,
+    cls="feddistill:FedDistillPlus",
+    colour="#9467BD",
+    ms_per_round=590.0,
+    shares=ALL_OR_PREDICTOR,
+    label_logits=True,
+)
+_builtin(
+    name="feddf",
+    label="FedDF",
+    params=FedDFParams,
+    cls="feddf:FedDF",
+    colour="#8C564B",
+    ms_per_round=1610.0,
+    shares=ALL_OR_PREDICTOR,
+    paper_label="FedDFusion",
+    batchable=True,
+    server_rng=True,
+)
+_builtin(
+    name="fedgen",
+    label="FedGen",
+    params=FedGenParams,
+    cls="fedgen:FedGen",
+    colour="#E377C2",
+    ms_per_round=405.0,
+    shares=ALL_OR_PREDICTOR,
+    batchable=True,
+    has_generator=True,
+    knob_home="fedgen",
+    timing_fields=("algorithm.gen_batch_size",),
+)
+_builtin(
+    name="scaffold",
+    label="SCAFFOLD",
+    params=ScaffoldParams,
+    cls="scaffold:Scaffold",
+    colour="#7F7F7F",
+    ms_per_round=370.0,
+    in_paper=False,
+    kept_per_user="params",  # c_i
+    kept_on_server=("params", 1),  # c
+)
+_builtin(
+    name="feddyn",
+    label="FedDyn",
+    params=FedDynParams,
+    cls="feddyn:FedDyn",
+    colour="#BCBD22",
+    ms_per_round=380.0,
+    in_paper=False,
+    kept_per_user="params",  # g_k
+    kept_on_server=("params", 1),  # h
+)
+_builtin(
+    name="moon",
+    label="MOON",
+    params=MoonParams,
+    cls="moon:Moon",
+    colour="#17BECF",
+    ms_per_round=560.0,
+    in_paper=False,
+    kept_per_user="model",  # the previous local model
+)
+_builtin(
+    name="fednova",
+    label="FedNova",
+    params=FedNovaParams,
+    cls="fednova:FedNova",
+    colour="#AEC7E8",
+    ms_per_round=335.0,
+    in_paper=False,
+)
+_builtin(
+    name="fedadam",
+    label="FedAdam",
+    params=FedAdamParams,
+    cls="fedopt:FedAdam",
+    colour="#FFBB78",
+    ms_per_round=340.0,
+    shares=ALL_OR_PREDICTOR,
+    in_paper=False,
+    kept_on_server=("shared", 2),  # m and v
+)
+_builtin(
+    name="fedyogi",
+    label="FedYogi",
+    params=FedYogiParams,
+    cls="fedopt:FedYogi",
+    colour="#98DF8A",
+    ms_per_round=340.0,
+    shares=ALL_OR_PREDICTOR,
+    in_paper=False,
+    kept_on_server=("shared", 2),  # m and v
+)
+_builtin(
+    name="fedavgm",
+    label="FedAvgM",
+    params=FedAvgMParams,
+    cls="fedopt:FedAvgM",
+    colour="#FF9896",
+    ms_per_round=335.0,
+    shares=ALL_OR_PREDICTOR,
+    in_paper=False,
+    kept_on_server=("shared", 1),  # the velocity
+)

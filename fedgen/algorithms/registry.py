@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from fedgen.spec import AlgorithmParams
 
 Share = Literal["all", "predictor"]
+RoundState = Literal["params", "model", "shared"]
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 COLOUR_PATTERN = re.compile(r"^#[0-9A-Fa-f]{6}$")
 # Where a declaration that does not come from a plugin comes from.
@@ -58,6 +59,27 @@ class AlgorithmDecl:
     # Its client update can run as one computation for many users (`execution: batched`,
     # `Algorithm.client_update_batch`); False: it always runs one user after another.
     batchable: bool = False
+    # What the lab reads here instead of branching on the algorithm's name:
+    # its server trains a generator whose checkpoints the Inspect page shows
+    has_generator: bool = False
+    # the `fedgen.knobs` home its params section holds (FedGen's generator knobs: "fedgen")
+    knob_home: str | None = None
+    # knob name -> the value it takes for this algorithm under either profile, unless set
+    knob_defaults: tuple[tuple[str, Any], ...] = ()
+    # spec fields (dotted) its timing rows are told apart by (Table 3: FedGen's B_G)
+    timing_fields: tuple[str, ...] = ()
+    # the algorithm timing ratios are taken against (Table 3: FedAvg)
+    timing_reference: bool = False
+    # checkpoint contents besides the shared model (fedgen.sizes): every user keeps its whole
+    # model; per-user and global label logits; the server's own torch RNG state
+    personal_model: bool = False
+    label_logits: bool = False
+    server_rng: bool = False
+    # what it keeps from round to round (fedgen.sizes): per user, and on the server with its
+    # number of copies; "params" every parameter, "model" the whole model (buffers too),
+    # "shared" the parameters the users share
+    kept_per_user: RoundState | None = None
+    kept_on_server: tuple[RoundState, int] | None = None
 
     def load_class(self) -> type[Algorithm[Any]]:
         """The algorithm class (imports its module on first use: torch)."""
