@@ -86,10 +86,22 @@ def test_out_of_bounds_values_are_refused_naming_the_field(
         tiny_spec(algorithm={**NEW[name], field: value})
 
 
+_UNINTERRUPTED: dict[str, MemorySink] = {}
+
+
+def _uninterrupted(name: str) -> MemorySink:
+    """One 5-round run per algorithm (full checkpoints at rounds 2 and 4), shared by the
+    learning and the resume tests so the suite runs it once."""
+    if name not in _UNINTERRUPTED:
+        sink = MemorySink()
+        run(_spec(name, rounds=5, checkpoint_every=2), sink)
+        _UNINTERRUPTED[name] = sink
+    return _UNINTERRUPTED[name]
+
+
 @pytest.mark.parametrize("name", sorted(NEW))
 def test_it_learns(name: str) -> None:
-    sink = MemorySink()
-    run(_spec(name), sink)
+    sink = _uninterrupted(name)
     accs = [e.metrics["test_acc"] for e in sink.events]
     assert accs[-1] > 0.8 > accs[0] + 0.3  # chance is 0.2
     assert all(math.isfinite(e.metrics["train_loss"]) for e in sink.events[1:])
@@ -97,12 +109,10 @@ def test_it_learns(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEW))
 def test_resume_equals_uninterrupted_bit_for_bit(name: str) -> None:
-    spec = _spec(name, rounds=5, checkpoint_every=2)
-    full = MemorySink()
-    run(spec, full)
+    full = _uninterrupted(name)
     ckpt = next(c for e in full.events if e.round == 2 for c in e.checkpoints if c.kind == "full")
     resumed = MemorySink()
-    run(spec, resumed, resume_from=ckpt.data)
+    run(_spec(name, rounds=5, checkpoint_every=2), resumed, resume_from=ckpt.data)
     assert [e.round for e in resumed.events] == [3, 4, 5]
     assert _records(resumed.events) == _records(full.events[3:])
 
@@ -143,11 +153,10 @@ def _assert_equal(a: Any, b: Any) -> None:
         assert a == b
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
-@pytest.mark.parametrize("share", ["all", "predictor"])
+@pytest.mark.parametrize(
+    ("name", "share"), [*((n, "all") for n in sorted(NEW)), ("fedadam", "predictor")]
+)
 def test_checkpoint_estimate_within_ten_percent_above_the_real_size(name: str, share: str) -> None:
-    if share == "predictor" and name in ("scaffold", "feddyn", "moon", "fednova"):
-        pytest.skip("shares the whole model only")
     spec = _spec(name, share=share, partition={"num_users": 8}, users_per_round=3)
     sim = Simulation(spec)
     sim.initial_event()
@@ -158,27 +167,30 @@ def test_checkpoint_estimate_within_ten_percent_above_the_real_size(name: str, s
 
 
 def test_client_state_counts_in_the_estimate() -> None:
-    fedavg = checkpoint_estimate(_spec("fedavgm", algorithm={"name": "fedavg"}))
-    params = 26_434 - 0  # the official CNN's parameters (5 classes: 26,434 - 5 x 33)
-    for name, copies in (("scaffold", 1), ("feddyn", 1)):
-        est = checkpoint_estimate(_spec(name))
-        grown = est.per_user - fedavg.per_user
-        assert grown >= copies * 5 * (params - 5 * 33) * 4  # 5 users, float32
-    moon = checkpoint_estimate(_spec("moon"))
-    assert moon.per_user > checkpoint_estimate(_spec("scaffold")).per_user  # + BN buffers
+    """Per user: one copy of the parameters (SCAFFOLD, FedDyn), the whole model (MOON)."""
+    spec = _spec("scaffold")
+    sim = Simulation(spec)
+    params = sum(p.numel() for p in sim.algo.fed.global_model.parameters())
+    state = sum(t.numel() for t in sim.algo.fed.global_model.state_dict().values())
+    users = spec.partition.num_users
+    fedavg = checkpoint_estimate(tiny_spec(algorithm={"name": "fedavg"}, rounds=6))
+    for name, floats in (("scaffold", params), ("feddyn", params), ("moon", state)):
+        grown = checkpoint_estimate(_spec(name)).per_user - fedavg.per_user
+        assert 4 * floats * users <= grown <= 1.1 * 4 * floats * users + 20_000, name
 
 
 def test_scaffold_beats_fedavg_under_client_drift() -> None:
-    """Each user holds one or two of ten classes and takes 50 steps a round: FedAvg's
-    average stalls at a point that is no optimum of the global loss (client drift, the
-    paper's §3), SCAFFOLD's corrected steps reach it (its Theorem III)."""
+    """Five users, each holding about one of five classes (α = 0.01), all training 30 steps a
+    round at a large step: the users' models drift to their own optima and FedAvg's average
+    approaches the global optimum slowly (client drift, the paper's §3); SCAFFOLD's corrected
+    steps get there in a few rounds (its §5). Measured: global test loss after 4 rounds
+    0.191 (FedAvg) vs 0.005 (SCAFFOLD)."""
     drift: dict[str, Any] = {
-        "data": {"synthetic_samples": 2000, "synthetic_classes": 10},
-        "partition": {"num_users": 10, "alpha": 0.01, "test_protocol": "global"},
-        "users_per_round": 10,
-        "local_steps": 50,
+        "partition": {"num_users": 5, "alpha": 0.01, "test_protocol": "global"},
+        "users_per_round": 5,
+        "local_steps": 30,
         "lr": 0.1,
-        "rounds": 6,
+        "rounds": 4,
     }
     final: dict[str, dict[str, float]] = {}
     for name in ("fedavg", "scaffold"):
@@ -229,7 +241,9 @@ def test_fednova_steps_are_seeded_recorded_and_normalised() -> None:
     draws = [[algo.local_steps(u, r) for u in users] for r in range(1, 9)]
     assert draws == [[algo.local_steps(u, r) for u in users] for r in range(1, 9)]  # pure
     flat = [s for row in draws for s in row]
-    assert min(flat) >= 2 and max(flat) <= 8 and len(set(flat)) > 2
+    assert min(flat) >= 2
+    assert max(flat) <= 8
+    assert len(set(flat)) > 2
     sim.initial_event()
     metrics = sim.round(1).metrics
     assert (
