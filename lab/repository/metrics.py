@@ -380,6 +380,20 @@ def acc_curves(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID
     out: dict[uuid.UUID, list[float]] = {i: [] for i in run_ids}
     if not run_ids:
         return out
+    if session.get_bind().dialect.name == "postgresql":
+        # One array per run: a 1,000-run sweep's 201,000 rows cost seconds as rows (each row's
+        # uuid and float converted and looped over in Python), a tenth of that as arrays.
+        per_run = (
+            select(
+                RoundMetrics.run_id,
+                func.array_agg(aggregate_order_by(RoundMetrics.test_acc, RoundMetrics.round)),
+            )
+            .where(RoundMetrics.run_id.in_(run_ids), RoundMetrics.test_acc.is_not(None))
+            .group_by(RoundMetrics.run_id)
+        )
+        for rid, accs in session.execute(per_run):
+            out[rid] = [a for a in accs if a is not None]
+        return out
     stmt = (
         select(RoundMetrics.run_id, RoundMetrics.test_acc)
         .where(RoundMetrics.run_id.in_(run_ids), RoundMetrics.test_acc.is_not(None))
