@@ -22,6 +22,7 @@ from api.schemas.runs import RunPublic, RunsPublic
 from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
 from api.schemas.users import UserPublic
+from api.schemas.workers import WorkersPublic
 from dashboard.browser_address import browser_address
 from dashboard.error_detail import describe, error_fields
 
@@ -193,9 +194,9 @@ class LabClient:
         """GET /me: who the token belongs to."""
         return self._model(UserPublic, "GET", "/me")
 
-    def workers(self) -> dict[str, Any]:
+    def workers(self) -> WorkersPublic:
         """GET /workers: the live workers (host, slots, devices, datasets, runs held), slot totals."""
-        return self._json("GET", "/workers")
+        return self._model(WorkersPublic, "GET", "/workers")
 
     def usage(self) -> UsageList:
         """GET /usage: what members' runs store against their quotas (an admin: every member)."""

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from api.schemas.runs import RunPublic
-from dashboard.times import DASH, parse_ts, relative, when
+from api.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
+from dashboard.times import DASH, relative, when
 
 TABLE_COLUMNS = [
     "host",
@@ -53,9 +54,9 @@ def slot_of(name: str) -> str:
     return name.partition("@")[0] or name
 
 
-def host_of(worker: dict[str, Any]) -> str:
+def host_of(worker: WorkerPublic) -> str:
     """The worker's host, else the host part of its node name."""
-    return str(worker.get("host") or str(worker.get("name") or "").partition("@")[2] or DASH)
+    return worker.host or worker.name.partition("@")[2] or DASH
 
 
 def gib(memory_bytes: float) -> str:
@@ -64,23 +65,21 @@ def gib(memory_bytes: float) -> str:
     return f"{value:.0f} GiB" if value >= 10 else f"{value:.1f} GiB"
 
 
-def device_text(device: dict[str, Any]) -> str:
+def device_text(device: WorkerDevice) -> str:
     """`GPU 0: NVIDIA H200 · 140 GiB` or `AMD EPYC 7B13 · 2 cores`."""
-    if device.get("kind") == "cuda":
-        index = device.get("index")
-        label = f"GPU {index}" if index not in (None, "") else "GPU"
-        parts = [str(device.get("name") or "unknown GPU")]
-        if device.get("memory_bytes"):
-            parts.append(gib(float(device["memory_bytes"])))
+    if device.kind == "cuda":
+        label = f"GPU {device.index}" if device.index else "GPU"
+        parts = [device.name or "unknown GPU"]
+        if device.memory_bytes:
+            parts.append(gib(float(device.memory_bytes)))
         return f"{label}: {' · '.join(parts)}"
-    parts = [str(device.get("name") or "CPU")]
-    cores = device.get("cores")
-    if cores:
-        parts.append(plural(int(cores), "core"))
+    parts = [device.name or "CPU"]
+    if device.cores:
+        parts.append(plural(device.cores, "core"))
     return " · ".join(parts)
 
 
-def devices_text(devices: list[dict[str, Any]] | None) -> str:
+def devices_text(devices: list[WorkerDevice] | None) -> str:
     """Every device of a worker, `; `-separated; a dash when it did not say."""
     return "; ".join(device_text(d) for d in devices or []) or DASH
 
@@ -92,16 +91,14 @@ def datasets_text(datasets: list[str] | None) -> str:
     return ", ".join(datasets) or "none"
 
 
-def run_text(run: dict[str, Any]) -> str:
+def run_text(run: WorkerRun) -> str:
     """`3f2a1b9c FedGen · fashion-mnist · round 12/30`."""
-    rid = str(run.get("id") or "")[:8]
-    current, rounds = int(run.get("current_round") or 0), int(run.get("rounds") or 0)
-    what = [str(run[k]) for k in ("algorithm", "dataset") if run.get(k)]
-    text = " · ".join([*what, f"round {max(current, 0)}/{rounds}"])
-    return f"{rid} {text}" if rid else text
+    what = [x for x in (run.algorithm, run.dataset) if x]
+    text = " · ".join([*what, f"round {max(run.current_round, 0)}/{run.rounds}"])
+    return f"{run.id[:8]} {text}" if run.id else text
 
 
-def running_text(running: list[dict[str, Any]] | None) -> str:
+def running_text(running: list[WorkerRun] | None) -> str:
     """What a worker runs now (`; ` between runs), or `idle`."""
     return "; ".join(run_text(r) for r in running or []) or "idle"
 
@@ -111,57 +108,49 @@ def _natural(text: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
-def sorted_workers(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sorted_workers(workers: list[WorkerPublic]) -> list[WorkerPublic]:
     """Workers by host, then slot, numbers in names compared as numbers."""
-    return sorted(workers, key=lambda w: (_natural(host_of(w)), _natural(str(w.get("name")))))
+    return sorted(workers, key=lambda w: (_natural(host_of(w)), _natural(w.name)))
 
 
-def table(workers: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:
+def table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> pd.DataFrame:
     """One row per live worker with the columns the Lab page shows."""
-    rows = []
-    for w in sorted_workers(workers):
-        heartbeat = parse_ts(w.get("heartbeat_at"))
-        threads = w.get("threads")
-        rows.append(
-            {
-                "host": host_of(w),
-                "slot": slot_of(str(w.get("name") or "")),
-                "queues": ", ".join(w.get("queues") or []) or DASH,
-                "devices": devices_text(w.get("devices")),
-                "threads": str(threads) if threads is not None else DASH,
-                "code version": short_version(w.get("code_version")),
-                "datasets": datasets_text(w.get("datasets")),
-                "running": running_text(w.get("running")),
-                "started": when(w.get("started_at"), now, tz),
-                "heartbeat": relative(heartbeat, now) if heartbeat else DASH,
-            }
-        )
+    rows = [
+        {
+            "host": host_of(w),
+            "slot": slot_of(w.name),
+            "queues": ", ".join(w.queues) or DASH,
+            "devices": devices_text(w.devices),
+            "threads": str(w.threads) if w.threads is not None else DASH,
+            "code version": short_version(w.code_version),
+            "datasets": datasets_text(w.datasets),
+            "running": running_text(w.running),
+            "started": when(w.started_at, now, tz),
+            "heartbeat": relative(w.heartbeat_at, now),
+        }
+        for w in sorted_workers(workers)
+    ]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def summary(body: dict[str, Any]) -> str:
+def summary(body: WorkersPublic) -> str:
     """`3 workers on 2 hosts, 1/3 slots busy`."""
-    workers = body.get("workers") or []
-    hosts = {host_of(w) for w in workers}
-    slots = int(body.get("slots") or 0)
-    busy = int(body.get("busy") or 0)
+    hosts = {host_of(w) for w in body.workers}
     return (
-        f"{plural(len(workers), 'worker')} on {plural(len(hosts), 'host')}, "
-        f"{busy}/{slots} slots busy"
+        f"{plural(len(body.workers), 'worker')} on {plural(len(hosts), 'host')}, "
+        f"{body.busy}/{body.slots} slots busy"
     )
 
 
-def code_versions(workers: list[dict[str, Any]]) -> dict[str, list[str]]:
+def code_versions(workers: list[WorkerPublic]) -> dict[str, list[str]]:
     """Full code version -> the workers (`host/slot`) running it, most workers first."""
     by: dict[str, list[str]] = defaultdict(list)
     for w in sorted_workers(workers):
-        by[str(w.get("code_version") or "unknown")].append(
-            f"{host_of(w)}/{slot_of(str(w.get('name') or ''))}"
-        )
+        by[w.code_version or "unknown"].append(f"{host_of(w)}/{slot_of(w.name)}")
     return dict(sorted(by.items(), key=lambda kv: -len(kv[1])))
 
 
-def versions_line(workers: list[dict[str, Any]]) -> str | None:
+def versions_line(workers: list[WorkerPublic]) -> str | None:
     """A sentence on the code the workers run (full values); None without workers."""
     by = code_versions(workers)
     if not by:
@@ -175,9 +164,9 @@ def versions_line(workers: list[dict[str, Any]]) -> str | None:
     )
 
 
-def running_runs(workers: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def running_runs(workers: list[WorkerPublic]) -> list[tuple[WorkerPublic, WorkerRun]]:
     """(worker, run) for every run the live workers hold, in the table's order."""
-    return [(w, r) for w in sorted_workers(workers) for r in w.get("running") or []]
+    return [(w, r) for w in sorted_workers(workers) for r in w.running]
 
 
 def waiting_runs(runs: list[RunPublic]) -> list[RunPublic]:

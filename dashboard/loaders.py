@@ -11,6 +11,7 @@ import streamlit as st
 from api.schemas.runs import RunPublic, RunsPublic
 from api.schemas.usage import UsageList
 from api.schemas.users import UserPublic
+from api.schemas.workers import WorkersPublic
 from dashboard.client import LabClient
 
 T = TypeVar("T")
@@ -47,7 +48,7 @@ def run(url: str, token: str, run_id: str) -> RunPublic:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def workers(url: str, token: str) -> dict[str, Any]:
+def workers(url: str, token: str) -> WorkersPublic:
     """GET /workers: the live workers and the slot totals."""
     return _call(url, token, lambda c: c.workers())
 

@@ -5,9 +5,10 @@ would wait.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from api.schemas.workers import WorkersPublic
 
 NO_WORKER_HAS = "no live worker has it"
 
@@ -59,11 +60,11 @@ class Offer:
         return None
 
 
-def offer(workers: Mapping[str, Any], device: str, *, any_worker: bool = False) -> Offer:
+def offer(workers: WorkersPublic, device: str, *, any_worker: bool = False) -> Offer:
     """The `Offer` of GET /workers' answer for a run on `device`."""
     kind = queue_kind(device)
-    live = list(workers.get("workers") or [])
-    serving = [w for w in live if any(str(q).endswith(kind) for q in w.get("queues") or [])]
-    says = [w.get("datasets") for w in serving]
+    live = workers.workers
+    serving = [w for w in live if any(q.endswith(kind) for q in w.queues)]
+    says = [w.datasets for w in serving]
     datasets = None if None in says else frozenset(d for ds in says for d in ds or ())
     return Offer(kind, len(live), len(serving), datasets, any_worker)

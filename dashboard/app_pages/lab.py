@@ -9,10 +9,10 @@ one row per worker process (a slot).
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 import streamlit as st
 
+from api.schemas.workers import WorkerPublic
 from dashboard import lab_view, loaders, runs_table, times, ui, usage_view
 
 REFRESH_S = 5
@@ -23,7 +23,7 @@ EMPTY = (
 )
 
 
-def workers_table(workers: list[dict[str, Any]], now: datetime, tz: tzinfo) -> None:
+def workers_table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> None:
     """The live workers, the code they run, and links to the runs they hold."""
     st.dataframe(
         lab_view.table(workers, now, tz),
@@ -54,8 +54,8 @@ def workers_table(workers: list[dict[str, Any]], now: datetime, tz: tzinfo) -> N
                 "app_pages/live.py",
                 label=f"Watch {lab_view.run_text(r)}",
                 icon=":material/monitoring:",
-                query_params={"run": str(r["id"])},
-                help=f"Live page of run {r['id']} on {w.get('name')}",
+                query_params={"run": r.id},
+                help=f"Live page of run {r.id} on {w.name}",
             )
 
 
@@ -74,7 +74,7 @@ def panel() -> None:
     """Summary, workers and waiting runs (a fragment: reruns by itself every few seconds)."""
     url, token = ui.connection()
     body = ui.call(loaders.workers, url, token)
-    workers = list(body.get("workers") or [])
+    workers = body.workers
     now = datetime.now(UTC)
     tz = times.zone(st.context.timezone)
     if workers:
