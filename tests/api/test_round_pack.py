@@ -108,7 +108,16 @@ def test_users_of_a_real_round_are_small() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"\x09", b"\x01\x02", b"\x01\x00\x05\x00\x00\x00\x01", b"\x01\x7f\x00\x00\x00\x00"],
+    [
+        b"",
+        b"\x09",
+        b"\x01\x02",
+        b"\x01\x00\x05\x00\x00\x00\x01",
+        b"\x01\x7f\x00\x00\x00\x00",
+        b"\x02\x05\x00\x01",  # five tags announced, one there
+        b"\x02\x01\x00\x01\x00\x00\x00",  # a float64 announced, three bytes of it
+        b"\x02\x01\x00\x00\x09\x00ab",  # a name of nine bytes, two there
+    ],
 )
 def test_broken_bytes_are_refused(data: bytes) -> None:
     with pytest.raises(PackError):
@@ -117,9 +126,26 @@ def test_broken_bytes_are_refused(data: bytes) -> None:
         unpack_metrics(data)
 
 
+def test_version_1_metrics_are_still_read() -> None:
+    """The first layout (a tag, a name if uncoded, a value, one metric after the other)."""
+    data = (
+        bytes([1, 1])
+        + struct.pack("<d", 0.0692)
+        + bytes([0])
+        + struct.pack("<H", 3)
+        + b"abc"
+        + struct.pack("<d", 1 / 3)
+        + bytes([0x80 | 2])
+        + struct.pack("<f", 1.5)
+    )
+    assert unpack_metrics(data) == {"test_acc": 0.0692, "abc": 1 / 3, "test_loss": 1.5}
+
+
 def test_trailing_bytes_are_refused() -> None:
     with pytest.raises(PackError, match="after the last column"):
         unpack_users(pack_users([(0, 0.5, 0.5, 1, True, 1.0, 1.0)]) + b"\x00")
+    with pytest.raises(PackError, match="bytes of values"):
+        unpack_metrics(pack_metrics({"lr": 0.1}) + b"\x00")
 
 
 @pytest.mark.parametrize("rule", ["every:10,last:3", "last:1", "every:7", "every:3,last:0", "all"])

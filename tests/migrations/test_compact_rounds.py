@@ -143,7 +143,7 @@ def test_every_value_survives_upgrade_and_downgrade(bare_url: str) -> None:
     rounds, users = _old_rows(pg)
     user_id, run_id = uuid.uuid4(), uuid.uuid4()
     _insert_filled(engine, "users", {"id": user_id, "name": "mig"})
-    _insert_filled(engine, "runs", {"id": run_id, "owner_id": user_id})
+    _insert_filled(engine, "runs", {"id": run_id, "owner_id": user_id, "status": "succeeded"})
     for r in rounds:
         _insert_filled(engine, "round_metrics", {"run_id": run_id, **r})
     for u in users:
