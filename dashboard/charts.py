@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from fedgen.status import CANCELLED, FAILED, SUCCEEDED
+from fedgen.status import RunStatus
 
 # Above this many points in one figure, line traces are WebGL (Scattergl) instead of SVG.
 GL_POINTS = 20_000
@@ -282,9 +282,9 @@ def band_chart(
 def _run_state(name: str, status: str | None, dash: str, last_round: int) -> tuple[str, str]:
     """A run line's legend name and dash for its status: "… · failed @R" dotted when it
     stopped, "… · running" dashed while in flight, as is once it succeeded."""
-    if status in (FAILED, CANCELLED, "deleted"):
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED, "deleted"):
         return f"{name} · {status} @{last_round}", "dot"
-    if status not in (None, SUCCEEDED):
+    if status not in (None, RunStatus.SUCCEEDED):
         # Dashed until it finishes (a dash that already tells a field's value stays).
         return f"{name} · {status}", "dash" if dash == "solid" else dash
     return name, dash

@@ -22,6 +22,7 @@ from dashboard.tables import ENDED, STOPPED, group_labels
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.csv_cells import frame_csv
 from fedgen.specdict import differing_fields, flatten, format_value, get_dotted, group_label
+from fedgen.status import RunStatus
 
 # One colour per algorithm, its declaration's (fedgen.algorithms.registry, plugins too); never
 # reassigned by position in a selection, so FedGen is the same colour at every α and on every page.
@@ -225,8 +226,8 @@ def status_counts(
             names.get(rid, rid), {"runs": 0, "running": 0, "queued": 0, "stopped": 0}
         )
         c["runs"] += 1
-        c["queued"] += int(status == "queued")
-        c["running"] += int(in_flight(status) and status != "queued")
+        c["queued"] += int(status == RunStatus.QUEUED)
+        c["running"] += int(in_flight(status) and status != RunStatus.QUEUED)
         c["stopped"] += int(status in STOPPED)
     return out
 

@@ -25,7 +25,7 @@ from dashboard.times import DASH, when
 from fedgen import metric_names
 from fedgen.resources import format_bytes
 from fedgen.stats import format_acc, summarize_curve
-from fedgen.status import ACTIVE
+from fedgen.status import ACTIVE, RunStatus
 
 # The charts and their lines come from the one declaration (fedgen.metric_names.LIVE_CHARTS
 # and each metric's `chart`); the user spread chart's axis is the test accuracy's.
@@ -240,7 +240,7 @@ def waiting_note(run: RunPublic) -> str | None:
 
 def notice(run: RunPublic) -> str | None:
     """A notice the API left on a run that has not failed (e.g. handed back to the queue)."""
-    return run.error if run.error and run.status != "failed" else None
+    return run.error if run.error and run.status != RunStatus.FAILED else None
 
 
 def headline(run: RunPublic, status: str, current: int) -> str:
@@ -248,7 +248,7 @@ def headline(run: RunPublic, status: str, current: int) -> str:
     rounds = run.rounds
     shown = run.model_copy(update={"current_round": current})
     name = state(shown, status)
-    if name == "queued":
+    if name == RunStatus.QUEUED:
         pos = run.queue_position
         return f"queued · #{pos} in the queue" if pos is not None else "queued"
     if name == "claimed":
@@ -256,11 +256,13 @@ def headline(run: RunPublic, status: str, current: int) -> str:
         return f"claimed{f' by {who}' if who else ''} · starting (no round stored yet)"
     if name == "cancelling":
         return f"cancelling · stops after its current round · round {current} of {rounds}"
-    if name == "running":
+    if name == RunStatus.RUNNING:
         return f"running · round {current} of {rounds}"
-    if name == "succeeded":  # its last round stored is R, as "round r of R" says while running
+    if (
+        name == RunStatus.SUCCEEDED
+    ):  # its last round stored is R, as "round r of R" says while running
         return f"succeeded · round {rounds} of {rounds}"
-    if name in ("failed", "cancelled"):
+    if name in (RunStatus.FAILED, RunStatus.CANCELLED):
         return f"{name} {stopped_at(shown)}"
     return f"{name} · round {max(current, 0)} of {rounds}"
 
@@ -268,7 +270,7 @@ def headline(run: RunPublic, status: str, current: int) -> str:
 def state_note(run: RunPublic, status: str, now: datetime, tz: tzinfo) -> str | None:
     """A sentence under the bar for the states that need one (failed: see `split_error`)."""
     name = state(run, status)
-    if name == "queued":
+    if name == RunStatus.QUEUED:
         pos, start = run.queue_position, run.expected_start
         # A waiting_reason is said on its own (`waiting_note`): here only the queue's part.
         text = "Queued" if run.waiting_reason else "Queued: waiting for a free worker slot"
@@ -291,12 +293,12 @@ def no_rounds_note(run: RunPublic, status: str) -> str:
     """Why the charts are empty, per state."""
     name = state(run, status)
     return {
-        "queued": "No rounds yet: the run waits in the queue.",
+        RunStatus.QUEUED: "No rounds yet: the run waits in the queue.",
         "claimed": "No rounds yet: the worker is preparing round 0.",
-        "running": "No rounds yet: round 0 is being computed.",
+        RunStatus.RUNNING: "No rounds yet: round 0 is being computed.",
         "cancelling": "No rounds stored: the cancel takes effect before round 0.",
-        "failed": "No rounds stored: the run failed before round 0.",
-        "cancelled": "No rounds stored: the run was cancelled before round 0.",
+        RunStatus.FAILED: "No rounds stored: the run failed before round 0.",
+        RunStatus.CANCELLED: "No rounds stored: the run was cancelled before round 0.",
     }.get(name, "No rounds stored.")
 
 

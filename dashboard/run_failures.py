@@ -9,6 +9,7 @@ from datetime import datetime
 from api.schemas.runs import RunPublic
 from dashboard.run_state import stopped_at
 from dashboard.times import DASH
+from fedgen.status import RunStatus
 
 
 def split_error(error: str | None) -> tuple[str, str | None]:
@@ -24,7 +25,7 @@ def split_error(error: str | None) -> tuple[str, str | None]:
 def failure(run: RunPublic) -> str:
     """A failed run's error in one line with where it stopped: `in round 3 of 6: RuntimeError:
     ...`; a dash for a run that has not failed."""
-    if run.status != "failed":
+    if run.status != RunStatus.FAILED:
         return DASH
     message = split_error(run.error)[0].splitlines()
     return f"{stopped_at(run)}: {message[0] if message else 'no error message recorded'}"
@@ -43,7 +44,9 @@ def recent_failures(
     """(the newest failed runs, at most `limit`; how many failed in all; whether one failed in
     the last 24 h): what the Runs page says above its table."""
     failed = sorted(
-        (r for r in runs if r.status == "failed"), key=lambda r: r.finished_at or now, reverse=True
+        (r for r in runs if r.status == RunStatus.FAILED),
+        key=lambda r: r.finished_at or now,
+        reverse=True,
     )
     recent = any((now - (r.finished_at or now)).total_seconds() < 86_400 for r in failed)
     return failed[:limit], len(failed), recent

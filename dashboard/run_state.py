@@ -11,6 +11,7 @@ from datetime import datetime, tzinfo
 from api.schemas.runs import RunPublic
 from dashboard.times import DASH, duration, local_time, relative
 from fedgen import status as status_words
+from fedgen.status import RunStatus
 
 
 def state(run: RunPublic, status: str | None = None) -> str:
@@ -18,7 +19,7 @@ def state(run: RunPublic, status: str | None = None) -> str:
     `cancelling` (running, a cancel asked), else the stored status (`status` overrides the
     run's own, e.g. the event stream's newer one)."""
     status = status or run.status
-    if status == "running":
+    if status == RunStatus.RUNNING:
         if run.cancel_requested:
             return "cancelling"
         if run.current_round < 0:
@@ -34,7 +35,7 @@ def stopped_at(run: RunPublic) -> str:
 def run_duration(run: RunPublic, now: datetime) -> str:
     """Run time (start to finish, or to now while running); queued: waiting for ..."""
     if run.started_at is None:
-        if run.status == "queued":
+        if run.status == RunStatus.QUEUED:
             return f"waiting {duration((now - run.created_at).total_seconds())}"
         return DASH
     return duration(((run.finished_at or now) - run.started_at).total_seconds())
@@ -53,7 +54,7 @@ def queue_cells(run: RunPublic, now: datetime, tz: tzinfo) -> tuple[str, str]:
     A run that no live worker can take (a waiting_reason) has no expected start, whatever
     the estimate says: it starts only once such a worker is up.
     """
-    if run.status != "queued":
+    if run.status != RunStatus.QUEUED:
         return DASH, DASH
     position = DASH if run.queue_position is None else f"#{run.queue_position}"
     start, expected = DASH, run.expected_start

@@ -16,6 +16,7 @@ from dashboard.run_name import compact_names
 from dashboard.run_state import queue_cells, run_duration, state, waiting_for
 from dashboard.times import DASH, duration, iso_utc, local_time, relative, when
 from fedgen import specdict
+from fedgen.status import RunStatus
 
 # What a researcher scans first comes first and fits 1,280 px (the compact name is pinned):
 # status, accuracy, seed, where it stands (round, ETA, queue, what it waits for), the error.
@@ -88,7 +89,7 @@ def first_line(note: str | None, width: int = 60) -> str:
 
 def eta(run: RunPublic, round_ms: list[float | None] | None, now: datetime, tz: tzinfo) -> str:
     """A running run's time left and finish time: `12 s (12:00)`; a dash otherwise."""
-    secs = eta_seconds(run, round_ms) if run.status == "running" else None
+    secs = eta_seconds(run, round_ms) if run.status == RunStatus.RUNNING else None
     if secs is None:
         return DASH
     return f"{duration(secs)} ({local_time(now + timedelta(seconds=secs), tz, now)})"

@@ -20,7 +20,7 @@ from api.schemas.runs import RunPublic
 from dashboard.run_state import waiting_for
 from dashboard.times import local_time, parse_ts, relative
 from dashboard.worker_offer import Offer
-from fedgen.status import TERMINAL
+from fedgen.status import TERMINAL, RunStatus
 
 VERDICT_COLORS = {
     "within": "#d8f0d8",
@@ -37,7 +37,9 @@ def progress(status_counts: dict[str, int], total: int) -> tuple[float, str]:
     done = sum(status_counts.get(s, 0) for s in TERMINAL)
     parts = [f"{done}/{total} runs finished"]
     parts += [
-        f"{status_counts[s]} {s}" for s in ("running", "queued", "failed") if status_counts.get(s)
+        f"{status_counts[s]} {s}"
+        for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED)
+        if status_counts.get(s)
     ]
     return (done / total if total else 0.0), " · ".join(parts)
 

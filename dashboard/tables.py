@@ -31,12 +31,12 @@ from fedgen.specdict import (
     group_label,
     varying_within,
 )
-from fedgen.status import SUCCEEDED, TERMINAL
+from fedgen.status import TERMINAL, RunStatus
 
 # A run that will not change again: an end state, or gone (a link to a deleted run).
 ENDED = frozenset({*TERMINAL, "deleted"})
 # Ended without finishing: drawn on Compare, but never inside a band.
-STOPPED = ENDED - {SUCCEEDED}
+STOPPED = ENDED - {RunStatus.SUCCEEDED}
 
 
 def spec_fields(run: RunPublic) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def finished_only(long: pd.DataFrame) -> pd.DataFrame:
     """The rows of succeeded runs (all rows when the frame has no `status` column)."""
     if "status" not in long.columns or long.empty:
         return long
-    return long[long["status"] == SUCCEEDED]
+    return long[long["status"] == RunStatus.SUCCEEDED]
 
 
 def in_bands(long: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +108,7 @@ def unfinished(long: pd.DataFrame, group_col: str = "group") -> pd.DataFrame:
     cols = [group_col, "status", "runs"]
     if "status" not in long.columns or long.empty:
         return pd.DataFrame(columns=cols)
-    rest = long[long["status"] != SUCCEEDED].drop_duplicates("run_id")
+    rest = long[long["status"] != RunStatus.SUCCEEDED].drop_duplicates("run_id")
     if rest.empty:
         return pd.DataFrame(columns=cols)
     return rest.groupby([group_col, "status"]).size().rename("runs").reset_index()[cols]

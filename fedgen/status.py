@@ -21,15 +21,14 @@ class RunStatus(StrEnum):
 
 
 RUN_STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
-QUEUED = RunStatus.QUEUED
-RUNNING = RunStatus.RUNNING
-SUCCEEDED = RunStatus.SUCCEEDED
-FAILED = RunStatus.FAILED
-CANCELLED = RunStatus.CANCELLED
 # Still to change: the dashboard refreshes while any run is active.
-ACTIVE: tuple[RunStatus, ...] = (QUEUED, RUNNING)
+ACTIVE: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.RUNNING)
 # End states: nothing changes a run's status after one of these.
-TERMINAL: tuple[RunStatus, ...] = (SUCCEEDED, FAILED, CANCELLED)
+TERMINAL: tuple[RunStatus, ...] = (
+    RunStatus.SUCCEEDED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+)
 
 
 def stopped_at(current_round: int | None, rounds: int) -> str:

@@ -35,7 +35,7 @@ from dashboard.tables import (
     time_to_target,
 )
 from fedgen import metric_names
-from fedgen.status import SUCCEEDED
+from fedgen.status import RunStatus
 
 METRICS = list(metric_names.COMPARE_METRICS)
 GROUP_MODES = {
@@ -427,7 +427,7 @@ def live_part(v: View, live_at_start: bool) -> None:
         members_of: dict[str, list[str]] = {}
         for i in v.shown_ids:
             members_of.setdefault(v.names[i], []).append(i)
-        done = frozenset(i for i in v.shown_ids if statuses[i] == SUCCEEDED)
+        done = frozenset(i for i in v.shown_ids if statuses[i] == RunStatus.SUCCEEDED)
         hint = compare_view.mean_at_common_round(agg) if v.percent and agg is not None else None
         difference_block(members_of, finished=done, hint=hint)
 

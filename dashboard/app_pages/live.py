@@ -28,7 +28,7 @@ from dashboard.frames import (
     worst_users,
 )
 from fedgen import metric_names
-from fedgen.status import ACTIVE, FAILED, SUCCEEDED
+from fedgen.status import ACTIVE, RunStatus
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def data_files(w: Watch) -> None:
 
 def state_part(w: Watch, shown: RunPublic, status: str, error: str | None) -> None:
     """The run's failure (message and traceback) or its state in words, then where it ran."""
-    if status == FAILED:
+    if status == RunStatus.FAILED:
         message, trace = run_failures.split_error(error)
         st.error(
             f"The run failed {run_state.stopped_at(shown)}: "
@@ -206,7 +206,7 @@ def state_part(w: Watch, shown: RunPublic, status: str, error: str | None) -> No
 def figures_part(df: pd.DataFrame, run: RunPublic, status: str) -> None:
     """The run's accuracy figures so far, its last round stored and its wall-clock."""
     rounds = run.rounds
-    figures = live_view.accuracy_figures(df, run.spec, rounds, status == SUCCEEDED)
+    figures = live_view.accuracy_figures(df, run.spec, rounds, status == RunStatus.SUCCEEDED)
     m = st.columns(len(figures) + 2)
     for col, (label, value) in zip(m, figures, strict=False):
         col.metric(label, value, help=live_view.figure_help(label, run.spec, rounds))

@@ -35,7 +35,7 @@ from dashboard import (
 )
 from dashboard.client import ApiError, LabClient
 from fedgen.csv_cells import frame_csv
-from fedgen.status import ACTIVE, FAILED, RUN_STATUSES, RUNNING
+from fedgen.status import ACTIVE, RUN_STATUSES, RunStatus
 
 STATUSES = ["", *RUN_STATUSES]
 PAGE_SIZES = [25, 100, 500]
@@ -158,11 +158,11 @@ def failures(v: Listing, page: RunsPublic, now: datetime) -> None:
     """The lab's newest failed runs under the filters, each linked to its Live page, with its
     whole error message and the round it stopped at (the table's error cell is one line, cut
     to the column's width); open while one failed in the last day."""
-    total = page.status_counts.get(FAILED, 0)
-    if not total or v.status not in ("", "failed"):
+    total = page.status_counts.get(RunStatus.FAILED, 0)
+    if not total or v.status not in ("", RunStatus.FAILED):
         return
     try:
-        failed = {**v.filters, "status": "failed"}
+        failed = {**v.filters, "status": RunStatus.FAILED}
         newest = loaders.runs(v.url, v.token, limit=FAILURES_LISTED, **failed)
     except ApiError:
         return  # the table above already says what the API refused
@@ -320,7 +320,7 @@ def table(v: Listing) -> None:
     round_ms = {
         r.id: round_times(v.url, v.token, r.id, r.current_round)
         for r in runs
-        if r.status == RUNNING
+        if r.status == RunStatus.RUNNING
     }
     names = run_name.compact_names(runs)
     df = runs_table.table(runs, now, tz, round_ms, names)
