@@ -96,12 +96,20 @@ def curve(rng: np.random.Generator, rounds: int, alg: int, alpha: float) -> np.n
 def _metrics(a: float, alg: int) -> dict[str, float]:
     """One round's metrics of a synthetic run."""
     return {
-        "test_acc": a, "test_loss": 2.3 * (1 - a) + 0.1, "user_acc_mean": a - 0.02,
-        "user_acc_min": a - 0.2, "train_loss": 2.0 * (1 - a), "lr": 0.01,
-        "bytes_down": 1e6, "bytes_up": 1e6, "time_train_ms": 900.0 + alg * 50,
-        "time_user_ms": 90.0, "time_server_ms": 20.0 + alg * 30,
-        "time_eval_ms": 80.0, "time_total_ms": 1000.0 + alg * 80,
-    }  # fmt: skip
+        "test_acc": a,
+        "test_loss": 2.3 * (1 - a) + 0.1,
+        "user_acc_mean": a - 0.02,
+        "user_acc_min": a - 0.2,
+        "train_loss": 2.0 * (1 - a),
+        "lr": 0.01,
+        "bytes_down": 1e6,
+        "bytes_up": 1e6,
+        "time_train_ms": 900.0 + alg * 50,
+        "time_user_ms": 90.0,
+        "time_server_ms": 20.0 + alg * 30,
+        "time_eval_ms": 80.0,
+        "time_total_ms": 1000.0 + alg * 80,
+    }
 
 
 def fill(
@@ -116,7 +124,7 @@ def fill(
     """Create the sweep through the API, then write every run's rounds through write_round.
 
     `upto`: write rounds 0..upto only and leave the runs running (lease "bench-<id>").
-    """  # fmt: skip
+    """
     from lab.config import Settings
     from lab.db import make_engine, make_sessionmaker
     from lab.repository import metrics as metrics_repo
@@ -145,9 +153,15 @@ def fill(
             runs_repo.claim(s, run_uuid, worker="bench", token=lease, device="cpu", lease_s=3600)
             for rnd in range(n_rounds + 1 if upto is None else upto + 1):
                 metrics_repo.write_round(
-                    s, run_uuid, lease, round_=rnd, metrics=_metrics(float(acc[rnd]), alg),
-                    users=[], checkpoints=[], lease_s=3600,
-                )  # fmt: skip
+                    s,
+                    run_uuid,
+                    lease,
+                    round_=rnd,
+                    metrics=_metrics(float(acc[rnd]), alg),
+                    users=[],
+                    checkpoints=[],
+                    lease_s=3600,
+                )
             if upto is None:
                 runs_repo.finish(s, run_uuid, lease, status="succeeded", summary={})
     return str(sweep["id"]), ids
@@ -172,10 +186,15 @@ class RoundWriter(threading.Thread):
                 for i, rid in enumerate(self.ids):
                     a = min(0.9, 0.5 + self.next_round / 1000 + i / 1000)
                     metrics_repo.write_round(
-                        s, uuid.UUID(rid), f"bench-{rid}", round_=self.next_round,
-                        metrics=_metrics(a, i % len(BENCH_ALGORITHMS)), users=[], checkpoints=[],
+                        s,
+                        uuid.UUID(rid),
+                        f"bench-{rid}",
+                        round_=self.next_round,
+                        metrics=_metrics(a, i % len(BENCH_ALGORITHMS)),
+                        users=[],
+                        checkpoints=[],
                         lease_s=3600,
-                    )  # fmt: skip
+                    )
             self.next_round += 1
 
 
@@ -263,9 +282,14 @@ def main(argv: list[str] | None = None) -> int:
                     shoot(stack.dashboard_url, sweep_id, args.shots, Path(tmp) / "shots")
             if args.live_runs:
                 live_id, live_ids = fill(
-                    home, stack.token, stack.api_url, args.live_runs, args.rounds,
-                    upto=args.rounds // 2, name="compare-live",
-                )  # fmt: skip
+                    home,
+                    stack.token,
+                    stack.api_url,
+                    args.live_runs,
+                    args.rounds,
+                    upto=args.rounds // 2,
+                    name="compare-live",
+                )
                 writer = RoundWriter(home, live_ids, args.rounds // 2 + 1)
                 writer.start()
                 try:
@@ -300,15 +324,38 @@ def baseline_dashboard(root: Path, api_url: str, token: str, home: Path) -> Iter
     from tests.support.stack import _stop, _wait_http
 
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(root), "FEDGEN_API_URL": api_url,
-           "FEDGEN_TOKEN": token, "FEDGEN_HOME": str(home)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "FEDGEN_API_URL": api_url,
+        "FEDGEN_TOKEN": token,
+        "FEDGEN_HOME": str(home),
+    }
     log = (home / "logs" / "baseline-dashboard.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "dashboard" / "streamlit_app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(root / "dashboard" / "streamlit_app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        env=env,
+        cwd=root,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         _wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc)
         yield f"http://127.0.0.1:{port}"

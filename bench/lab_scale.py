@@ -305,14 +305,17 @@ def main(argv: list[str] | None = None) -> int:
         }
         token = lab.tokens["owner0"]
         headers = {"Authorization": f"Bearer {token}"}
-        with serve([*LAB_CLI, "api", "--port", str(port)], env, api_url + API + "/health",
-                   home / "api.log"):  # fmt: skip
+        with serve(
+            [*LAB_CLI, "api", "--port", str(port)], env, api_url + API + "/health", home / "api.log"
+        ):
             with httpx.Client(base_url=api_url, headers=headers, timeout=120) as client:
                 timed = time_reads(client, reads(lab, engine, args.runs), args.requests)
                 time_purge(client, engine, lab.run_ids[-1])
-            pages = {} if args.no_pages else time_pages(
-                api_url, token, [str(i) for i in lab.run_ids[:20]], home
-            )  # fmt: skip
+            pages = (
+                {}
+                if args.no_pages
+                else time_pages(api_url, token, [str(i) for i in lab.run_ids[:20]], home)
+            )
         engine.dispose()
     real = None if args.no_real_run else real_bytes_per_round(args.url)
     if real is None:

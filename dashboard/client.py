@@ -455,8 +455,14 @@ class LabClient:
         fmt: str = "json",
     ) -> Any:
         """GET /sweeps/{id}/plot-data: a statistic against x, one series per `by` value (or CSV)."""
-        params = {"x": x, "by": by, "statistic": statistic, "interval": interval,
-                  "target": target, "format": fmt}  # fmt: skip
+        params = {
+            "x": x,
+            "by": by,
+            "statistic": statistic,
+            "interval": interval,
+            "target": target,
+            "format": fmt,
+        }
         resp = self._request("GET", f"/sweeps/{sweep_id}/plot-data", params=params)
         return resp.text if fmt == "csv" else resp.json()
 

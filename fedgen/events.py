@@ -128,9 +128,14 @@ class RunSummary:
         """'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35%' (docs/metrics.md);
         `rounds` is the spec's R: a round that is not R is named with '@'."""
         return summary_text(
-            self.final_acc, self.final_round, self.best_acc, self.best_round,
-            self.top5_mean, self.top5_std, rounds,
-        )  # fmt: skip
+            self.final_acc,
+            self.final_round,
+            self.best_acc,
+            self.best_round,
+            self.top5_mean,
+            self.top5_std,
+            rounds,
+        )
 
 
 class Sink(Protocol):

@@ -98,7 +98,9 @@ def lab(*args: str, env: dict[str, str], log: IO[str]) -> str:
     return out.stdout
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], log_path: Path, timeout_s: float = 120) -> None:  # fmt: skip
+def wait_ready(
+    url: str, proc: subprocess.Popen[bytes], log_path: Path, timeout_s: float = 120
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -119,9 +121,14 @@ def run_result(run: dict[str, Any]) -> str:
     s = run.get("summary") or {}
     if run["status"] == "succeeded" and s:
         return summary_text(
-            s["final_acc"], s.get("final_round", -1), s["best_acc"], s.get("best_round", -1),
-            s["top5_mean"], s["top5_std"], run["rounds"],
-        )  # fmt: skip
+            s["final_acc"],
+            s.get("final_round", -1),
+            s["best_acc"],
+            s.get("best_round", -1),
+            s["top5_mean"],
+            s["top5_std"],
+            run["rounds"],
+        )
     at = stopped_at(run.get("current_round"), int(run.get("rounds") or 0))
     error = f": {run['error']}" if run.get("error") else ""
     return f"{run['status']} {at}{error}"

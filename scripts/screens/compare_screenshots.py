@@ -23,9 +23,13 @@ from tests.support.stack import browser_page, lab_stack
 BASE = {
     "data": {"name": "synthetic", "synthetic_samples": 2000, "synthetic_classes": 20},
     "partition": {"num_users": 10, "alpha": 0.05},
-    "rounds": 300, "users_per_round": 3, "local_steps": 3, "batch_size": 16, "lr": 0.0005,
+    "rounds": 300,
+    "users_per_round": 3,
+    "local_steps": 3,
+    "batch_size": 16,
+    "lr": 0.0005,
     "checkpoint_every": 0,
-}  # fmt: skip
+}
 GRID = {"algorithm": ["fedgen", "fedavg"], "seed": [0, 1, 2]}
 # What a test reads from the DOM: each trace's meta (kind mean / run / running / stopped).
 TRACES_JS = """() => {

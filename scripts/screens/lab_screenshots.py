@@ -28,14 +28,19 @@ VICTIM = {
     "data": {"name": "synthetic", "synthetic_samples": 1000},
     "partition": {"num_users": 10, "alpha": 0.1},
     "algorithm": {"name": "fedgen"},
-    "rounds": 200, "users_per_round": 3, "local_steps": 5, "batch_size": 16, "lr": 0.005,
+    "rounds": 200,
+    "users_per_round": 3,
+    "local_steps": 5,
+    "batch_size": 16,
+    "lr": 0.005,
     "checkpoint_every": 5,
-}  # fmt: skip
+}
 EMNIST = {
     "data": {"name": "emnist-letters"},
     "partition": {"num_users": 10, "alpha": 0.1},
-    "rounds": 10, "users_per_round": 3,
-}  # fmt: skip
+    "rounds": 10,
+    "users_per_round": 3,
+}
 FAST = {"FEDGEN_HEARTBEAT_S": "1", "FEDGEN_REAPER_S": "1"}  # a dead slot's run resumes in seconds
 
 

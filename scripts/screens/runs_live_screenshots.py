@@ -17,9 +17,13 @@ from tests.support.stack import browser_page, lab_stack
 BASE = {
     "data": {"name": "synthetic", "synthetic_samples": 1000},
     "partition": {"num_users": 10, "alpha": 0.1},
-    "rounds": 40, "users_per_round": 3, "local_steps": 3, "batch_size": 16, "lr": 0.005,
+    "rounds": 40,
+    "users_per_round": 3,
+    "local_steps": 3,
+    "batch_size": 16,
+    "lr": 0.005,
     "checkpoint_every": 0,
-}  # fmt: skip
+}
 GRID = {"algorithm": ["fedgen", "fedavg"], "seed": [0, 1, 2]}
 
 

@@ -25,9 +25,13 @@ from tests.support.stack import browser_page, lab_stack
 BASE: dict[str, Any] = {
     "data": {"name": "synthetic", "synthetic_samples": 600},
     "partition": {"num_users": 6, "alpha": 0.1},
-    "rounds": 4, "users_per_round": 3, "local_steps": 2, "batch_size": 16,
-    "checkpoint_every": 0, "algorithm": {"name": "fedgen"},
-}  # fmt: skip
+    "rounds": 4,
+    "users_per_round": 3,
+    "local_steps": 2,
+    "batch_size": 16,
+    "checkpoint_every": 0,
+    "algorithm": {"name": "fedgen"},
+}
 TABLE2 = [(32, 0.01), (64, 0.01), (32, 0.05)]  # (gen_batch_size, lr)
 
 

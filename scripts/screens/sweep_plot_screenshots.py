@@ -53,8 +53,10 @@ def plateau(spec: dict[str, Any]) -> tuple[float, float]:
     mean, std = EMNIST_BG.get(alg, (70.0, 1.0))
     for key, cells in paper.TABLE1.items():
         if (key.dataset, key.setting, key.local_steps) == (
-            dataset, f"α={alpha:g}", spec["local_steps"],
-        ) and alg in cells:  # fmt: skip
+            dataset,
+            f"α={alpha:g}",
+            spec["local_steps"],
+        ) and alg in cells:
             mean, std = cells[alg]
     bg = spec["algorithm"].get("gen_batch_size")
     if bg:  # made up: a bigger synthetic batch helps a little, with diminishing returns
@@ -82,9 +84,13 @@ def finish(session: Session, run_id: str, status: str = "succeeded") -> None:
     spec = ExperimentSpec.model_validate(run.spec)
     s = summarize_curve(accs, resolve(spec).eval_timing, spec.rounds)
     summary = {
-        "final_acc": s.final, "final_round": s.final_round, "best_acc": s.best,
-        "best_round": s.best_round, "top5_mean": s.top5_mean, "top5_std": s.top5_std,
-    }  # fmt: skip
+        "final_acc": s.final,
+        "final_round": s.final_round,
+        "best_acc": s.best,
+        "best_round": s.best_round,
+        "top5_mean": s.top5_mean,
+        "top5_std": s.top5_std,
+    }
     session.query(Run).filter(Run.id == run.id).update({"summary": summary})
     session.commit()
 
@@ -132,15 +138,22 @@ def main(out_dir: Path = OUT) -> int:
         engine.dispose()
         tables = f"{stack.dashboard_url}/tables"
         with browser_page(Path(tmp) / "profile", 1500, 3200) as page:
-            shoot(page, f"{tables}?sweep={t1['id']}&x=partition.alpha", out_dir / "plot-table1-alpha.png")  # fmt: skip
             shoot(
-                page, f"{tables}?sweep={t3['id']}&x=algorithm.gen_batch_size&interval=ci95",
+                page,
+                f"{tables}?sweep={t1['id']}&x=partition.alpha",
+                out_dir / "plot-table1-alpha.png",
+            )
+            shoot(
+                page,
+                f"{tables}?sweep={t3['id']}&x=algorithm.gen_batch_size&interval=ci95",
                 out_dir / "plot-table3-bg.png",
-            )  # fmt: skip
+            )
             shoot(
-                page, f"{tables}?sweep={t1e['id']}&x=partition.alpha",
-                out_dir / "plot-table1-emnist-parcoords.png", parcoords=True,
-            )  # fmt: skip
+                page,
+                f"{tables}?sweep={t1e['id']}&x=partition.alpha",
+                out_dir / "plot-table1-emnist-parcoords.png",
+                parcoords=True,
+            )
     return 0
 
 

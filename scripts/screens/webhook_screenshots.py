@@ -36,8 +36,10 @@ from worker.webhook_sender import start_webhook_sender
 TINY = {
     "data": {"name": "synthetic", "synthetic_samples": 200},
     "partition": {"num_users": 3, "alpha": 0.1},
-    "rounds": 4, "users_per_round": 2, "local_steps": 2,
-}  # fmt: skip
+    "rounds": 4,
+    "users_per_round": 2,
+    "local_steps": 2,
+}
 ALLOW = "127.0.0.1"
 
 
