@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from fedgen.data.datasets import DatasetTensors
+from fedgen.data.common import DatasetTensors
 from fedgen.data.partition import Partition
 
 

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from fedgen import checkpoint
-from fedgen.algorithms import Algorithm, ClientUpload, RunContext, build_algorithm
-from fedgen.algorithms.registry import get_algorithm
+from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.registry import build_algorithm, get_algorithm
 from fedgen.data.datasets import load_dataset
 from fedgen.data.partition import Partition, build_partition
 from fedgen.evaluation import Evaluation

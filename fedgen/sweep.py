@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
-from fedgen.specdict import group_key, set_dotted
+from fedgen.specdict import set_dotted
 
-__all__ = ["MAX_SWEEP_RUNS", "SweepSpec", "expand", "group_key"]
+__all__ = ["MAX_SWEEP_RUNS", "SweepSpec", "expand"]
 
 MAX_SWEEP_RUNS = 1000
 

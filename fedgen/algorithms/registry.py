@@ -25,7 +25,7 @@ from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdap
 from pydantic_core import core_schema
 
 if TYPE_CHECKING:
-    from fedgen.algorithms.base import Algorithm
+    from fedgen.algorithms.base import Algorithm, RunContext
     from fedgen.spec import AlgorithmParams
 
 Share = Literal["all", "predictor"]
@@ -278,6 +278,7 @@ def restore(saved: dict[str, AlgorithmDecl]) -> None:
 
 
 __all__ = [
+    "build_algorithm",
     "BUILTIN",
     "AlgorithmDecl",
     "AlgorithmField",
@@ -292,3 +293,13 @@ __all__ = [
     "register_algorithm",
     "sharing_predictor",
 ]
+
+
+def build_algorithm(ctx: RunContext) -> Algorithm[Any]:
+    """The algorithm `ctx.spec.algorithm` names, given its parameters.
+
+    The spec's `algorithm` field validates against the registered params classes by
+    `name`, and each registered class is generic in exactly its params class.
+    """
+    params = ctx.spec.algorithm
+    return get_algorithm(params.name).load_class()(ctx, params)

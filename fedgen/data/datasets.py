@@ -51,7 +51,7 @@ from fedgen.data.registry import get_dataset
 from fedgen.data.synthetic import make_synthetic
 from fedgen.spec import DataSpec, PartitionSpec
 
-__all__ = ["DEBIAN_FASHION_MNIST", "DatasetError", "DatasetTensors", "load_dataset", "read_idx"]
+__all__ = ["load_dataset", "read_idx"]
 
 
 # --------------------------------------------------------------------------- IDX files

@@ -35,7 +35,7 @@ from fedgen.data.official_draws import (
 from fedgen.data.registry import BUILTINS
 
 if TYPE_CHECKING:
-    from fedgen.data.datasets import DatasetTensors
+    from fedgen.data.common import DatasetTensors
     from fedgen.spec import PartitionSpec
 
 __all__ = [

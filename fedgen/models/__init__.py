@@ -1,5 +1,2 @@
-"""Classifiers split into features and predictor, and the FedGen generator."""
-
-from fedgen.models.cnn import SplitModel, build_model, predictor_keys
-
-__all__ = ["SplitModel", "build_model", "predictor_keys"]
+"""Classifiers split into features and predictor (`fedgen.models.cnn`) and the FedGen generator
+(`fedgen.models.generator`)."""

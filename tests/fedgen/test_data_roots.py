@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedgen.data import DatasetError, load_dataset
 from fedgen.data import datasets as dsmod
+from fedgen.data.common import DatasetError
+from fedgen.data.datasets import load_dataset
 from fedgen.data.roots import DEBIAN_DATASETS, allowed_roots, data_path_problems, resolve_inside
 from fedgen.spec import DataSpec, FolderSpec
 from tests.support.datafiles import MNIST_FILES, write_mnist_like

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from fedgen.data import DatasetError, build_partition, load_dataset
 from fedgen.data import datasets as dsmod
+from fedgen.data.common import DatasetError
+from fedgen.data.datasets import load_dataset
+from fedgen.data.locate import DEBIAN_FASHION_MNIST
+from fedgen.data.partition import build_partition
 from fedgen.spec import DataSpec, PartitionSpec
 from tests.support.datafiles import MNIST_FILES, write_mnist_like
 from tests.support.needs import needs
@@ -200,7 +203,7 @@ def test_synthetic_deterministic_and_learnable() -> None:
 
 @pytest.mark.slow
 def test_real_fashion_mnist_paper_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    needs(dsmod.DEBIAN_FASHION_MNIST.is_dir(), "Debian's dataset-fashion-mnist")
+    needs(DEBIAN_FASHION_MNIST.is_dir(), "Debian's dataset-fashion-mnist")
     monkeypatch.setenv("FEDGEN_DATA", str(tmp_path))  # no copy there: Debian's is read
     ds = load_dataset(DataSpec(name="fashion-mnist"))
     assert ds.train_x.shape == (60000, 1, 28, 28)

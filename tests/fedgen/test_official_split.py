@@ -21,9 +21,16 @@ import pytest
 import torch
 
 from fedgen.cli import main
-from fedgen.data import DatasetError, DatasetTensors, PartitionError, build_partition, load_dataset
+from fedgen.data.common import DatasetError, DatasetTensors
+from fedgen.data.datasets import load_dataset
 from fedgen.data.official_draws import official_label_order
-from fedgen.data.partition import dirichlet_partition, official_partition, per_user_test_split
+from fedgen.data.partition import (
+    PartitionError,
+    build_partition,
+    dirichlet_partition,
+    official_partition,
+    per_user_test_split,
+)
 from fedgen.fidelity import resolve
 from fedgen.spec import DataSpec, PartitionSpec, parse_spec
 from tests.support.needs import needs

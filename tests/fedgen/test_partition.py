@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from fedgen.data import (
-    DatasetTensors,
+from fedgen.data.common import DatasetTensors
+from fedgen.data.datasets import load_dataset
+from fedgen.data.partition import (
     Partition,
     PartitionError,
     build_partition,
     dirichlet_partition,
     group_partition,
-    load_dataset,
+    per_user_test_split,
 )
-from fedgen.data.partition import per_user_test_split
 from fedgen.spec import DataSpec, PartitionSpec
 
 # 10 classes x 100 train samples, 10 classes x 23 test samples, interleaved.

@@ -153,7 +153,7 @@ def test_cuda_runs_on_gpu_or_is_a_clear_error() -> None:
 @pytest.mark.slow
 def test_fedavg_real_fashion_mnist_above_chance() -> None:
     """A short real run on Fashion-MNIST gets well above 10% chance."""
-    from fedgen.data.datasets import DEBIAN_FASHION_MNIST
+    from fedgen.data.locate import DEBIAN_FASHION_MNIST
 
     needs(DEBIAN_FASHION_MNIST.exists(), "Debian's dataset-fashion-mnist")
     spec = tiny_spec(

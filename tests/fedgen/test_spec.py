@@ -8,7 +8,8 @@ import pytest
 
 from fedgen.fidelity import resolve
 from fedgen.spec import ExperimentSpec, SpecError, load_spec, parse_spec
-from fedgen.sweep import SweepSpec, expand, group_key
+from fedgen.specdict import group_key
+from fedgen.sweep import SweepSpec, expand
 
 
 def _errors(data: object) -> dict[str, str]:
