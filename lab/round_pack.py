@@ -89,7 +89,7 @@ class PackError(ValueError):
 
 def _fits_f32(v: float) -> bool:
     try:
-        return struct.unpack("<f", struct.pack("<f", v))[0] == v
+        return bool(struct.unpack("<f", struct.pack("<f", v))[0] == v)
     except OverflowError:
         return False
 
@@ -144,7 +144,7 @@ def _layout(head: bytes) -> tuple[tuple[str, ...], struct.Struct]:
 def _head_end(data: bytes) -> int:
     """Where a version 2 header ends (the names of uncoded keys are walked, if any)."""
     (n,) = struct.unpack_from("<H", data, 1)
-    end = 3 + n
+    end = 3 + int(n)
     tags = data[3:end]
     if len(tags) != n:
         raise PackError("packed metrics: tags cut short")
@@ -152,7 +152,7 @@ def _head_end(data: bytes) -> int:
         for tag in tags:
             if not tag & ~_F32:
                 (size,) = struct.unpack_from("<H", data, end)
-                end += 2 + size
+                end += 2 + int(size)
     return end
 
 

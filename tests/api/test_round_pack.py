@@ -26,7 +26,7 @@ from lab.round_pack import (
 def _random_float(rng: random.Random) -> float:
     kind = rng.randrange(4)
     if kind == 0:  # a float32 value, as torch gives them
-        return struct.unpack("<f", struct.pack("<f", rng.uniform(-10, 10)))[0]
+        return float(struct.unpack("<f", struct.pack("<f", rng.uniform(-10, 10)))[0])
     if kind == 1:
         return rng.uniform(-1e6, 1e6)
     if kind == 2:
@@ -63,7 +63,7 @@ def test_metric_codes_are_append_only() -> None:
 
 def _user_rows(rng: random.Random, n: int, contiguous: bool) -> list[tuple[object, ...]]:
     ids = list(range(n)) if contiguous else sorted(rng.sample(range(10**6), n))
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for u in ids:
         selected = rng.random() < 0.5
         rows.append(
