@@ -18,13 +18,9 @@ import plotly.graph_objects as go
 
 from dashboard.charts import LEGEND_RIGHT, PALETTE
 from fedgen.specdict import SHORT_NAMES, format_value
+from fedgen.stats import STATISTIC_LABELS
 
-STATISTICS = {
-    "top5": "top-5 mean",
-    "final": "final",
-    "best": "best",
-    "time_to_target": "time to target",
-}
+STATISTICS = STATISTIC_LABELS  # the plot offers every statistic
 INTERVALS = {"std": "± std", "ci95": "95 % interval"}
 # How axes name the fields people sweep most.
 FIELD_LABELS = {

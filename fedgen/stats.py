@@ -23,6 +23,13 @@ CurveStatistic = Literal["final", "best", "top5"]
 CURVE_STATISTICS: tuple[CurveStatistic, ...] = get_args(CurveStatistic)
 # The sweep plot's figures: a curve statistic, or the first round reaching a target accuracy.
 PlotStatistic = Literal[CurveStatistic, "time_to_target"]
+# Each statistic as the tables, the plot and their pickers name it, in the pickers' order.
+STATISTIC_LABELS: dict[str, str] = {
+    "top5": "top-5 mean",
+    "final": "final",
+    "best": "best",
+    "time_to_target": "time to target",
+}
 
 
 def top_k(values: Sequence[float], k: int = 5) -> list[float]:

@@ -31,10 +31,14 @@ from dashboard.sweep_tables import (
 from dashboard.table_csv import TABLE3_NUMBERS, table1_csv_frame, table3_csv_frame
 from dashboard.versus_paper import NO_PAPER, number, versus_paper
 from fedgen.csv_cells import frame_csv
+from fedgen.stats import CURVE_STATISTICS, STATISTIC_LABELS
 from fedgen.status import ACTIVE
 
 REFRESH_S = 3
-STATISTICS = {"top5": "top-5 mean", "final": "final", "best": "best"}
+# The tables' statistics: a run's own figure (time to target is the plot's alone).
+STATISTICS: dict[str, str] = {
+    k: label for k, label in STATISTIC_LABELS.items() if k in CURVE_STATISTICS
+}
 STATISTIC_HELP = (
     "top-5 mean: mean ± std of each seed's 5 best rounds, pooled (the official code's number). "
     "final: the accuracy of the last model the run's protocol evaluates (round R, or R-1 under "
