@@ -1,7 +1,9 @@
 """Bytes a real run stores per round outside its checkpoints: round and per-user figures together.
 
 A real 20-user FedGen run on Fashion-MNIST (the official CNN; few local steps, so 200 rounds take
-minutes on 2 cores) goes through the worker's own write path (worker.sink.DbSink ->
+minutes on 2 cores; on a host without Fashion-MNIST's files under --data-root, $FEDGEN_DATA or
+Debian's folder, the synthetic dataset, said so: the rows a round stores have the same shape)
+goes through the worker's own write path (worker.sink.DbSink ->
 lab.repository.metrics.write_round) into a scratch Postgres schema. The per-round tables (every
 table with a `round` column except the checkpoints': `per_round_tables`) are sized with
 pg_total_relation_size (heap, TOAST and indexes) after a 10-round run and after a 200-round run;
@@ -47,10 +49,20 @@ def per_round_tables() -> list[str]:
     )
 
 
-def spec_of(rounds: int, users: int, data_root: str | None) -> dict[str, Any]:
-    """A real FedGen run: Fashion-MNIST, the official CNN, `users` users, 2 local steps."""
-    data: dict[str, Any] = {"name": "fashion-mnist"}
-    if data_root:
+def dataset_for(data_root: str | None) -> str:
+    """fashion-mnist when its files are found (under data_root, else the default root), else
+    synthetic."""
+    from fedgen.data.common import default_root
+    from fedgen.data.locate import present
+
+    root = Path(data_root) if data_root else default_root()
+    return "fashion-mnist" if present("fashion-mnist", root) else "synthetic"
+
+
+def spec_of(rounds: int, users: int, data_root: str | None, dataset: str) -> dict[str, Any]:
+    """A real FedGen run: `dataset`, the official CNN, `users` users, 2 local steps."""
+    data: dict[str, Any] = {"name": dataset}
+    if data_root and dataset != "synthetic":
         data["root"] = data_root
     return {
         "algorithm": {"name": "fedgen"},
@@ -116,12 +128,15 @@ def measure(
         engine = make_engine(scoped)
         factory = make_sessionmaker(engine)
         tables = per_round_tables()
+        dataset = dataset_for(data_root)
+        if verbose:
+            print(f"dataset: {dataset}")
         try:
-            run_real(factory, spec_of(2, users, data_root))
+            run_real(factory, spec_of(2, users, data_root, dataset))
             sizes = [stored_bytes(engine, tables)]
             for rounds in (short, long):
                 t0 = time.perf_counter()
-                written = run_real(factory, spec_of(rounds, users, data_root))
+                written = run_real(factory, spec_of(rounds, users, data_root, dataset))
                 sizes.append(stored_bytes(engine, tables))
                 if verbose:
                     print(
