@@ -1,33 +1,8 @@
-"""The paper's numbers for the dashboard: one copy lives in `fedgen.paper`; the Table 1 row of a run here."""
+"""The Table 1 row a run belongs to (the paper's numbers themselves live in `fedgen.paper`)."""
 
 from __future__ import annotations
 
-from fedgen.paper import (
-    DATASETS,
-    PAPER_LABELS,
-    TABLE1,
-    TABLE2_FEDAVG,
-    TABLE2_FEDGEN,
-    TABLE3_FEDAVG,
-    TABLE3_FEDGEN,
-    TABLE4,
-    Setting,
-    format_alpha,
-)
-
-__all__ = [
-    "PAPER_LABELS",
-    "DATASETS",
-    "TABLE1",
-    "TABLE2_FEDAVG",
-    "TABLE2_FEDGEN",
-    "TABLE3_FEDAVG",
-    "TABLE3_FEDGEN",
-    "TABLE4",
-    "Setting",
-    "format_alpha",
-    "setting_of",
-]
+from fedgen.paper import DATASETS, Setting, format_alpha
 
 
 def setting_of(spec_fields: dict[str, object]) -> Setting:

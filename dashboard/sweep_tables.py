@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard import paper
+from dashboard.paper import setting_of
 from dashboard.run_name import SEP, part
 from dashboard.table_csv import varying_fields
 from dashboard.tables import spec_fields
+from fedgen import paper
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.paper import TABLE3
 from fedgen.specdict import group_label
@@ -264,7 +265,7 @@ SUMMARY_COLUMNS = [
 def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
     """One sweep summary group as a Table 1 input row (its cell from `member`'s spec)."""
     fields = spec_fields(member)
-    setting = paper.setting_of(fields)
+    setting = setting_of(fields)
     mean, std = g.get(f"{statistic}_mean"), g.get(f"{statistic}_std")
     mean = math.nan if mean is None else float(mean)
     std = math.nan if std is None else float(std)

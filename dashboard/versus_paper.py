@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard import paper
+from fedgen import paper
 
 NO_PAPER = "no paper number"
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import paper
 from dashboard.latents import pca_2d
+from dashboard.paper import setting_of
 from dashboard.sweep_tables import (
     statistic_label,
     summary_groups,
@@ -28,6 +28,7 @@ from dashboard.tables import (
     time_to_target,
     unfinished,
 )
+from fedgen import paper
 
 
 def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -> dict[str, object]:
@@ -223,9 +224,7 @@ def test_paper_data_transcribed() -> None:
     assert paper.TABLE1[paper.Setting("CELEBA", "r=5/25", 20)]["fedensemble"] == (90.22, 0.31)
     assert paper.TABLE3_FEDGEN[128] == (60.06, 2.32)
     assert (
-        paper.setting_of(
-            {"data.name": "celeba", "users_per_round": 5, "partition.num_users": 10}
-        ).setting
+        setting_of({"data.name": "celeba", "users_per_round": 5, "partition.num_users": 10}).setting
         == "r=5/10"
     )
 
