@@ -15,9 +15,12 @@ then its light variants (D3 category20's) for the baselines of issue 32.
 
 The baselines of issue 32 (SCAFFOLD ... FedAvgM) are not in the FedGen paper: no paper
 label, so the paper's tables and `fedgen.paper.PAPER_LABELS` leave them out. Their
-`ms_per_round` is FedAvg's 330 times their ratio to FedAvg measured on one core on a
-20-user synthetic run of 5 rounds (tests/fedgen/test_reviewer_baselines.py's setting
-scaled up; 2026-12-03): an estimate until a Fashion-MNIST study times them.
+`ms_per_round` is FedAvg's 330 times their ratio to FedAvg: the median round of 3-round
+synthetic runs at the paper setting (20 users, 10 a round, T = 20, B = 32, one thread),
+twice each, on a shared and loaded 2-core VM (2026-12-03; rounds varied 2x between
+repeats). MOON took 3x FedAvg (three forward passes a step), the others 0.9-1.2x (FedDyn
+1.7x once), within the noise: 1.05x is assumed for the client-side corrections and the
+server optimisers. An estimate until a Fashion-MNIST study times them.
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ _builtin(
     params=ScaffoldParams,
     cls="scaffold:Scaffold",
     colour="#7F7F7F",
-    ms_per_round=370.0,
+    ms_per_round=345.0,
     in_paper=False,
     kept_per_user="params",  # c_i
     kept_on_server=("params", 1),  # c
@@ -173,7 +176,7 @@ _builtin(
     params=FedDynParams,
     cls="feddyn:FedDyn",
     colour="#BCBD22",
-    ms_per_round=380.0,
+    ms_per_round=345.0,
     in_paper=False,
     kept_per_user="params",  # g_k
     kept_on_server=("params", 1),  # h
@@ -184,7 +187,7 @@ _builtin(
     params=MoonParams,
     cls="moon:Moon",
     colour="#17BECF",
-    ms_per_round=560.0,
+    ms_per_round=1000.0,
     in_paper=False,
     kept_per_user="model",  # the previous local model
 )
@@ -194,7 +197,7 @@ _builtin(
     params=FedNovaParams,
     cls="fednova:FedNova",
     colour="#AEC7E8",
-    ms_per_round=335.0,
+    ms_per_round=330.0,
     in_paper=False,
 )
 _builtin(
@@ -203,7 +206,7 @@ _builtin(
     params=FedAdamParams,
     cls="fedopt:FedAdam",
     colour="#FFBB78",
-    ms_per_round=340.0,
+    ms_per_round=345.0,
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 2),  # m and v
@@ -214,7 +217,7 @@ _builtin(
     params=FedYogiParams,
     cls="fedopt:FedYogi",
     colour="#98DF8A",
-    ms_per_round=340.0,
+    ms_per_round=345.0,
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 2),  # m and v
@@ -225,7 +228,7 @@ _builtin(
     params=FedAvgMParams,
     cls="fedopt:FedAvgM",
     colour="#FF9896",
-    ms_per_round=335.0,
+    ms_per_round=345.0,
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 1),  # the velocity
