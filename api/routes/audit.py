@@ -10,12 +10,11 @@ from fastapi import APIRouter, HTTPException, Query, status
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
 from api.errors import FieldErrors
 from api.schemas.audit import AuditEventPublic, AuditPublic
-from api.schemas.base import IsoDatetime
+from api.schemas.base import NO_NUL, IsoDatetime
 from api.schemas.errors import AUTHED, error_responses
 from lab.repository import audit
 
 router = APIRouter(prefix="/audit", tags=["audit"])
-NO_NUL = r"^[^\x00]*$"
 
 
 @router.get("", responses=error_responses(*AUTHED, 403, 422))

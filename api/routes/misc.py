@@ -9,8 +9,8 @@ from fastapi.responses import JSONResponse
 
 from api import readiness, service
 from api.deps import SessionDep, SettingsDep, UserDep, parse_uuid
-from api.routes.runs import NO_NUL
 from api.schemas.analysis import TimingTable
+from api.schemas.base import NO_NUL
 from api.schemas.errors import AUTHED, BODY, error_responses
 from api.schemas.spec import (
     AlgorithmInfo,

@@ -22,7 +22,7 @@ from api.deps import (
 )
 from api.errors import FieldErrors
 from api.schemas.annotations import AnnotationsUpdate
-from api.schemas.base import IsoDatetime
+from api.schemas.base import NO_NUL, IsoDatetime
 from api.schemas.errors import AUTHED, BODY, error_responses
 from api.schemas.runs import RunClone, RunCreate, RunPublic, RunsPublic
 from fedgen.status import RunStatus
@@ -41,7 +41,6 @@ from lab.repository.spec_filter import (
 )
 
 router = APIRouter(prefix="/runs", tags=["runs"])
-NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 WhereClause = Annotated[
     str,
     Field(

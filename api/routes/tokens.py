@@ -14,6 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import ActorDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
 from api.errors import FieldErrors
+from api.schemas.base import NO_NUL
 from api.schemas.errors import AUTHED, BODY, error_responses
 from api.schemas.tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
 from lab.models import ApiToken
@@ -47,6 +48,7 @@ def list_tokens(
         Query(
             alias="user",
             max_length=100,
+            pattern=NO_NUL,
             description="An admin's filter: that member's tokens (without it an admin lists "
             "everyone's); a member may name only themself",
         ),

@@ -14,6 +14,9 @@ def _as_str(value: Any) -> Any:
     return None if value is None else str(value)
 
 
+# A query string the database stores or compares: PostgreSQL text cannot hold NUL.
+NO_NUL = r"^[^\x00]*$"
+
 # Ids are UUIDs in the database and strings in the API.
 IdStr = Annotated[str, BeforeValidator(_as_str)]
 

@@ -99,6 +99,15 @@ def test_an_admin_lists_everyones_or_one_members_tokens(
     assert nobody.status_code == 404
 
 
+def test_a_nul_in_the_user_filter_is_422_not_a_database_error(
+    client: TestClient, tokens: dict[str, str]
+) -> None:
+    """Schemathesis found `?user=` with a NUL answered 500 on Postgres (text cannot hold NUL)."""
+    answer = client.get(f"{API}/tokens?user=a%00b", headers=_bearer(tokens["admin"]))
+    assert answer.status_code == 422
+    assert "user" in answer.text
+
+
 def test_an_expired_token_answers_401(
     client: TestClient, tokens: dict[str, str], session: Session
 ) -> None:
