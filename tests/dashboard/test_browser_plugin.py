@@ -1,6 +1,6 @@
-"""A plugin algorithm on the Compare page, in headless Chromium: examples/plugins/fedavgm,
+"""A plugin algorithm on the Compare page, in headless Chromium: examples/plugins/lrdecay,
 pip-installed into a folder on every lab process's path, runs beside FedAvg in one sweep and
-both curves are drawn, each in its declared colour (FedAvgM's from its own declaration)."""
+both curves are drawn, each in its declared colour (FedAvg-decay's from its own declaration)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ TRACES = """() => {
 def test_plugin_curve_beside_fedavg_on_compare(tmp_path: Path) -> None:
     # Prepare
     needs(os.path.exists(CHROMIUM), f"Debian's chromium at {CHROMIUM}")
-    site = install_example(tmp_path / "fedavgm")
+    site = install_example(tmp_path / "lrdecay")
     env = {"PYTHONPATH": pythonpath(site), "FEDGEN_REAPER_S": "1"}
     with lab_stack(tmp_path / "home", env_extra=env) as stack:
         headers = {"Authorization": f"Bearer {stack.token}"}
         with httpx.Client(base_url=f"{stack.api_url}/api/v1", headers=headers, timeout=30) as api:
-            grid = {"algorithm": ["fedavg", {"name": "fedavgm", "server_momentum": 0.5}]}
-            made = api.post("/sweeps", json={"name": "momentum", "base": BASE, "grid": grid})
+            grid = {"algorithm": ["fedavg", {"name": "fedavg-decay", "server_lr_decay": 0.5}]}
+            made = api.post("/sweeps", json={"name": "lr-decay", "base": BASE, "grid": grid})
             sweep_id = made.raise_for_status().json()["id"]
             end = time.monotonic() + 120
             while time.monotonic() < end:
@@ -61,9 +61,9 @@ def test_plugin_curve_beside_fedavg_on_compare(tmp_path: Path) -> None:
     # Assert
     assert sorted(r["status"] for r in runs) == ["succeeded", "succeeded"], runs
     colours = dict(traces)
-    fedavgm = [n for n in colours if "fedavgm" in n]
-    fedavg = [n for n in colours if "fedavg" in n and "fedavgm" not in n]
-    assert fedavgm, traces
+    plugin = [n for n in colours if "fedavg-decay" in n]
+    fedavg = [n for n in colours if "fedavg" in n and "fedavg-decay" not in n]
+    assert plugin, traces
     assert fedavg, traces
-    assert {colours[n] for n in fedavgm} == {"#17BECF"}  # its declaration's colour
+    assert {colours[n] for n in plugin} == {"#C5B0D5"}  # its declaration's colour
     assert {colours[n] for n in fedavg} == {"#1F77B4"}

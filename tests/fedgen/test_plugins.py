@@ -1,4 +1,4 @@
-"""Plugins through entry points: examples/plugins/fedavgm installed with pip into this test
+"""Plugins through entry points: examples/plugins/lrdecay installed with pip into this test
 environment (a folder on the path, `tests.support.plugin_site`) is listed by `fedgen plugins`,
 validated by `fedgen validate` (without torch), known to the REST schema (/spec/defaults,
 /spec/schema, the OpenAPI document) and recorded in a run's versions; a plugin that raises
@@ -40,8 +40,8 @@ TINY: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/plugins/fedavgm, pip-installed into a folder of this test session."""
-    return install_example(tmp_path_factory.mktemp("fedavgm"))
+    """examples/plugins/lrdecay, pip-installed into a folder of this test session."""
+    return install_example(tmp_path_factory.mktemp("lrdecay"))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def _fedgen(*args: str, path: str, code: str | None = None) -> subprocess.Comple
 def test_cli_lists_and_validates_the_installed_plugin(site: Path, tmp_path: Path) -> None:
     # Prepare
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({**TINY, "algorithm": {"name": "fedavgm"}}))
+    spec.write_text(yaml.safe_dump({**TINY, "algorithm": {"name": "fedavg-decay"}}))
     validate = (
         "import sys\n"
         "from fedgen.cli import main\n"
@@ -84,28 +84,28 @@ def test_cli_lists_and_validates_the_installed_plugin(site: Path, tmp_path: Path
     listed = _fedgen("plugins", "--json", path=pythonpath(site))
     valid = _fedgen(str(spec), path=pythonpath(site), code=validate)
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({**TINY, "algorithm": {"name": "fedavgm", "server_lr": 0}}))
+    bad.write_text(yaml.safe_dump({**TINY, "algorithm": {"name": "fedavg-decay", "server_lr": 0}}))
     invalid = _fedgen("validate", str(bad), path=pythonpath(site))
     # Assert
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == [
         {
             "kind": "algorithm",
-            "name": "fedavgm",
-            "target": "fedgen_fedavgm:DECL",
-            "distribution": "fedgen-fedavgm",
+            "name": "fedavg-decay",
+            "target": "fedgen_lrdecay:DECL",
+            "distribution": "fedgen-lrdecay",
             "version": "0.1.0",
-            "provides": "fedavgm",
+            "provides": "fedavg-decay",
             "error": None,
             "ok": True,
         }
     ]
     assert valid.returncode == 0, valid.stderr
     out = yaml.safe_load(valid.stdout.rsplit("# spec_hash", 1)[0])
-    assert out["algorithm"] == {"name": "fedavgm", "server_momentum": 0.9, "server_lr": 0.1}
+    assert out["algorithm"] == {"name": "fedavg-decay", "server_lr": 1.0, "server_lr_decay": 0.98}
     assert valid.stdout.strip().endswith("no torch")
     assert invalid.returncode == 2
-    assert "algorithm.fedavgm.server_lr: Input should be greater than 0" in invalid.stderr
+    assert "algorithm.fedavg-decay.server_lr: Input should be greater than 0" in invalid.stderr
 
 
 def test_broken_plugin_is_reported_and_builtins_still_run(
@@ -121,11 +121,11 @@ def test_broken_plugin_is_reported_and_builtins_still_run(
     # Assert
     assert listed.returncode == 1
     lines = {line.split()[1]: line for line in listed.stdout.splitlines()[1:]}
-    assert set(lines) == {"broken", "fedavgm"}
+    assert set(lines) == {"broken", "fedavg-decay"}
     assert "fedgen-broken" in lines["broken"]
     assert "0.0.1" in lines["broken"]
     assert f"error: {BROKEN_ERROR}" in lines["broken"]
-    assert lines["fedavgm"].rstrip().endswith("loaded")
+    assert lines["fedavg-decay"].rstrip().endswith("loaded")
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout.splitlines()[-1])["rounds_done"] == 1
     warned = [line for line in ran.stderr.splitlines() if "plugin algorithm broken" in line]
@@ -142,31 +142,31 @@ def test_rest_schema_lists_the_plugin(client: TestClient, auth: dict[str, str]) 
     doc = client.get(f"{API}/openapi.json").json()
     bad = client.post(
         f"{API}/spec/validate",
-        json={"spec": {"algorithm": {"name": "fedavgm", "server_momentum": 1.0}}},
+        json={"spec": {"algorithm": {"name": "fedavg-decay", "server_lr_decay": 1.5}}},
         headers=auth,
     )
     # Assert
     listed = {a["name"]: a for a in defaults["algorithms"]}
-    assert listed["fedavgm"] == {
-        "name": "fedavgm",
-        "label": "FedAvgM",
+    assert listed["fedavg-decay"] == {
+        "name": "fedavg-decay",
+        "label": "FedAvg-decay",
         "paper_label": None,
-        "colour": "#17BECF",
+        "colour": "#C5B0D5",
         "shares": ["all", "predictor"],
-        "source": "fedgen-fedavgm",
-        "defaults": {"name": "fedavgm", "server_momentum": 0.9, "server_lr": 0.1},
+        "source": "fedgen-lrdecay",
+        "defaults": {"name": "fedavg-decay", "server_lr": 1.0, "server_lr_decay": 0.98},
     }
     assert listed["feddf"]["source"] == "fedgen"
     assert listed["feddf"]["paper_label"] == "FedDFusion"
-    assert "fedavgm" in schema["properties"]["algorithm"]["discriminator"]["mapping"]
+    assert "fedavg-decay" in schema["properties"]["algorithm"]["discriminator"]["mapping"]
     components = doc["components"]["schemas"]
     mapping = components["ExperimentSpecInput"]["properties"]["algorithm"]["discriminator"]
-    assert mapping["mapping"]["fedavgm"] == "#/components/schemas/FedAvgMParams"
-    assert components["FedAvgMParams"]["properties"]["server_momentum"]["exclusiveMaximum"] == 1
+    assert mapping["mapping"]["fedavg-decay"] == "#/components/schemas/FedAvgDecayParams"
+    assert components["FedAvgDecayParams"]["properties"]["server_lr_decay"]["maximum"] == 1
     grid = components["SweepGrid"]["properties"]
-    assert "algorithm.server_momentum" in grid
+    assert "algorithm.server_lr_decay" in grid
     assert bad.status_code == 422
-    assert "algorithm.fedavgm.server_momentum" in bad.text
+    assert "algorithm.fedavg-decay.server_lr_decay" in bad.text
 
 
 @pytest.mark.usefixtures("installed")
@@ -174,11 +174,15 @@ def test_run_records_the_plugin_version(client: TestClient, auth: dict[str, str]
     # Execute
     made = client.post(
         f"{API}/runs",
-        json={"spec": {**TINY, "algorithm": {"name": "fedavgm", "server_lr": 0.5}}},
+        json={"spec": {**TINY, "algorithm": {"name": "fedavg-decay", "server_lr": 0.5}}},
         headers=auth,
     )
     # Assert
     assert made.status_code == 202, made.text
     run = client.get(f"{API}/runs/{made.json()['id']}", headers=auth).json()
-    assert run["spec"]["algorithm"] == {"name": "fedavgm", "server_momentum": 0.9, "server_lr": 0.5}
-    assert run["versions"]["plugin:fedavgm"] == "fedgen-fedavgm 0.1.0"
+    assert run["spec"]["algorithm"] == {
+        "name": "fedavg-decay",
+        "server_lr": 0.5,
+        "server_lr_decay": 0.98,
+    }
+    assert run["versions"]["plugin:fedavg-decay"] == "fedgen-lrdecay 0.1.0"

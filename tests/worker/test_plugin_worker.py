@@ -1,5 +1,5 @@
 """A plugin algorithm end to end: submitted through the API, run by a real worker process, on
-PostgreSQL and Redis. examples/plugins/fedavgm is pip-installed into a folder of this test
+PostgreSQL and Redis. examples/plugins/lrdecay is pip-installed into a folder of this test
 (`tests.support.plugin_site`) that both the API (this process) and the worker have on their path."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ SPEC: dict[str, Any] = {
     "local_steps": 3,
     "batch_size": 16,
     "checkpoint_every": 2,
-    "algorithm": {"name": "fedavgm", "server_momentum": 0.5, "server_lr": 0.5},
+    "algorithm": {"name": "fedavg-decay", "server_lr": 1.0, "server_lr_decay": 0.5},
 }
 
 
@@ -42,7 +42,7 @@ SPEC: dict[str, Any] = {
 def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Path) -> None:
     # Prepare
     needs(redis_ok(), "Redis at 127.0.0.1:6379")
-    site = install_example(tmp_path / "fedavgm")
+    site = install_example(tmp_path / "lrdecay")
     prefix = f"p{uuid.uuid4().hex[:8]}-"
     home = tmp_path / "home"
     settings = Settings(database_url=pg_url, broker_url=REDIS, home=home, queue_prefix=prefix)
@@ -93,8 +93,8 @@ def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Pat
     # Assert
     assert run["status"] == "succeeded", (run["error"], log.read_text()[-3000:])
     assert run["spec"]["algorithm"] == SPEC["algorithm"]
-    assert run["versions"]["plugin:fedavgm"] == "fedgen-fedavgm 0.1.0"  # the API's
-    assert info["versions"]["plugin:fedavgm"] == "fedgen-fedavgm 0.1.0"  # the worker's
+    assert run["versions"]["plugin:fedavg-decay"] == "fedgen-lrdecay 0.1.0"  # the API's
+    assert info["versions"]["plugin:fedavg-decay"] == "fedgen-lrdecay 0.1.0"  # the worker's
     assert metrics["rounds"] == list(range(SPEC["rounds"] + 1))
-    assert len(metrics["metrics"]["server_velocity_norm"]) == SPEC["rounds"] + 1  # FedAvgM's own
-    assert "plugins loaded: algorithm fedavgm (fedgen-fedavgm 0.1.0)" in log.read_text()
+    assert len(metrics["metrics"]["server_lr"]) == SPEC["rounds"] + 1  # the plugin's own
+    assert "plugins loaded: algorithm fedavg-decay (fedgen-lrdecay 0.1.0)" in log.read_text()
