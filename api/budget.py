@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session
 
 from api.errors import FieldErrors
 from fedgen.sizes import (
-    KEEP_ALL,
     KeepRule,
     footprint_estimate,
     footprint_field,
@@ -33,11 +32,10 @@ from lab.repository.usage import Usage, member_usage
 QUEUED_RETRY_AFTER_S = 60
 
 
-def generator_rule(settings: Settings) -> KeepRule:  # noqa: ARG001
-    """The retention rule of generator checkpoints the estimate counts. Every generator
-    checkpoint is kept until FEDGEN_KEEP_GENERATOR_CHECKPOINTS (checkpoint retention) exists;
-    that change returns its parsed rule here (fedgen.sizes.parse_keep_rule)."""
-    return KEEP_ALL
+def generator_rule(settings: Settings) -> KeepRule:
+    """The retention rule of generator checkpoints the estimate counts: the one the workers
+    prune by (FEDGEN_KEEP_GENERATOR_CHECKPOINTS, lab/checkpoint_retention.py)."""
+    return settings.generator_keep_rule
 
 
 def estimate(spec: ExperimentSpec, settings: Settings) -> int:
