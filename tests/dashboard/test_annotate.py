@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from dashboard.annotate import edited_line
 from tests.support.apptest import open_page
 from tests.support.dashboard_lab import Lab, tiny_spec
+from tests.support.factories import public_run
 
 NOW = datetime(2026, 12, 3, 11, 18, 19, tzinfo=UTC)
 RAW = "2026-12-03T11:13:19.3127147"  # as the finding saw it: 7 digits, no zone (UTC)
@@ -19,7 +20,7 @@ RAW = "2026-12-03T11:13:19.3127147"  # as the finding saw it: 7 digits, no zone 
 def test_edited_line_is_relative_with_the_local_time() -> None:
     """Five minutes before `now`: '5 min ago' and the clock time in the viewer's zone."""
     # Execute
-    run = {"annotated_by": "alice", "annotated_at": RAW}
+    run = public_run(annotated_by="alice", annotated_at=RAW)
     utc = edited_line(run, NOW, UTC)
     berlin = edited_line(run, NOW, ZoneInfo("Europe/Berlin"))
     # Assert
@@ -30,12 +31,12 @@ def test_edited_line_is_relative_with_the_local_time() -> None:
 def test_edited_line_another_year_and_none() -> None:
     """An edit of another year names its date; a run nobody annotated has no line."""
     # Execute
-    old = edited_line({"annotated_by": "bob", "annotated_at": "2025-11-30T14:03:00Z"}, NOW, UTC)
+    old = edited_line(public_run(annotated_by="bob", annotated_at="2025-11-30T14:03:00Z"), NOW, UTC)
     # Assert
     assert old is not None
     assert old.startswith("Last edited by bob · ")
     assert old.endswith("(2025-11-30 14:03)")
-    assert edited_line({"annotated_by": None, "annotated_at": RAW}, NOW, UTC) is None
+    assert edited_line(public_run(annotated_by=None, annotated_at=RAW), NOW, UTC) is None
 
 
 def test_live_page_shows_a_readable_edit_time(

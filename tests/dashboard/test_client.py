@@ -11,9 +11,9 @@ from dashboard.client import (
     ApiNotFound,
     ApiUnreachable,
     LabClient,
-    error_fields,
     normalize_base_url,
 )
+from dashboard.error_detail import error_fields
 
 
 def _client(handler: object) -> LabClient:
@@ -101,7 +101,8 @@ def test_query_params_drop_empty_values() -> None:
 
     def handler(req: httpx.Request) -> httpx.Response:
         seen.update(dict(req.url.params))
-        return httpx.Response(200, json={"data": [], "count": 0})
+        body = {"data": [], "count": 0, "count_exact": True, "status_counts": {}}
+        return httpx.Response(200, json={**body, "status_counts_exact": True, "next_cursor": None})
 
     # Execute
     _client(handler).list_runs(status="", algorithm="fedgen", limit=10, owner=None)

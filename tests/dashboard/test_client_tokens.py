@@ -13,11 +13,14 @@ import streamlit as st
 from dashboard import browser_address as browser_address_module
 from dashboard.client import LabClient
 
+# Read as GET /me and as an empty list alike (each model ignores the other's fields).
+ANY_BODY = {"id": "1", "name": "alice", "is_admin": False, "data": [], "count": 0}
+
 
 def _recording(seen: list[httpx.Request], body: object = None) -> httpx.MockTransport:
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json=body if body is not None else {"data": [], "count": 0})
+        return httpx.Response(200, json=body if body is not None else ANY_BODY)
 
     return httpx.MockTransport(handler)
 

@@ -7,14 +7,21 @@ from typing import Any
 
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard import charts, compare_view
 from dashboard.tables import aggregate, group_labels
+from tests.support.factories import public_run
 
 
-def _run(rid: str, alg: str, alpha: float, seed: int) -> dict[str, Any]:
-    spec = {"algorithm": {"name": alg}, "data": {"name": "fashion-mnist"},
-            "partition": {"alpha": alpha, "num_users": 20}, "seed": seed, "rounds": 3}  # fmt: skip
-    return {"id": rid, "spec": spec, "status": "succeeded"}
+def _run(rid: str, alg: str, alpha: float, seed: int) -> RunPublic:
+    spec = {
+        "algorithm": {"name": alg},
+        "data": {"name": "fashion-mnist"},
+        "partition": {"alpha": alpha, "num_users": 20},
+        "seed": seed,
+        "rounds": 3,
+    }
+    return public_run(id=rid, spec=spec, status="succeeded")
 
 
 RUNS = [
@@ -25,9 +32,9 @@ RUNS = [
 ]
 
 
-def _long(runs: list[dict[str, Any]]) -> pd.DataFrame:
+def _long(runs: list[RunPublic]) -> pd.DataFrame:
     rows = [
-        {"run_id": r["id"], "round": k, "value": 0.1 * k + 0.01 * i, "wall_s": 2.0 * k}
+        {"run_id": r.id, "round": k, "value": 0.1 * k + 0.01 * i, "wall_s": 2.0 * k}
         for i, r in enumerate(runs)
         for k in range(3)
     ]
@@ -38,7 +45,7 @@ def test_colour_by_algorithm_is_stable_across_alpha_and_selection() -> None:
     """FedGen has one colour at every α, in any selection; α picks the dash."""
     # Prepare
     groups = group_labels(RUNS)
-    only_fedgen = [r for r in RUNS if r["spec"]["algorithm"]["name"] == "fedgen"]
+    only_fedgen = [r for r in RUNS if r.spec["algorithm"]["name"] == "fedgen"]
     # Execute
     styles = compare_view.trace_styles(RUNS, groups)
     alone = compare_view.trace_styles(only_fedgen, group_labels(only_fedgen))
@@ -61,7 +68,7 @@ def test_ungrouped_names_carry_the_seed_and_no_uuid() -> None:
     """One legend entry per run: what differs plus the seed; run names are human labels."""
     # Execute
     names = compare_view.seed_names(RUNS, group_labels(RUNS))
-    labels = compare_view.run_names(RUNS + [dict(RUNS[0], id="dup")])
+    labels = compare_view.run_names([*RUNS, RUNS[0].model_copy(update={"id": "dup"})])
     # Assert
     assert names["r0"] == "algorithm=fedavg, alpha=0.1, seed=0"
     assert len(set(names.values())) == len(RUNS)

@@ -10,22 +10,23 @@ import pandas as pd
 
 from dashboard import compare_view, runs_csv
 from fedgen.csv_cells import frame_csv
+from tests.support.factories import public_run
 
 
 def test_runs_table_csv_quotes_a_note_a_tag_and_a_sweep_name() -> None:
     """A run noted `=1+1`, tagged `@SUM(A1)`, named after sweep `-2+3`: each cell quoted; the
     seed and the accuracies stay numbers."""
-    run = {
-        "id": "r1",
-        "status": "failed",
-        "spec": {"algorithm": {"name": "fedavg"}, "data": {"name": "mnist"}, "seed": -1},
-        "current_round": 3,
-        "rounds": 5,
-        "best_acc": 0.5,
-        "tags": ["@SUM(A1)"],
-        "note": "=1+1",
-        "error": "\tboom",
-    }
+    run = public_run(
+        id="r1",
+        status="failed",
+        spec={"algorithm": {"name": "fedavg"}, "data": {"name": "mnist"}, "seed": -1},
+        current_round=3,
+        rounds=5,
+        best_acc=0.5,
+        tags=["@SUM(A1)"],
+        note="=1+1",
+        error="\tboom",
+    )
     now = datetime(2026, 1, 1, tzinfo=UTC)
     text = frame_csv(runs_csv.csv_frame([run], now, {"r1": "-2+3 · seed=0"}))
     (row,) = csv.DictReader(io.StringIO(text))

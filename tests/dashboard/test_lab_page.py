@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from api.schemas.runs import RunPublic, RunsPublic, Segment
+from api.schemas.workers import WorkersPublic
 from dashboard.client import LabClient
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
@@ -25,6 +27,9 @@ CAPS = {
     "datasets": ["fashion-mnist", "synthetic"],
 }
 EMNIST = "no live worker has dataset emnist-letters"
+
+# The session's lab grows as other tests submit runs: one page holds them all.
+WHOLE_LAB = {"runs_per_page": 500}
 
 
 @pytest.fixture
@@ -57,7 +62,8 @@ def busy_workers(monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any]) -> st
         "slots": 2,
         "busy": 1,
     }  # fmt: skip
-    monkeypatch.setattr(LabClient, "workers", lambda self: body)
+    answer = WorkersPublic.model_validate(body)
+    monkeypatch.setattr(LabClient, "workers", lambda self: answer)
     return run_id
 
 
@@ -114,12 +120,11 @@ def waiting_runs(monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any]) -> st
     real = LabClient.list_runs
     run_id = lab_env["queued_id"]
 
-    def with_reason(self: LabClient, **filters: Any) -> dict[str, Any]:
+    def with_reason(self: LabClient, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
-        for run in body.get("data") or []:
-            if run["id"] == run_id:
-                run.update(waiting_reason=EMNIST)
-        return body
+        waits = {"waiting_reason": EMNIST}
+        runs = [r.model_copy(update=waits) if r.id == run_id else r for r in body.data]
+        return body.model_copy(update={"data": runs})
 
     monkeypatch.setattr(LabClient, "list_runs", with_reason)
     return run_id
@@ -130,16 +135,15 @@ def test_runs_page_says_what_a_queued_run_waits_for(
 ) -> None:
     """A run no live worker can take shows what it waits for; finished runs a dash."""
     # Execute
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     # Assert
     assert not at.exception
     df = at.dataframe[0].value
     waiting = df.set_index("id")["waiting for"]
     assert waiting[waiting_runs[:8]] == "a worker with dataset emnist-letters"
     assert set(df[df["status"] == "succeeded"]["waiting for"]) == {"—"}
-    assert any(
-        "run no live worker can take" in str(link.proto.label) for link in at.get("page_link")
-    )
+    # "1 run" alone; other tests of the session's lab may have left more that wait.
+    assert any("no live worker can take" in str(link.proto.label) for link in at.get("page_link"))
 
 
 def test_lab_page_lists_runs_no_worker_can_take(
@@ -156,13 +160,24 @@ def test_lab_page_lists_runs_no_worker_can_take(
     assert "—" not in set(df["waiting for"])  # only runs that wait for a missing worker
 
 
-def _segment(**kw: object) -> dict[str, Any]:
-    return {
-        "attempt": 1, "worker": "cpu-slot0@w1", "host": "w1", "slot": "cpu-slot0",
-        "code_version": f"git:{COMMIT}", "device": "cpu", "start_round": 0, "last_round": 2,
-        "resumed_from": None, "started_at": datetime.now(UTC).isoformat(), "fedgen": "0.1",
-        "torch": "2.5.1", "torch_threads": "2", "cpu_capability": "AVX2", **kw,
-    }  # fmt: skip
+def _segment(**kw: object) -> Segment:
+    fields = {
+        "attempt": 1,
+        "worker": "cpu-slot0@w1",
+        "host": "w1",
+        "slot": "cpu-slot0",
+        "code_version": f"git:{COMMIT}",
+        "device": "cpu",
+        "start_round": 0,
+        "last_round": 2,
+        "resumed_from": None,
+        "started_at": datetime.now(UTC).isoformat(),
+        "fedgen": "0.1",
+        "torch": "2.5.1",
+        "torch_threads": "2",
+        "cpu_capability": "AVX2",
+    }
+    return Segment.model_validate({**fields, **kw})
 
 
 def test_live_page_shows_where_a_resumed_run_ran(
@@ -179,9 +194,10 @@ def test_live_page_shows_where_a_resumed_run_ran(
     ]  # fmt: skip
     numerics = {"numerics_changed": [{"round": 3, "torch_threads": ["2", "1"]}]}
 
-    def resumed(self: LabClient, rid: str) -> dict[str, Any]:
+    def resumed(self: LabClient, rid: str) -> RunPublic:
         run = real(self, rid)
-        return {**run, "segments": segments, "versions": numerics} if rid == run_id else run
+        ran = {"segments": segments, "versions": numerics}
+        return run.model_copy(update=ran) if rid == run_id else run
 
     monkeypatch.setattr(LabClient, "get_run", resumed)
     # Execute
@@ -202,9 +218,9 @@ def test_live_page_says_why_a_queued_run_waits(
     # Prepare
     real = LabClient.get_run
 
-    def with_reason(self: LabClient, rid: str) -> dict[str, Any]:
+    def with_reason(self: LabClient, rid: str) -> RunPublic:
         run = real(self, rid)
-        return {**run, "waiting_reason": EMNIST} if rid == waiting_runs else run
+        return run.model_copy(update={"waiting_reason": EMNIST}) if rid == waiting_runs else run
 
     monkeypatch.setattr(LabClient, "get_run", with_reason)
     # Execute

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from api.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
 from dashboard import lab_view
 from dashboard.times import zone
+from tests.support.factories import public_run
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def _worker(name: str, host: str | None, **kw: object) -> dict:
-    return {
+def _worker(name: str, host: str | None, **kw: object) -> WorkerPublic:
+    fields = {
         "name": name,
         "host": host,
         "queues": ["cpu"],
@@ -24,8 +26,12 @@ def _worker(name: str, host: str | None, **kw: object) -> dict:
         "started_at": (NOW - timedelta(hours=2, minutes=7)).isoformat(),
         "heartbeat_at": (NOW - timedelta(seconds=12)).isoformat(),
         "running": [],
-        **kw,
     }
+    return WorkerPublic.model_validate({**fields, **kw})
+
+
+def _device(**fields: object) -> WorkerDevice:
+    return WorkerDevice.model_validate(fields)
 
 
 def test_code_version_keeps_12_chars_of_the_commit_and_dirty() -> None:
@@ -39,18 +45,15 @@ def test_code_version_keeps_12_chars_of_the_commit_and_dirty() -> None:
 
 def test_devices_read_as_gpu_name_and_memory_or_cpu_model_and_cores() -> None:
     """A GPU shows its index, name and GiB; a CPU its model and cores; missing parts degrade."""
-    gpu = {"kind": "cuda", "index": "0", "name": "NVIDIA H200", "memory_bytes": 150_000_000_000}
+    gpu = _device(kind="cuda", index="0", name="NVIDIA H200", memory_bytes=150_000_000_000)
     assert lab_view.device_text(gpu) == "GPU 0: NVIDIA H200 · 140 GiB"
-    assert (
-        lab_view.device_text({"kind": "cuda", "index": "3", "name": None}) == "GPU 3: unknown GPU"
-    )
-    small = {"kind": "cuda", "index": "1", "name": "T4", "memory_bytes": 8 * 2**30 - 2**28}
+    assert lab_view.device_text(_device(kind="cuda", index="3")) == "GPU 3: unknown GPU"
+    small = _device(kind="cuda", index="1", name="T4", memory_bytes=8 * 2**30 - 2**28)
     assert lab_view.device_text(small) == "GPU 1: T4 · 7.8 GiB"
-    assert (
-        lab_view.device_text({"kind": "cpu", "name": "AMD EPYC", "cores": 1}) == "AMD EPYC · 1 core"
-    )
-    assert lab_view.device_text({"kind": "cpu", "name": None, "cores": None}) == "CPU"
-    two = [gpu, {**gpu, "index": "1"}]
+    one_core = _device(kind="cpu", name="AMD EPYC", cores=1)
+    assert lab_view.device_text(one_core) == "AMD EPYC · 1 core"
+    assert lab_view.device_text(_device(kind="cpu")) == "CPU"
+    two = [gpu, gpu.model_copy(update={"index": "1"})]
     assert (
         lab_view.devices_text(two) == "GPU 0: NVIDIA H200 · 140 GiB; GPU 1: NVIDIA H200 · 140 GiB"
     )
@@ -60,8 +63,13 @@ def test_devices_read_as_gpu_name_and_memory_or_cpu_model_and_cores() -> None:
 def test_rows_say_where_what_and_when() -> None:
     """One row per worker, sorted by host then slot (numbers as numbers), times relative."""
     # Prepare
-    run = {"id": "3f2a1b9c-0000-4000-8000-000000000000", "algorithm": "FedGen",
-           "dataset": "fashion-mnist", "current_round": 12, "rounds": 30}  # fmt: skip
+    run = {
+        "id": "3f2a1b9c-0000-4000-8000-000000000000",
+        "algorithm": "FedGen",
+        "dataset": "fashion-mnist",
+        "current_round": 12,
+        "rounds": 30,
+    }
     workers = [
         _worker("cpu-slot10@w1", "w1"),
         _worker("cpu-slot2@w1", "w1", running=[run], code_version=f"git:{COMMIT}+dirty"),
@@ -88,10 +96,10 @@ def test_rows_say_where_what_and_when() -> None:
 
 def test_summary_line_counts_workers_hosts_and_slots() -> None:
     """`N workers on H hosts, busy/slots slots busy`, singular when one."""
-    two_hosts = {"workers": [_worker("a@w1", "w1"), _worker("b@w1", "w1"), _worker("c@w2", "w2")],
-                 "slots": 3, "busy": 1}  # fmt: skip
+    three = [_worker("a@w1", "w1"), _worker("b@w1", "w1"), _worker("c@w2", "w2")]
+    two_hosts = WorkersPublic(workers=three, slots=3, busy=1)
     assert lab_view.summary(two_hosts) == "3 workers on 2 hosts, 1/3 slots busy"
-    one = {"workers": [_worker("a@w1", "w1", slots=2)], "slots": 2, "busy": 0}
+    one = WorkersPublic(workers=[_worker("a@w1", "w1", slots=2)], slots=2, busy=0)
     assert lab_view.summary(one) == "1 worker on 1 host, 0/2 slots busy"
 
 
@@ -109,9 +117,11 @@ def test_versions_line_names_every_code_version_in_full() -> None:
 
 def test_running_and_waiting_runs() -> None:
     """The runs the workers hold, in table order; the runs with a waiting reason."""
-    r1, r2 = {"id": "r1", "current_round": 0, "rounds": 3}, {"id": "r2"}
+    bare = {"algorithm": "", "dataset": "", "current_round": 0, "rounds": 3}
+    r1, r2 = WorkerRun(id="r1", **bare), WorkerRun(id="r2", **bare)
     workers = [_worker("b@w2", "w2", running=[r2]), _worker("a@w1", "w1", running=[r1])]
-    assert [r["id"] for _, r in lab_view.running_runs(workers)] == ["r1", "r2"]
+    assert [r.id for _, r in lab_view.running_runs(workers)] == ["r1", "r2"]
     assert lab_view.run_text(r1) == "r1 round 0/3"
-    runs = [{"id": "q1", "waiting_reason": "no live worker serves the cpu queue"}, {"id": "q2"}]
-    assert [r["id"] for r in lab_view.waiting_runs(runs)] == ["q1"]
+    waits = public_run(id="q1", waiting_reason="no live worker serves the cpu queue")
+    runs = [waits, public_run(id="q2")]
+    assert [r.id for r in lab_view.waiting_runs(runs)] == ["q1"]

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from api.schemas.runs import Segment
 from dashboard import live_view, run_failures
 from dashboard.frames import metrics_frame
+from tests.support.factories import public_run
 
 
 def _events() -> list[tuple[str, dict]]:
@@ -67,14 +69,24 @@ def test_charts_use_percent_seconds_and_words() -> None:
     assert not live_view.has_data(pd.DataFrame({"round": [0], "test_acc": [0.1]}), "generator_acc")
 
 
-def _segment(**kw: object) -> dict:
-    return {
-        "attempt": 1, "worker": "cpu-slot0@w1", "host": "w1", "slot": "cpu-slot0",
-        "code_version": "git:0123456789abcdef0123456789abcdef01234567+dirty", "device": "cpu",
-        "start_round": 0, "last_round": 9, "resumed_from": None,
-        "started_at": "2026-12-01T11:00:00+00:00", "fedgen": "0.1", "torch": "2.5.1",
-        "torch_threads": "2", "cpu_capability": "AVX2", **kw,
-    }  # fmt: skip
+def _segment(**kw: object) -> Segment:
+    fields = {
+        "attempt": 1,
+        "worker": "cpu-slot0@w1",
+        "host": "w1",
+        "slot": "cpu-slot0",
+        "code_version": "git:0123456789abcdef0123456789abcdef01234567+dirty",
+        "device": "cpu",
+        "start_round": 0,
+        "last_round": 9,
+        "resumed_from": None,
+        "started_at": "2026-12-01T11:00:00+00:00",
+        "fedgen": "0.1",
+        "torch": "2.5.1",
+        "torch_threads": "2",
+        "cpu_capability": "AVX2",
+    }
+    return Segment.model_validate({**fields, **kw})
 
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -94,7 +106,7 @@ def test_segments_table_says_where_each_part_ran() -> None:
             resumed_from=9,
             torch_threads="1",
             started_at="2026-12-01T11:55:00+00:00",
-        ),  # fmt: skip
+        ),
     ]
     df = live_view.segments_frame(segments, NOW, UTC)
     assert list(df.columns) == live_view.SEGMENT_COLUMNS
@@ -126,9 +138,10 @@ def test_resume_caption_only_for_a_resumed_run() -> None:
     assert live_view.resume_caption([_segment(last_round=10), second]).endswith(
         "(round 10 computed again)."
     )
-    third = _segment(host="w3", slot=None, start_round=0, resumed_from=None,
-                     code_version="src:fedcba9876543210")  # fmt: skip
-    middle = {**second, "last_round": 14}
+    third = _segment(
+        host="w3", slot=None, start_round=0, resumed_from=None, code_version="src:fedcba9876543210"
+    )
+    middle = second.model_copy(update={"last_round": 14})
     assert live_view.resume_caption([first, middle, third]) == (
         "Resumed 2 times, last on w3 started again from round 0 (rounds 0–14 computed again). "
         "The code changed between segments (2 versions)."
@@ -147,29 +160,26 @@ def test_numerics_waiting_and_notices() -> None:
     assert note.startswith("Numerics changed on resume (at round 10: torch threads 2 → 1)")
     assert live_view.numerics_note({"torch": "2.5"}) is None
     assert live_view.numerics_note(None) is None
-    queued = {"status": "queued", "waiting_reason": "no live worker has dataset emnist-letters"}
+    queued = public_run(waiting_reason="no live worker has dataset emnist-letters")
     assert live_view.waiting_note(queued) == (
         "Waiting: no live worker has dataset emnist-letters. It starts when a worker that can "
         "run it is up (see the Lab page)."
     )
-    assert live_view.waiting_note({**queued, "status": "cancelled"}) is None
-    assert live_view.waiting_note({"status": "queued", "waiting_reason": None}) is None
-    handed = {"status": "queued", "error": "worker X could not load dataset mnist: gone"}
+    assert live_view.waiting_note(public_run(status="cancelled", waiting_reason="x")) is None
+    assert live_view.waiting_note(public_run(waiting_reason=None)) is None
+    handed = public_run(error="worker X could not load dataset mnist: gone")
     assert live_view.notice(handed) == "worker X could not load dataset mnist: gone"
-    assert live_view.notice({**handed, "status": "failed"}) is None
+    assert live_view.notice(public_run(status="failed", error="boom")) is None
 
 
 def test_headline_says_each_state() -> None:
     """The bar's text names claimed and cancelling, and where a failed or cancelled run stopped."""
-    run = {"rounds": 30, "worker": "w1@host", "queue_position": 2}
-    assert (
-        live_view.headline({**run, "status": "queued"}, "queued", -1) == "queued · #2 in the queue"
-    )
+    run = public_run(rounds=30, worker="w1@host", queue_position=2)
+    assert live_view.headline(run, "queued", -1) == "queued · #2 in the queue"
     assert live_view.headline(run, "running", -1).startswith("claimed by w1@host")
     assert live_view.headline(run, "running", 4) == "running · round 4 of 30"
-    assert live_view.headline({**run, "cancel_requested": True}, "running", 4).startswith(
-        "cancelling"
-    )
+    cancelling = run.model_copy(update={"cancel_requested": True})
+    assert live_view.headline(cancelling, "running", 4).startswith("cancelling")
     assert live_view.headline(run, "failed", -1) == "failed before round 0"
     assert live_view.headline(run, "failed", 2) == "failed in round 3 of 30"
     assert live_view.headline(run, "cancelled", 9) == "cancelled in round 10 of 30"
@@ -179,12 +189,12 @@ def test_headline_says_each_state() -> None:
 def test_state_notes_and_a_workers_error() -> None:
     """A queued run says it switches by itself; the error's traceback is kept apart."""
     now = datetime(2025, 1, 1, tzinfo=UTC)
-    queued = {"status": "queued", "queue_position": 1, "current_round": -1}
+    queued = public_run(queue_position=1)
     assert "switches to the curves by itself" in (
         live_view.state_note(queued, "queued", now, UTC) or ""
     )
-    assert live_view.state_note({"current_round": 3}, "succeeded", now, UTC) is None
-    assert "failed before round 0" in live_view.no_rounds_note({"current_round": -1}, "failed")
+    assert live_view.state_note(public_run(current_round=3), "succeeded", now, UTC) is None
+    assert "failed before round 0" in live_view.no_rounds_note(public_run(), "failed")
     message, trace = run_failures.split_error(
         "RuntimeError: x\n\nTraceback (most recent call last):\n y"
     )
@@ -217,7 +227,7 @@ def test_round_counts_read_one_way() -> None:
     under before_training with the reason given, not a third count."""
     # Prepare
     stored = pd.DataFrame({"round": list(range(26)), "test_acc": [0.5] * 26})
-    run = {"status": "succeeded", "rounds": 25, "current_round": 25}
+    run = public_run(status="succeeded", rounds=25, current_round=25)
     # Execute
     head = live_view.headline(run, "succeeded", 25)
     last = live_view.last_round(stored, 25)

@@ -8,9 +8,13 @@ from typing import Any
 
 import pytest
 
+from api.schemas.runs import RunsPublic
 from dashboard.client import LabClient
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab
+
+# The session's lab grows as other tests submit runs: one page holds them all.
+WHOLE_LAB = {"runs_per_page": 500}
 
 
 def _pick(at: Any, rows: list[int]) -> None:
@@ -34,13 +38,12 @@ def queue_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     real = LabClient.list_runs
     start = datetime.now(UTC) + timedelta(minutes=30)
 
-    def with_queue(self: LabClient, **filters: Any) -> dict[str, Any]:
+    def with_queue(self: LabClient, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
-        for run in body.get("data") or []:
-            if run["status"] == "queued":
-                # A run with an expected start is one a live worker can take: no waiting reason.
-                run.update(queue_position=2, expected_start=start.isoformat(), waiting_reason=None)
-        return body
+        # A run with an expected start is one a live worker can take: no waiting reason.
+        queue = {"queue_position": 2, "expected_start": start, "waiting_reason": None}
+        runs = [r.model_copy(update=queue) if r.status == "queued" else r for r in body.data]
+        return body.model_copy(update={"data": runs})
 
     monkeypatch.setattr(LabClient, "list_runs", with_queue)
 
@@ -53,7 +56,7 @@ def test_runs_page_counts_and_queue_fields(
     with lab.client() as c:
         statuses = [r["status"] for r in c.get("/runs", params={"limit": 500}).json()["data"]]
     # Execute
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     # Assert
     assert not at.exception
     want = f"{statuses.count('queued')} queued · {statuses.count('succeeded')} succeeded"
@@ -76,15 +79,13 @@ def test_runs_page_queue_fields_absent(
     """Without the API's queue fields (an older server) the cells read a dash, never an error."""
     real = LabClient.list_runs
 
-    def without_queue(self: LabClient, **filters: Any) -> dict[str, Any]:
+    def without_queue(self: LabClient, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
-        for run in body.get("data") or []:
-            run.pop("queue_position", None)
-            run.pop("expected_start", None)
-        return body
+        gone = {"queue_position": None, "expected_start": None}
+        return body.model_copy(update={"data": [r.model_copy(update=gone) for r in body.data]})
 
     monkeypatch.setattr(LabClient, "list_runs", without_queue)
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     assert not at.exception
     df = at.dataframe[0].value
     queued = df[df["id"] == lab_env["queued_id"][:8]].iloc[0]
@@ -95,7 +96,7 @@ def test_runs_page_queue_fields_absent(
 def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[str, Any]) -> None:
     """Ticking two rows gives a Compare link carrying both run ids in the URL."""
     # Prepare
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     picked = lab_env["run_ids"][:2]
     # Execute
     _pick(at, [_row_of(at, i) for i in picked])
@@ -110,7 +111,7 @@ def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[s
 
 def test_no_rows_picked_disables_compare(app_path: str, lab_env: dict[str, Any]) -> None:
     """With nothing ticked the Compare link is disabled and carries no ids."""
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     link = _compare_link(at)
     assert link.disabled
     assert link.query_string == ""
@@ -119,7 +120,7 @@ def test_no_rows_picked_disables_compare(app_path: str, lab_env: dict[str, Any])
 def test_runs_page_cancel_own_queued_run(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
     """Ticking the queued run and pressing Cancel requests a cancel through the API."""
     # Prepare
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     _pick(at, [_row_of(at, lab_env["queued_id"])])
     # Execute
     at.button(key="runs_cancel").click().run()
@@ -167,16 +168,20 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
     real = LabClient.list_runs
     failed_id = lab_env["run_ids"][0]
 
-    def with_failure(self: LabClient, **filters: Any) -> dict[str, Any]:
+    def with_failure(self: LabClient, **filters: Any) -> RunsPublic:
+        # The run reads as failed in every list, the failed runs' list and the counts too.
+        wanted = filters.pop("status", None)
         body = real(self, **filters)
-        for run in body.get("data") or []:
-            if run["id"] == failed_id:
-                run.update(status="failed", current_round=2, error=LONG_ERROR + "\nsee the docs")
-        return body
+        failure = {"status": "failed", "current_round": 2, "error": LONG_ERROR + "\nsee the docs"}
+        runs = [r.model_copy(update=failure) if r.id == failed_id else r for r in body.data]
+        counts = {**body.status_counts, "failed": body.status_counts.get("failed", 0) + 1}
+        counts["succeeded"] -= 1
+        shown = [r for r in runs if not wanted or r.status == wanted]
+        return body.model_copy(update={"data": shown, "status_counts": counts})
 
     monkeypatch.setattr(LabClient, "list_runs", with_failure)
     # Execute
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     # Assert
     assert not at.exception
     table = at.dataframe[0]

@@ -3,10 +3,12 @@ the checks that refuse a value outside the schema's limits, the datasets live wo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from api.schemas.workers import WorkerPublic, WorkersPublic
 from dashboard.form_checks import check, read_list, read_tags, refusals
 from dashboard.spec_build import (
     applies,
@@ -251,8 +253,27 @@ def test_tags_note_and_sweep_name_take_the_schemas_limits() -> None:
 # -- datasets the live workers can load ------------------------------------------------------
 
 
-def _workers(*entries: tuple[list[str], list[str] | None]) -> dict[str, Any]:
-    return {"workers": [{"name": f"w{i}", "queues": q, "datasets": d} for i, (q, d) in enumerate(entries)]}  # fmt: skip
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _workers(*entries: tuple[list[str], list[str] | None]) -> WorkersPublic:
+    live = [
+        WorkerPublic(
+            name=f"w{i}",
+            host=None,
+            queues=queues,
+            slots=1,
+            threads=None,
+            devices=[],
+            code_version=None,
+            datasets=datasets,
+            started_at=NOW,
+            heartbeat_at=NOW,
+            running=[],
+        )
+        for i, (queues, datasets) in enumerate(entries)
+    ]
+    return WorkersPublic(workers=live, slots=len(live), busy=0)
 
 
 def test_offer_marks_datasets_no_live_worker_has() -> None:
@@ -272,7 +293,7 @@ def test_offer_marks_datasets_no_live_worker_has() -> None:
 def test_offer_with_own_data_or_no_worker_refuses_nothing() -> None:
     """data.root/download: any worker of the queue; no live worker: nothing known, the run waits."""
     assert offer(_workers((["cpu"], ["synthetic"])), "cpu", any_worker=True).reason("mnist") is None
-    none = offer({"workers": []}, "cpu")
+    none = offer(WorkersPublic(workers=[], slots=0, busy=0), "cpu")
     assert none.reason("mnist") is None
     assert "No worker is live" in str(none.notice())
     gpu = offer(_workers((["cpu"], ["mnist"])), "cuda")

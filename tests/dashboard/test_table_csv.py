@@ -12,10 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from api.schemas.runs import RunPublic
 from dashboard.sweep_tables import summary_groups, table1_long, table3_frame, timing_rows
 from dashboard.table_csv import table1_csv_frame, table3_csv_frame, varying_fields
 from lab.models import User
-from tests.support.factories import create_sweep_runs, make_spec, seed_rounds
+from tests.support.factories import create_sweep_runs, make_spec, public_run, seed_rounds
 
 API = "/api/v1"
 ALPHAS = [0.1, 0.5, 1.0]
@@ -48,7 +49,7 @@ def alpha_sweep(client: TestClient, auth: dict[str, str], session: Session) -> d
     return {
         "timing": get(f"/timing?sweep_id={sweep_id}"),
         "summary": get(f"/sweeps/{sweep_id}/summary"),
-        "runs": {str(r["id"]): r for r in members},
+        "runs": {r["id"]: RunPublic.model_validate(r) for r in members},
         "plot_csv": get(f"/sweeps/{sweep_id}/plot-data?x=alpha&by=algorithm&format=csv"),
     }
 
@@ -113,17 +114,15 @@ def test_a_field_that_varies_beyond_the_cell_is_in_the_setting_text() -> None:
     the algorithm's own fields (B_G) stay out of the setting."""
 
     # Prepare
-    def run(rid: str, alg: str, lr: float) -> dict[str, Any]:
-        return {
-            "id": rid,
-            "spec": {
-                "algorithm": {"name": alg},
-                "data": {"name": "mnist"},
-                "partition": {"alpha": 0.1},
-                "local_steps": 20,
-                "lr": lr,
-            },
+    def run(rid: str, alg: str, lr: float) -> RunPublic:
+        spec = {
+            "algorithm": {"name": alg},
+            "data": {"name": "mnist"},
+            "partition": {"alpha": 0.1},
+            "local_steps": 20,
+            "lr": lr,
         }
+        return public_run(id=rid, spec=spec)
 
     summary = {
         "groups": [

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from api.schemas.runs import RunPublic
 from dashboard.latents import pca_2d
 from dashboard.paper import setting_of
 from dashboard.sweep_tables import (
@@ -29,12 +30,19 @@ from dashboard.tables import (
     unfinished,
 )
 from fedgen import paper
+from tests.support.factories import public_run
 
 
-def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -> dict[str, object]:
-    return {"id": run_id, "spec": {"algorithm": {"name": alg, **algo}, "seed": seed,
-                                   "data": {"name": "mnist"}, "partition": {"alpha": alpha},
-                                   "local_steps": 20, "tags": [f"t{seed}"]}}  # fmt: skip
+def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -> RunPublic:
+    spec = {
+        "algorithm": {"name": alg, **algo},
+        "seed": seed,
+        "data": {"name": "mnist"},
+        "partition": {"alpha": alpha},
+        "local_steps": 20,
+        "tags": [f"t{seed}"],
+    }
+    return public_run(id=run_id, spec=spec)
 
 
 def test_group_labels_ignore_seed_and_own_params() -> None:
@@ -53,9 +61,9 @@ def test_group_labels_leave_unset_fields_out() -> None:
     """One run with data.root set names it; the others do not read "data.root=None"."""
     # Prepare
     runs = [_run("a", "fedavg", 0), _run("b", "fedgen", 0), _run("c", "fedgen", 0)]
-    runs[0]["spec"]["data"] = {"name": "mnist", "root": None}  # type: ignore[index]
-    runs[1]["spec"]["data"] = {"name": "mnist", "root": None}  # type: ignore[index]
-    runs[2]["spec"]["data"] = {"name": "mnist", "root": "/nowhere"}  # type: ignore[index]
+    runs[0].spec["data"] = {"name": "mnist", "root": None}
+    runs[1].spec["data"] = {"name": "mnist", "root": None}
+    runs[2].spec["data"] = {"name": "mnist", "root": "/nowhere"}
     # Execute
     labels = group_labels(runs)
     # Assert
@@ -185,9 +193,9 @@ def test_groups_never_mix_datasets_or_profiles() -> None:
     runs = [_run("a", "fedgen", 0), _run("b", "fedgen", 1), _run("c", "fedgen", 0),
             _run("d", "fedgen", 0)]  # fmt: skip
     for r in runs:  # stored specs carry every default, the profile included
-        r["spec"]["fidelity"] = {"profile": "official"}  # type: ignore[index]
-    runs[2]["spec"]["data"] = {"name": "fashion-mnist"}  # type: ignore[index]
-    runs[3]["spec"]["fidelity"] = {"profile": "paper"}  # type: ignore[index]
+        r.spec["fidelity"] = {"profile": "official"}
+    runs[2].spec["data"] = {"name": "fashion-mnist"}
+    runs[3].spec["fidelity"] = {"profile": "paper"}
     # Execute
     labels = group_labels(runs)
     warned = group_warnings(runs, ["algorithm.name"])

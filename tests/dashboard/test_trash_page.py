@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from api.schemas.trash import TrashedRun, TrashedSweep
 from dashboard import trash_view
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, tiny_spec
@@ -12,8 +13,8 @@ from tests.support.dashboard_lab import Lab, tiny_spec
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
-def _row(**extra: Any) -> dict[str, Any]:
-    return {
+def _row(**extra: Any) -> TrashedRun:
+    fields = {
         "id": "1a2b3c4d-0000-0000-0000-000000000000",
         "owner": "alice",
         "algorithm": "fedgen",
@@ -22,9 +23,10 @@ def _row(**extra: Any) -> dict[str, Any]:
         "sweep_id": None,
         "deleted_at": (NOW - timedelta(hours=1)).isoformat(),
         "deleted_by": "alice",
+        "created_at": (NOW - timedelta(days=1)).isoformat(),
         "purge_after": (NOW + timedelta(days=6, hours=23)).isoformat(),
-        **extra,
     }
+    return TrashedRun.model_validate({**fields, **extra})
 
 
 def test_tables_say_who_deleted_what_and_when_it_is_purged() -> None:
@@ -32,9 +34,10 @@ def test_tables_say_who_deleted_what_and_when_it_is_purged() -> None:
     time already past reads 'at the next pass'."""
     late = _row(id="ffff0000-0000-0000-0000-000000000000", purge_after=NOW.isoformat())
     runs = trash_view.runs_table([_row(), late], NOW, UTC)
-    sweeps = trash_view.sweeps_table(
-        [{**_row(), "name": "grid", "runs": 4, "deleted_by": "admin"}], NOW, UTC
+    sweep = TrashedSweep.model_validate(
+        {**_row().model_dump(), "name": "grid", "runs": 4, "deleted_by": "admin"}
     )
+    sweeps = trash_view.sweeps_table([sweep], NOW, UTC)
     assert list(runs.columns) == trash_view.RUN_COLUMNS
     first = runs.iloc[0].to_dict()
     assert first["run"] == "fedgen · synthetic"
@@ -43,7 +46,7 @@ def test_tables_say_who_deleted_what_and_when_it_is_purged() -> None:
     assert first["id"] == "1a2b3c4d"
     assert runs.iloc[1]["purged"] == "at the next pass"
     assert sweeps.iloc[0][["sweep", "runs", "deleted by"]].tolist() == ["grid", 4, "admin"]
-    label = trash_view.restore_label(_row(sweep_id="abcdef12-0000"), "run", NOW)
+    label = trash_view.restore_label(_row(sweep_id="abcdef12-0000"), NOW)
     assert (
         label == "Restore run fedgen · synthetic (sweep abcdef12) · 1a2b3c4d (purged in 6 d 23 h)"
     )
