@@ -13,6 +13,7 @@ from lab.db import session_scope
 from lab.repository import workers as workers_repo
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, start_lab
+from tests.support.factories import public_run
 from tests.support.fakes import FakeRunner
 from worker.execution import execute_run
 
@@ -248,9 +249,9 @@ def test_estimate_and_waiting_words() -> None:
     assert format_duration(150) == "2.5 min"
     assert format_duration(3 * 3600) == "3.0 h"
     runs = [
-        {"status": "queued", "waiting_reason": "no live worker has dataset mnist"},
-        {"status": "queued", "waiting_reason": None},
-        {"status": "queued", "waiting_reason": "no live worker has dataset mnist"},
+        public_run(waiting_reason="no live worker has dataset mnist"),
+        public_run(waiting_reason=None),
+        public_run(waiting_reason="no live worker has dataset mnist"),
     ]
     assert waiting_note(runs).startswith("2 of 3 runs wait for a worker with dataset mnist.")
     assert waiting_note(runs[1:2]) is None
