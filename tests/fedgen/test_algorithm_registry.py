@@ -18,7 +18,7 @@ from fedgen.algorithms import registry
 from fedgen.algorithms.registry import AlgorithmDecl, RegistryError, register_algorithm
 from fedgen.spec import AlgorithmParams, ExperimentSpec, SpecError, parse_spec
 from fedgen.studies.costs import estimate_cpu_s
-from tests.fedgen.test_fingerprint import CASES
+from tests.support.fingerprint_cases import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "docs" / "architecture.md"

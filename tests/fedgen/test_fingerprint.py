@@ -24,13 +24,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
 from fedgen.events import MemorySink, RoundEvent
 from fedgen.runner import run
+from tests.support.fingerprint_cases import CASES
 from tests.support.specs import tiny_spec
 
 FILE = Path(__file__).with_name("fingerprints.json")
@@ -43,36 +43,6 @@ PORTABLE_NUMERICS = {
     "MKL_CBWR": "COMPATIBLE",
     "MKL_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
-}
-
-# Small generator batches keep the 50 official generator steps per round cheap.
-FEDGEN: dict[str, Any] = {"name": "fedgen", "gen_batch_size": 4, "server_batch_size": 4}
-CASES: dict[str, dict[str, Any]] = {
-    "fedavg-official": {"algorithm": {"name": "fedavg"}},
-    "fedavg-paper": {"algorithm": {"name": "fedavg"}, "fidelity": {"profile": "paper"}},
-    "fedprox-paper": {"algorithm": {"name": "fedprox", "mu": 0.1}},
-    "fedprox-official": {"algorithm": {"name": "fedprox", "variant": "official"}},
-    "feddistill": {"algorithm": {"name": "feddistill"}},
-    "feddistill-plus": {"algorithm": {"name": "feddistill-plus"}},
-    "fedensemble": {"algorithm": {"name": "fedensemble"}},
-    "feddf": {
-        "algorithm": {
-            "name": "feddf",
-            "proxy_size": 200,
-            "distill_steps": 5,
-            "distill_batch_size": 32,
-        }
-    },
-    "fedgen-official": {"algorithm": FEDGEN},
-    "fedgen-paper": {"algorithm": FEDGEN, "fidelity": {"profile": "paper"}},
-    "fedgen-predictor": {"algorithm": FEDGEN, "share": "predictor"},
-    "scaffold": {"algorithm": {"name": "scaffold"}},
-    "feddyn": {"algorithm": {"name": "feddyn", "alpha": 0.1}},
-    "moon": {"algorithm": {"name": "moon"}},
-    "fednova": {"algorithm": {"name": "fednova", "local_steps_spread": 3}},
-    "fedadam": {"algorithm": {"name": "fedadam", "server_lr": 0.03}},
-    "fedyogi": {"algorithm": {"name": "fedyogi", "server_lr": 0.03}},
-    "fedavgm": {"algorithm": {"name": "fedavgm", "server_lr": 0.5}},
 }
 
 
