@@ -5,8 +5,8 @@ minutes on 2 cores; on a host without Fashion-MNIST's files under --data-root, $
 Debian's folder, the synthetic dataset, said so: the rows a round stores have the same shape)
 goes through the worker's own write path (worker.sink.DbSink ->
 lab.repository.metrics.write_round) into a scratch Postgres schema. The per-round tables (every
-table with a `round` column except the checkpoints': `per_round_tables`) are sized with
-pg_total_relation_size (heap, TOAST and indexes) after a 10-round run and after a 200-round run;
+table with a `round` column except the checkpoints': `per_round_tables`) are sized (heap, TOAST
+and indexes: `stored_bytes`) after a 10-round run and after a 200-round run;
 bytes per round = (growth of the 200-round run - growth of the 10-round run) / 190, so what a run
 stores once (its first pages) cancels out. A 2-round run first gives every table and index its
 first pages, which would otherwise count against the 10-round run.
@@ -100,13 +100,29 @@ def run_real(factory: sessionmaker[Session], spec_data: dict[str, Any]) -> int:
     return sink.rounds_written
 
 
+# The main fork of a table, of its TOAST table, and of every index of either: what rows take.
+# Left out: the free-space and visibility maps, 32 KB a table that appear whenever autovacuum
+# first visits it (an insert-only table, after 1,000 rows), which made two measurements of the
+# same code differ by 65,536 bytes / 190 rounds.
+_MAIN_FORKS = text(
+    """
+    WITH rel AS (
+        SELECT c.oid, c.reltoastrelid FROM pg_class c WHERE c.oid = CAST(:t AS regclass)
+    ), parts AS (
+        SELECT oid FROM rel
+        UNION ALL SELECT reltoastrelid FROM rel WHERE reltoastrelid <> 0
+        UNION ALL SELECT i.indexrelid FROM pg_index i, rel
+            WHERE i.indrelid IN (rel.oid, rel.reltoastrelid)
+    )
+    SELECT COALESCE(SUM(pg_relation_size(oid, 'main')), 0) FROM parts
+    """
+)
+
+
 def stored_bytes(engine: Engine, tables: list[str]) -> int:
-    """pg_total_relation_size of `tables` together (heap, TOAST, indexes)."""
+    """Bytes of `tables` together: heap, TOAST and indexes (their main forks)."""
     with engine.connect() as c:
-        return sum(
-            int(c.execute(text("SELECT pg_total_relation_size(:t)"), {"t": t}).scalar_one())
-            for t in tables
-        )
+        return sum(int(c.execute(_MAIN_FORKS, {"t": t}).scalar_one()) for t in tables)
 
 
 def measure(
