@@ -140,6 +140,14 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_status_created", "status", "created_at"),
+        # A member's queued and running runs with what they still reserve (lab/repository/
+        # usage.py, at every submission and GET /me), read from the index alone on Postgres.
+        Index(
+            "ix_runs_owner_status",
+            "owner_id",
+            "status",
+            postgresql_include=["stored_bytes", "estimated_bytes"],
+        ),
         # The one list of statuses (fedgen.status). Migration 0009 adds it: this constraint on
         # Postgres, two triggers on SQLite (a constraint there would mean copying the table).
         CheckConstraint(

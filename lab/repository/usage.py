@@ -42,56 +42,64 @@ class Usage:
         return self.usage_bytes + self.reserved_bytes
 
 
-def _figures() -> tuple[object, ...]:
-    """SUM/COUNT columns over a member's runs (Run joined to User, grouped by user)."""
-    still = func.coalesce(Run.estimated_bytes, 0) - Run.stored_bytes
-    reserved = case((Run.status.in_(UNFINISHED) & (still > 0), still), else_=0)
-    return (
-        func.coalesce(func.sum(Run.stored_bytes), 0),
-        func.coalesce(func.sum(reserved), 0),
-        func.coalesce(func.sum(case((Run.status == RunStatus.QUEUED, 1), else_=0)), 0),
-        func.count(Run.id),
-    )
-
-
-def _usage(row: tuple[object, ...], default_quota: int) -> Usage:
-    user_id, name, is_admin, quota, stored, reserved, queued, runs = row
-    assert isinstance(user_id, uuid.UUID)
-    return Usage(
-        user_id=user_id,
-        name=str(name),
-        is_admin=bool(is_admin),
-        usage_bytes=int(stored),  # type: ignore[call-overload]
-        reserved_bytes=int(reserved),  # type: ignore[call-overload]
-        quota_bytes=default_quota if quota is None else int(quota),  # type: ignore[call-overload]
-        quota_is_default=quota is None,
-        queued_runs=int(queued),  # type: ignore[call-overload]
-        runs=int(runs),  # type: ignore[call-overload]
-    )
-
-
-def _rows(session: Session, user_id: uuid.UUID | None) -> list[tuple[object, ...]]:
-    """(user id, name, admin, quota, *figures) of one member, or of every member."""
-    stmt = (
-        select(User.id, User.name, User.is_admin, User.quota_bytes, *_figures())
-        .select_from(User)
-        .outerjoin(Run, Run.owner_id == User.id)
-        .group_by(User.id, User.name, User.is_admin, User.quota_bytes)
-    )
+def _stored(session: Session, user_id: uuid.UUID | None) -> dict[uuid.UUID, tuple[int, int]]:
+    """owner -> (bytes stored, runs) over all their runs (one member's, or everyone's)."""
+    stmt = select(Run.owner_id, func.coalesce(func.sum(Run.stored_bytes), 0), func.count())
     if user_id is not None:
-        stmt = stmt.where(User.id == user_id)
-    return [tuple(r) for r in session.execute(stmt)]
+        stmt = stmt.where(Run.owner_id == user_id)
+    rows = session.execute(stmt.group_by(Run.owner_id))
+    return {owner: (int(stored), int(runs)) for owner, stored, runs in rows}
+
+
+def _pending(session: Session, user_id: uuid.UUID | None) -> dict[uuid.UUID, tuple[int, int]]:
+    """owner -> (bytes still to come, queued runs) over their queued and running runs (the
+    owner/status index: a few rows however many runs have ended)."""
+    still = func.coalesce(Run.estimated_bytes, 0) - Run.stored_bytes
+    stmt = select(
+        Run.owner_id,
+        func.coalesce(func.sum(case((still > 0, still), else_=0)), 0),
+        func.coalesce(func.sum(case((Run.status == RunStatus.QUEUED, 1), else_=0)), 0),
+    ).where(Run.status.in_(UNFINISHED))
+    if user_id is not None:
+        stmt = stmt.where(Run.owner_id == user_id)
+    rows = session.execute(stmt.group_by(Run.owner_id))
+    return {owner: (int(reserved), int(queued)) for owner, reserved, queued in rows}
+
+
+def _usage(
+    user: User,
+    stored: dict[uuid.UUID, tuple[int, int]],
+    pending: dict[uuid.UUID, tuple[int, int]],
+    default_quota: int,
+) -> Usage:
+    usage_bytes, runs = stored.get(user.id, (0, 0))
+    reserved, queued = pending.get(user.id, (0, 0))
+    return Usage(
+        user_id=user.id,
+        name=user.name,
+        is_admin=bool(user.is_admin),
+        usage_bytes=usage_bytes,
+        reserved_bytes=reserved,
+        quota_bytes=default_quota if user.quota_bytes is None else user.quota_bytes,
+        quota_is_default=user.quota_bytes is None,
+        queued_runs=queued,
+        runs=runs,
+    )
 
 
 def member_usage(session: Session, user_id: uuid.UUID, default_quota: int) -> Usage:
-    """One member's usage (their runs' rows only: the owner index)."""
-    [row] = _rows(session, user_id)
-    return _usage(row, default_quota)
+    """One member's usage (their runs' rows only: the owner indexes)."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise LookupError(f"no user {user_id}")
+    return _usage(user, _stored(session, user_id), _pending(session, user_id), default_quota)
 
 
 def all_usage(session: Session, default_quota: int) -> list[Usage]:
     """Every member's usage, largest first, then by name."""
-    out = [_usage(r, default_quota) for r in _rows(session, None)]
+    stored, pending = _stored(session, None), _pending(session, None)
+    users = session.scalars(select(User))
+    out = [_usage(u, stored, pending, default_quota) for u in users]
     return sorted(out, key=lambda u: (-u.usage_bytes, u.name))
 
 

@@ -43,6 +43,12 @@ def upgrade() -> None:
         "runs", sa.Column("stored_bytes", sa.BigInteger(), nullable=False, server_default="0")
     )
     op.add_column("runs", sa.Column("estimated_bytes", sa.BigInteger(), nullable=True))
+    op.create_index(
+        "ix_runs_owner_status",
+        "runs",
+        ["owner_id", "status"],
+        postgresql_include=["stored_bytes", "estimated_bytes"],
+    )
     users = _num_users_sql(op.get_bind().dialect.name)
     op.execute(
         "UPDATE runs SET stored_bytes = "
@@ -53,6 +59,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_runs_owner_status", table_name="runs")
     op.drop_column("runs", "estimated_bytes")
     op.drop_column("runs", "stored_bytes")
     op.drop_column("users", "quota_bytes")
