@@ -100,7 +100,9 @@ class StackedClients:
         """x (B*K, C, H, W), sample-major (row b*K + k is client k's b-th) -> z (K, B, d)."""
         k, p, buf = self.k, self.params, self.buffers
         b = x.shape[0] // k
-        h = x.reshape(b, k * x.shape[1], *x.shape[2:])
+        # Channels-last: grouped convolutions' kernels are several times faster on it (CPU,
+        # oneDNN: 3.4 vs 13.6 ms for the official CNN's second convolution of 10 clients).
+        h = x.reshape(b, k * x.shape[1], *x.shape[2:]).contiguous(memory_format=torch.channels_last)
         features = self.model.features
         assert isinstance(features, nn.Sequential)
         for i, layer in enumerate(features):
