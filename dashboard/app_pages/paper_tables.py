@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from api.schemas.runs import RunPublic
-from dashboard import loaders, paper, study_view, sweep_plot, times, ui
+from dashboard import loaders, study_view, sweep_plot, times, ui
 from dashboard.client import LabClient
 from dashboard.sweep_tables import (
     frame_latex,
@@ -30,6 +30,7 @@ from dashboard.sweep_tables import (
 )
 from dashboard.table_csv import TABLE3_NUMBERS, table1_csv_frame, table3_csv_frame
 from dashboard.versus_paper import NO_PAPER, number, versus_paper
+from fedgen import paper
 from fedgen.csv_cells import frame_csv
 from fedgen.stats import CURVE_STATISTICS, STATISTIC_LABELS
 from fedgen.status import ACTIVE
