@@ -3,8 +3,8 @@ submission (runs.estimated_bytes), and a member's own quota (users.quota_bytes)
 
 stored_bytes of existing runs is filled in from what they hold: their checkpoints' sizes and
 their rounds 0..current_round at the per-round bytes of fedgen.sizes.round_bytes as they were
-when this revision was written (474 + 150 per user), so a lab upgraded mid-year starts with its
-members' real usage.
+when this revision was written (300 + 18 per user: rounds packed by 0010, which runs first),
+so a lab upgraded mid-year starts with its members' real usage.
 
 Revision ID: 0011
 Revises: 0010
@@ -21,10 +21,10 @@ down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# fedgen.sizes.ROUND_BYTES_BASE / ROUND_BYTES_PER_USER at this revision: a migration must not
-# change what it does when the module's figures change later.
-ROUND_BYTES_BASE = 474
-ROUND_BYTES_PER_USER = 150
+# fedgen.sizes.ROUND_BYTES_BASE / ROUND_BYTES_PER_USER at this revision (rounds packed by 0010):
+# a migration must not change what it does when the module's figures change later.
+ROUND_BYTES_BASE = 300
+ROUND_BYTES_PER_USER = 18
 DEFAULT_USERS = 20  # ExperimentSpec's partition.num_users default, for a spec without it
 
 
