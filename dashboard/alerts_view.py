@@ -1,12 +1,13 @@
-"""The Alerts page's tables, pure: webhooks and deliveries (API dicts) in, text and DataFrames out."""
+"""The Alerts page's tables, pure: webhook deliveries (the API's DeliveryPublic) in, text and
+DataFrames out."""
 
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
-from typing import Any
 
 import pandas as pd
 
+from api.schemas.webhooks import DeliveryPublic
 from dashboard.times import DASH, when
 from fedgen.webhook_events import EVENT_LABELS
 
@@ -14,11 +15,11 @@ from fedgen.webhook_events import EVENT_LABELS
 COLUMNS = ["created", "event", "subject", "status", "attempts", "HTTP", "error", "next attempt"]
 
 
-def delivery_state(d: dict[str, Any]) -> str:
+def delivery_state(d: DeliveryPublic) -> str:
     """queued (not tried yet), retrying (tried, will try again), delivered or failed."""
-    if d.get("status") == "pending":
-        return "retrying" if int(d.get("attempts") or 0) > 0 else "queued"
-    return str(d.get("status") or DASH)
+    if d.status == "pending":
+        return "retrying" if d.attempts > 0 else "queued"
+    return d.status
 
 
 def events_text(events: list[str]) -> str:
@@ -26,20 +27,18 @@ def events_text(events: list[str]) -> str:
     return ", ".join(EVENT_LABELS.get(e, e) for e in events) or DASH
 
 
-def deliveries_table(rows: list[dict[str, Any]], now: datetime, tz: tzinfo) -> pd.DataFrame:
+def deliveries_table(rows: list[DeliveryPublic], now: datetime, tz: tzinfo) -> pd.DataFrame:
     """One row per delivery, newest first as given: when, what, state, attempts, last answer."""
     out = [
         {
-            "created": when(d.get("created_at"), now, tz),
-            "event": d.get("event") or DASH,
-            "subject": str(d.get("subject") or "")[:8] or DASH,
+            "created": when(d.created_at, now, tz),
+            "event": d.event or DASH,
+            "subject": d.subject[:8] or DASH,
             "status": delivery_state(d),
-            "attempts": int(d.get("attempts") or 0),
-            "HTTP": str(d["last_status_code"]) if d.get("last_status_code") else DASH,
-            "error": (d.get("last_error") or DASH).splitlines()[0][:200],
-            "next attempt": (
-                when(d.get("next_attempt_at"), now, tz) if d.get("status") == "pending" else DASH
-            ),
+            "attempts": d.attempts,
+            "HTTP": str(d.last_status_code) if d.last_status_code else DASH,
+            "error": (d.last_error or DASH).splitlines()[0][:200],
+            "next attempt": when(d.next_attempt_at, now, tz) if d.status == "pending" else DASH,
         }
         for d in rows
     ]

@@ -8,7 +8,6 @@ models (api.schemas.*, declared once for both sides of the wire): pages read att
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -19,10 +18,18 @@ from pydantic import TypeAdapter, ValidationError
 
 from api.schemas.results import MetricsPublic
 from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.tokens import TokenCreated, TokenPublic, TokensPublic
 from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
 from api.schemas.users import UserPublic
+from api.schemas.webhooks import (
+    DeliveriesPublic,
+    DeliveryPublic,
+    WebhookPublic,
+    WebhooksPublic,
+)
 from api.schemas.workers import WorkersPublic
+from dashboard import sse
 from dashboard.browser_address import browser_address
 from dashboard.error_detail import describe, error_fields
 
@@ -137,17 +144,19 @@ class LabClient:
             params = {k: v for k, v in params.items() if v is not None and v != ""}
         try:
             resp = self._http.request(method, path, params=params, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise ApiUnreachable(
-                f"The lab server at {self.base_url} did not answer in time."
-            ) from exc
         except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise ApiUnreachable(
-                f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
-            ) from exc
+            raise self._unreachable(exc) from exc
         if resp.status_code < 400:
             return resp
         self._raise_for(resp)
+
+    def _unreachable(self, exc: Exception) -> ApiUnreachable:
+        """What a page says when the request did not reach the server, or got no answer."""
+        if isinstance(exc, httpx.TimeoutException):
+            return ApiUnreachable(f"The lab server at {self.base_url} did not answer in time.")
+        return ApiUnreachable(
+            f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
+        )
 
     def _raise_for(self, resp: httpx.Response) -> NoReturn:
         """Raise the ApiError that a response with status >= 400 stands for."""
@@ -203,44 +212,46 @@ class LabClient:
         return UsageList.model_validate(self._json("GET", "/usage"))
 
     # -- tokens ----------------------------------------------------------------
-    def list_tokens(self) -> dict[str, Any]:
+    def list_tokens(self) -> TokensPublic:
         """GET /tokens: yours, newest first (name, created, last used, expires, revoked)."""
-        return self._json("GET", "/tokens")
+        return self._model(TokensPublic, "GET", "/tokens")
 
-    def create_token(self, name: str, expires_days: int | None = None) -> dict[str, Any]:
+    def create_token(self, name: str, expires_days: int | None = None) -> TokenCreated:
         """POST /tokens: the new token; its secret (`token`) is in this answer only."""
         body = {"name": name, **({"expires_days": expires_days} if expires_days else {})}
-        return self._json("POST", "/tokens", json=body)
+        return self._model(TokenCreated, "POST", "/tokens", json=body)
 
-    def revoke_token(self, token_id: str) -> dict[str, Any]:
+    def revoke_token(self, token_id: str) -> TokenPublic:
         """DELETE /tokens/{id}: the token, revoked (401 from its next request on)."""
-        return self._json("DELETE", f"/tokens/{token_id}")
+        return self._model(TokenPublic, "DELETE", f"/tokens/{token_id}")
 
     # -- webhooks --------------------------------------------------------------
-    def list_webhooks(self, limit: int = 100) -> dict[str, Any]:
+    def list_webhooks(self, limit: int = 100) -> WebhooksPublic:
         """GET /webhooks: yours (an admin's list has everyone's)."""
-        return self._json("GET", "/webhooks", params={"limit": limit})
+        return self._model(WebhooksPublic, "GET", "/webhooks", params={"limit": limit})
 
     def create_webhook(
         self, url: str, events: list[str], secret: str | None = None
-    ) -> dict[str, Any]:
+    ) -> WebhookPublic:
         """POST /webhooks: the new webhook, with its signing secret."""
         body: dict[str, Any] = {"url": url, "events": events}
         if secret:
             body["secret"] = secret
-        return self._json("POST", "/webhooks", json=body)
+        return self._model(WebhookPublic, "POST", "/webhooks", json=body)
 
     def delete_webhook(self, webhook_id: str) -> None:
         """DELETE /webhooks/{id} (its deliveries go with it)."""
         self._request("DELETE", f"/webhooks/{webhook_id}")
 
-    def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+    def test_webhook(self, webhook_id: str) -> DeliveryPublic:
         """POST /webhooks/{id}/test: the queued `test` delivery."""
-        return self._json("POST", f"/webhooks/{webhook_id}/test")
+        return self._model(DeliveryPublic, "POST", f"/webhooks/{webhook_id}/test")
 
-    def webhook_deliveries(self, webhook_id: str, limit: int = 20) -> dict[str, Any]:
+    def webhook_deliveries(self, webhook_id: str, limit: int = 20) -> DeliveriesPublic:
         """GET /webhooks/{id}/deliveries: the newest `limit`."""
-        return self._json("GET", f"/webhooks/{webhook_id}/deliveries", params={"limit": limit})
+        return self._model(
+            DeliveriesPublic, "GET", f"/webhooks/{webhook_id}/deliveries", params={"limit": limit}
+        )
 
     # -- runs ------------------------------------------------------------------
     def list_runs(self, **filters: Any) -> RunsPublic:
@@ -335,8 +346,6 @@ class LabClient:
         params = {"since_round": since_round if since_round is not None else -1}
         out: list[tuple[str, dict[str, Any]]] = []
         timeout = httpx.Timeout(10.0, read=wait_s)
-        deadline = time.monotonic() + wait_s
-        name, data = "message", ""
         try:
             with self._http.stream(
                 "GET", f"/runs/{run_id}/events", params=params, timeout=timeout
@@ -344,29 +353,11 @@ class LabClient:
                 if resp.status_code >= 400:
                     resp.read()
                     self._raise_for(resp)
-                for line in resp.iter_lines():
-                    if line.startswith("event:"):
-                        name = line[6:].strip()
-                    elif line.startswith("data:"):
-                        data += line[5:].strip()
-                    elif not line and data:
-                        try:
-                            out.append((name, json.loads(data)))
-                        except ValueError:
-                            pass  # a malformed event is skipped, not fatal to the page
-                        name, data = "message", ""
-                    if time.monotonic() > deadline and not data:
-                        break
+                sse.collect(resp.iter_lines(), time.monotonic() + wait_s, out)
         except httpx.ReadTimeout:
             pass  # nothing new within wait_s: what arrived so far is the answer
-        except httpx.TimeoutException as exc:
-            raise ApiUnreachable(
-                f"The lab server at {self.base_url} did not answer in time."
-            ) from exc
-        except httpx.TransportError as exc:
-            raise ApiUnreachable(
-                f"Cannot reach the lab server at {self.base_url}. Is it running (`fedgen-lab up`)?"
-            ) from exc
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            raise self._unreachable(exc) from exc
         return out
 
     def compare(

@@ -10,10 +10,11 @@ Slack incoming webhook shows. Which hosts may be targets is the admin's FEDGEN_W
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 import streamlit as st
 
+from api.schemas.tokens import TokenPublic
+from api.schemas.webhooks import WebhookPublic
 from dashboard import alerts_view, times, tokens_view, ui
 from dashboard.client import ApiError
 from dashboard.error_detail import error_fields
@@ -65,11 +66,11 @@ def token_form() -> None:
         show_field_errors(exc)
         return
     st.success(f"Token {tokens_view.label(made)} created. Copy it now:", icon=":material/check:")
-    st.code(made["token"], language=None)
+    st.code(made.token, language=None)
     st.warning("It is not shown again: only its hash is stored.", icon=":material/visibility_off:")
 
 
-def revoke_control(tokens: list[dict[str, Any]]) -> bool:
+def revoke_control(tokens: list[TokenPublic]) -> bool:
     """Pick an active token and revoke it; True when one was revoked."""
     live = tokens_view.active(tokens)
     if not live:
@@ -80,7 +81,7 @@ def revoke_control(tokens: list[dict[str, Any]]) -> bool:
     )
     if not button_col.button("Revoke", key="tokens_revoke", icon=":material/block:"):
         return False
-    if ui.try_call(ui.client().revoke_token, str(picked["id"])) is None:
+    if ui.try_call(ui.client().revoke_token, picked.id) is None:
         return False
     st.success(f"Token {tokens_view.label(picked)} revoked.", icon=":material/check:")
     return True
@@ -97,9 +98,9 @@ def tokens_section() -> None:
     page = ui.try_call(ui.client().list_tokens)
     if page is None:
         return
-    if revoke_control(list(page.get("data") or [])):
+    if revoke_control(page.data):
         page = ui.try_call(ui.client().list_tokens) or page
-    tokens = list(page.get("data") or [])
+    tokens = page.data
     if not tokens:
         st.info("No token.", icon=":material/key_off:")
         return
@@ -136,7 +137,7 @@ def add_form() -> None:
     except ApiError as exc:
         show_field_errors(exc)
         return
-    st.success(f"Webhook to {hook['url']} added.", icon=":material/check:")
+    st.success(f"Webhook to {hook.url} added.", icon=":material/check:")
 
 
 def deliveries(hook_id: str, now: datetime) -> None:
@@ -144,7 +145,7 @@ def deliveries(hook_id: str, now: datetime) -> None:
     page = ui.try_call(ui.client().webhook_deliveries, hook_id, DELIVERIES_SHOWN)
     if page is None:
         return
-    rows = list(page.get("data") or [])
+    rows = page.data
     if not rows:
         st.caption("No delivery yet.")
         return
@@ -162,19 +163,19 @@ def deliveries(hook_id: str, now: datetime) -> None:
             "HTTP": st.column_config.TextColumn("HTTP", help="The last attempt's status code"),
         },
     )
-    count = int(page.get("count") or len(rows))
+    count = page.count
     st.caption(f"{count} {'delivery' if count == 1 else 'deliveries'} in all; the newest shown.")
 
 
-def hook_card(hook: dict[str, Any], now: datetime) -> None:
+def hook_card(hook: WebhookPublic, now: datetime) -> None:
     """One webhook: where, which events, its buttons and its deliveries."""
-    hid = str(hook["id"])
+    hid = hook.id
     with st.container(border=True):
         head, test_col, delete_col = st.columns([6, 1.2, 1])
-        head.markdown(f"**`{hook['url']}`**")  # as text: a webhook URL is not a page to open
+        head.markdown(f"**`{hook.url}`**")  # as text: a webhook URL is not a page to open
         head.caption(
-            f"{alerts_view.events_text(hook.get('events') or [])} · owner {hook.get('owner')} · "
-            f"added {times.when(hook.get('created_at'), now, _tz())}"
+            f"{alerts_view.events_text(hook.events)} · owner {hook.owner} · "
+            f"added {times.when(hook.created_at, now, _tz())}"
         )
         if test_col.button("Send test", key=f"alerts_test_{hid}", icon=":material/send:"):
             if ui.try_call(ui.client().test_webhook, hid) is not None:
@@ -187,7 +188,7 @@ def hook_card(hook: dict[str, Any], now: datetime) -> None:
             else:
                 st.rerun()
         with st.expander("Signing secret"):
-            st.code(hook.get("secret") or "", language=None)
+            st.code(hook.secret, language=None)
             st.caption(HOW_TO_VERIFY)
         deliveries(hid, now)
 
@@ -195,7 +196,7 @@ def hook_card(hook: dict[str, Any], now: datetime) -> None:
 def hooks_panel() -> None:
     """Every webhook of yours (an admin sees all), refreshed every few seconds."""
     page = ui.call(ui.client().list_webhooks)
-    hooks = list(page.get("data") or [])
+    hooks = page.data
     now = datetime.now(UTC)
     if not hooks:
         st.info("No webhook yet: add one above.", icon=":material/notifications_off:")

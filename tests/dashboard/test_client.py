@@ -125,7 +125,20 @@ def test_bad_token_or_url_is_an_api_error_not_a_crash() -> None:
 def test_workers_reads_the_live_workers() -> None:
     """GET /workers with the token; the body as the API sends it."""
     # Prepare
-    body = {"workers": [{"name": "cpu-slot0@w1", "running": []}], "slots": 1, "busy": 0}
+    worker = {
+        "name": "cpu-slot0@w1",
+        "host": "w1",
+        "queues": ["cpu"],
+        "slots": 1,
+        "threads": 1,
+        "devices": [{"kind": "cpu", "cores": 2}],
+        "code_version": None,
+        "datasets": None,
+        "started_at": "2026-12-01T11:00:00Z",
+        "heartbeat_at": "2026-12-01T11:59:50Z",
+        "running": [],
+    }
+    body = {"workers": [worker], "slots": 1, "busy": 0}
 
     def handler(req: httpx.Request) -> httpx.Response:
         assert (req.method, req.url.path) == ("GET", "/api/v1/workers")
@@ -133,7 +146,9 @@ def test_workers_reads_the_live_workers() -> None:
         return httpx.Response(200, json=body)
 
     # Execute / Assert
-    assert _client(handler).workers() == body
+    answer = _client(handler).workers()
+    assert answer.workers[0].devices[0].cores == 2
+    assert answer.model_dump(mode="json", exclude_unset=True) == body
 
 
 def _params_of(call: object) -> dict[str, str]:

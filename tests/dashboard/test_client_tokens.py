@@ -58,10 +58,26 @@ def test_a_sessions_browser_is_named_by_default(monkeypatch: pytest.MonkeyPatch)
     assert browser_address_module.browser_address() is None
 
 
+# Read as a token, a created token (with its secret) and an empty list of tokens alike.
+TOKEN_BODY = {
+    "id": "t1",
+    "user": "alice",
+    "name": "laptop",
+    "created_at": "2026-12-01T11:00:00Z",
+    "last_used_at": None,
+    "expires_at": None,
+    "revoked_at": None,
+    "state": "active",
+    "token": "fgl_secret",
+    "data": [],
+    "count": 0,
+}
+
+
 def test_token_calls() -> None:
     """list (GET), create (POST with a name and days when given), revoke (DELETE)."""
     seen: list[httpx.Request] = []
-    with LabClient("http://lab", "tok", transport=_recording(seen, {"id": "t1"})) as c:
+    with LabClient("http://lab", "tok", transport=_recording(seen, TOKEN_BODY)) as c:
         c.list_tokens()
         c.create_token("laptop", 30)
         c.create_token("ci")
