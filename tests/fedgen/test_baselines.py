@@ -17,6 +17,8 @@ from fedgen.runner import Simulation, run
 from fedgen.spec import SpecError
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # every algorithm learns and resumes: real training
+
 BASELINES: dict[str, dict[str, Any]] = {
     "fedensemble": {"name": "fedensemble"},
     "feddistill": {"name": "feddistill"},

@@ -17,6 +17,8 @@ from fedgen.runner import Simulation, run
 from fedgen.spec import SpecError, parse_spec
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # batched against sequential runs: real training
+
 FEDGEN: dict[str, Any] = {"name": "fedgen", "gen_batch_size": 4, "server_batch_size": 4}
 # (case, spec overrides, server round): FedGen's regulariser starts after round 1 (official).
 AGREEMENT: list[tuple[str, dict[str, Any], int]] = [

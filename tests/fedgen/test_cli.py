@@ -11,6 +11,8 @@ import yaml
 
 from fedgen.cli import main
 
+pytestmark = pytest.mark.slow  # `fedgen run` and `fedgen sweep`: real training
+
 TINY = {
     "data": {"name": "synthetic", "synthetic_samples": 600, "synthetic_classes": 4},
     "partition": {"num_users": 4, "alpha": 1.0},

@@ -15,6 +15,8 @@ from fedgen.models.generator import load_generator_checkpoint, sample_latents
 from fedgen.runner import Simulation, run
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # FedGen runs: real training
+
 KEYS = (
     "test_acc",
     "test_loss",

@@ -33,6 +33,8 @@ from fedgen.runner import run
 from tests.support.fingerprint_cases import CASES
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # real runs, in a child process
+
 FILE = Path(__file__).with_name("fingerprints.json")
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,6 +26,8 @@ from fedgen.sizes import checkpoint_estimate, estimate_checkpoint_bytes
 from fedgen.spec import SpecError
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # the issue-32 baselines learn and resume: real training
+
 NEW: dict[str, dict[str, Any]] = {
     "scaffold": {"name": "scaffold", "global_lr": 1.0},
     "feddyn": {"name": "feddyn", "alpha": 0.01},

@@ -12,6 +12,8 @@ from fedgen.runner import RunError, run
 from tests.support.needs import needs
 from tests.support.specs import tiny_spec
 
+pytestmark = pytest.mark.slow  # the round loop on real (tiny) training
+
 DETERMINISTIC = (
     "test_acc",
     "test_loss",
