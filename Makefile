@@ -9,7 +9,7 @@ FMNIST := /usr/share/datasets/fashion-mnist
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 HAS_APT := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
 
-.PHONY: demo test install data services browser lint bench clean contract
+.PHONY: demo test check install data services browser lint bench clean contract
 
 $(PY):
 	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=...)")'
@@ -47,8 +47,14 @@ services:
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save ""
 	@for i in $$(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 
-test: install data services browser
+test: install data services browser lint
 	$(VENV)/bin/pytest -q
+
+# The fast loop: lint, then the tests that need no browser, no Postgres, no lab or worker
+# processes and no real training (those are marked browser, postgres or slow).
+CHECK_MARKERS := not slow and not browser and not postgres
+check: lint
+	$(VENV)/bin/pytest -q -m "$(CHECK_MARKERS)"
 
 demo: install data
 	@$(PY) -m scripts.demo
