@@ -60,8 +60,14 @@ class Lab:
 def start_lab(home: Path, *, enqueue: Any = None, user: str = "alice") -> Lab:
     """Start the real API on a free loopback port with a fresh SQLite database under `home`."""
     # The page tests try bad tokens on purpose, all from 127.0.0.1: a generous failure limit.
+    # FakeRunner writes a generator checkpoint every round of a FedGen run, which the default
+    # retention would thin out; the pages' tests pick among all of them (retention has its own
+    # test, tests/dashboard/test_checkpoint_retention.py, with its own rule).
     settings = Settings(
-        home=home, database_url=f"sqlite:///{home / 'lab.db'}", auth_fail_rate="10000/minute"
+        home=home,
+        database_url=f"sqlite:///{home / 'lab.db'}",
+        auth_fail_rate="10000/minute",
+        keep_generator_checkpoints="all",
     )
     app = create_app(
         settings, enqueue=enqueue or (lambda _run_id, _device: None), broker_check=lambda: None
