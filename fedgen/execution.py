@@ -2,9 +2,12 @@
 
 `choose`: the spec's `execution` (`fedgen.execution_spec`) against what this process has.
 `auto` picks `batched` on a GPU or with 2+ CPU threads, `sequential` on one thread: on the
-2-core machine a stack of 10 official-CNN clients ran 1.5x faster than one client after
-another with 2 threads but 0.78x with 1 (issue 33's probe), since one small model cannot
-keep two threads busy and K of them can. `batched` falls back to `sequential`, saying why,
+2-core machine issue 33's probe (grouped convolutions, contiguous layout) stacked 10
+official-CNN clients 1.5x faster than one after another with 2 threads but 0.78x with 1,
+since one small model cannot keep two threads busy and K of them can. The channels-last
+stacks here used less CPU than sequential even on 1 thread (10 FedAvg users: 0.21 vs 0.50
+CPU s, a loaded machine, 2026-12-03); the 1-thread rule stays the issue's until a quiet
+machine measures it. `batched` falls back to `sequential`, saying why,
 for an algorithm not declared `batchable` or a model `fedgen.batched` cannot stack.
 
 `chunk_size`: `batch_clients: auto` takes as many clients per computation as a quarter of
