@@ -18,6 +18,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from api.schemas.results import MetricsPublic
 from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.studies import StudiesPublic, StudyDefinition, StudyLaunched, StudyResults
+from api.schemas.sweeps import SweepPublic, SweepsPublic
 from api.schemas.tokens import TokenCreated, TokenPublic, TokensPublic
 from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
@@ -300,10 +302,10 @@ class LabClient:
 
     def annotate_sweep(
         self, sweep_id: str, *, tags: list[str] | None = None, note: str | None = None
-    ) -> dict[str, Any]:
+    ) -> SweepPublic:
         """PATCH /sweeps/{id}: new tags and/or note (owner or admin)."""
         body = {k: v for k, v in {"tags": tags, "note": note}.items() if v is not None}
-        return self._json("PATCH", f"/sweeps/{sweep_id}", json=body)
+        return self._model(SweepPublic, "PATCH", f"/sweeps/{sweep_id}", json=body)
 
     def clone_run(self, run_id: str, changes: dict[str, Any] | None = None) -> RunPublic:
         """POST /runs/{id}/clone with dotted-field changes."""
@@ -422,13 +424,15 @@ class LabClient:
 
     def create_sweep(
         self, name: str, base: dict[str, Any], grid: dict[str, list[Any]]
-    ) -> dict[str, Any]:
+    ) -> SweepPublic:
         """POST /sweeps: a base spec times a grid of dotted-field values."""
-        return self._json("POST", "/sweeps", json={"name": name, "base": base, "grid": grid})
+        return self._model(
+            SweepPublic, "POST", "/sweeps", json={"name": name, "base": base, "grid": grid}
+        )
 
-    def list_sweeps(self) -> dict[str, Any]:
+    def list_sweeps(self) -> SweepsPublic:
         """GET /sweeps."""
-        return self._json("GET", "/sweeps")
+        return self._model(SweepsPublic, "GET", "/sweeps")
 
     def sweep_summary(self, sweep_id: str, fmt: str = "json") -> Any:
         """GET /sweeps/{id}/summary as JSON (dict) or CSV (text)."""
@@ -462,9 +466,9 @@ class LabClient:
         return self._json("GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm})
 
     # -- studies ------------------------------------------------------------------
-    def list_studies(self) -> dict[str, Any]:
+    def list_studies(self) -> StudiesPublic:
         """GET /studies: every study with runs and estimated CPU time."""
-        return self._json("GET", "/studies")
+        return self._model(StudiesPublic, "GET", "/studies")
 
     def get_study(
         self,
@@ -472,16 +476,18 @@ class LabClient:
         dataset: str | None = None,
         seeds: int | None = None,
         rounds: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> StudyDefinition:
         """GET /studies/{name}: definition, sweep, the paper's numbers, launched sweeps."""
         params = {"dataset": dataset, "seeds": seeds, "rounds": rounds}
-        return self._json("GET", f"/studies/{name}", params=params)
+        return self._model(StudyDefinition, "GET", f"/studies/{name}", params=params)
 
-    def launch_study(self, name: str, **overrides: Any) -> dict[str, Any]:
+    def launch_study(self, name: str, **overrides: Any) -> StudyLaunched:
         """POST /studies/{name}: create the study's sweep (overrides: dataset, seeds, rounds)."""
         body = {k: v for k, v in overrides.items() if v is not None}
-        return self._json("POST", f"/studies/{name}", json=body)
+        return self._model(StudyLaunched, "POST", f"/studies/{name}", json=body)
 
-    def study_results(self, name: str, sweep_id: str | None = None) -> dict[str, Any]:
+    def study_results(self, name: str, sweep_id: str | None = None) -> StudyResults:
         """GET /studies/{name}/results: the study's table with verdicts for one of its sweeps."""
-        return self._json("GET", f"/studies/{name}/results", params={"sweep_id": sweep_id})
+        return self._model(
+            StudyResults, "GET", f"/studies/{name}/results", params={"sweep_id": sweep_id}
+        )

@@ -9,6 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.studies import StudyDefinition, StudyResults, StudySummary
+from api.schemas.sweeps import SweepPublic
 from api.schemas.usage import UsageList
 from api.schemas.users import UserPublic
 from api.schemas.workers import WorkersPublic
@@ -21,11 +23,6 @@ def _call(url: str, token: str, request: Callable[[LabClient], T]) -> T:
     """One request on a short-lived client (a loader's whole body)."""
     with LabClient(url, token) as c:
         return request(c)
-
-
-def _rows(page: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `data` rows of a list response."""
-    return list(page.get("data") or [])
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -83,9 +80,9 @@ def spec_choices(url: str, token: str) -> dict[str, list[Any]]:
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def sweeps(url: str, token: str) -> list[dict[str, Any]]:
+def sweeps(url: str, token: str) -> list[SweepPublic]:
     """GET /sweeps."""
-    return _call(url, token, lambda c: _rows(c.list_sweeps()))
+    return _call(url, token, lambda c: c.list_sweeps().data)
 
 
 Ids = tuple[str, ...]  # hashable, ordered run ids or metric names (cache keys)
@@ -161,20 +158,20 @@ def checkpoint_bytes(url: str, token: str, run_id: str, ckpt_id: str) -> bytes:
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def studies(url: str, token: str) -> list[dict[str, Any]]:
+def studies(url: str, token: str) -> list[StudySummary]:
     """GET /studies."""
-    return _call(url, token, lambda c: _rows(c.list_studies()))
+    return _call(url, token, lambda c: c.list_studies().data)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def study(
     url: str, token: str, name: str, dataset: str | None, seeds: int | None, rounds: int | None
-) -> dict[str, Any]:
+) -> StudyDefinition:
     """GET /studies/{name} for these overrides (with the sweeps launched for it)."""
     return _call(url, token, lambda c: c.get_study(name, dataset, seeds, rounds))
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def study_results(url: str, token: str, name: str, sweep_id: str) -> dict[str, Any]:
+def study_results(url: str, token: str, name: str, sweep_id: str) -> StudyResults:
     """GET /studies/{name}/results?sweep_id=..."""
     return _call(url, token, lambda c: c.study_results(name, sweep_id))

@@ -17,6 +17,13 @@ from typing import Any
 import pandas as pd
 
 from api.schemas.runs import RunPublic
+from api.schemas.studies import (
+    LaunchedSweep,
+    PaperCell,
+    StudyRatioCell,
+    StudyResults,
+)
+from api.schemas.sweeps import SweepPublic
 from dashboard.run_state import waiting_for
 from dashboard.times import local_time, parse_ts, relative
 from dashboard.worker_offer import Offer
@@ -49,22 +56,17 @@ def status_counts(statuses: Iterable[str]) -> dict[str, int]:
     return dict(Counter(statuses))
 
 
-def done(sweep: dict[str, Any]) -> int:
+def done(sweep: SweepPublic | LaunchedSweep) -> int:
     """How many of a launched sweep's runs have ended (its `status_counts`)."""
-    counts = sweep.get("status_counts") or {}
-    return sum(int(counts.get(s, 0)) for s in TERMINAL)
+    return sum(sweep.status_counts.get(s, 0) for s in TERMINAL)
 
 
-def sweep_label(sweep: dict[str, Any], now: datetime, tz: tzinfo) -> str:
+def sweep_label(sweep: SweepPublic | LaunchedSweep, now: datetime, tz: tzinfo) -> str:
     """A launched sweep for the picker: its name, when it was launched in words and the
     viewer's time, and its runs done out of all (`… · launched 5 min ago (14:03) · 4/12 done`)."""
-    created = parse_ts(sweep.get("created_at"))
+    created = parse_ts(sweep.created_at)
     when = f"launched {relative(created, now)} ({local_time(created, tz, now)})" if created else ""
-    parts = [
-        str(sweep.get("name") or sweep.get("sweep_id")),
-        when,
-        f"{done(sweep)}/{sweep.get('count', 0)} done",
-    ]
+    parts = [sweep.name, when, f"{done(sweep)}/{sweep.count} done"]
     return " · ".join(p for p in parts if p)
 
 
@@ -72,50 +74,58 @@ def _ms(mean: float | None, std: float | None) -> str:
     return "–" if mean is None else f"{mean:.2f} ± {(std or 0.0):.2f}"
 
 
-def paper_matrix(rows: list[str], columns: list[str], paper: list[dict[str, Any]]) -> pd.DataFrame:
+def paper_matrix(rows: list[str], columns: list[str], paper: list[PaperCell]) -> pd.DataFrame:
     """The paper's numbers as a rows x columns frame of "mean ± std" ("–": none)."""
-    cells = {(p["row"], p["column"]): _ms(p["mean"], p["std"]) for p in paper}
+    cells = {(p.row, p.column): _ms(p.mean, p.std) for p in paper}
     data = [[cells.get((r, c), "–") for c in columns] for r in rows]
     return pd.DataFrame(data, index=pd.Index(rows, name=""), columns=columns)
 
 
-def ours_matrix(results: dict[str, Any]) -> pd.DataFrame:
+def paper_cells(results: StudyResults) -> list[PaperCell]:
+    """The paper's number of each cell that has one."""
+    return [
+        PaperCell(row=c.row, column=c.column, mean=c.paper_mean, std=c.paper_std or 0.0)
+        for c in results.cells
+        if c.paper_mean is not None
+    ]
+
+
+def ours_matrix(results: StudyResults) -> pd.DataFrame:
     """Our numbers as a rows x columns frame of "mean ± std (n=k)"."""
-    rows, columns = results.get("rows") or [], results.get("columns") or []
+    rows, columns = results.rows, results.columns
     cells = {
-        (c["row"], c["column"]): (
-            f"{_ms(c['mean'], c['std'])} (n={c['n']})" if c["mean"] is not None else "–"
-        )
-        for c in results.get("cells") or []
+        (c.row, c.column): f"{_ms(c.mean, c.std)} (n={c.n})" if c.mean is not None else "–"
+        for c in results.cells
     }
     data = [[cells.get((r, c), "–") for c in columns] for r in rows]
     return pd.DataFrame(data, index=pd.Index(rows, name=""), columns=columns)
 
 
-def cells_frame(results: dict[str, Any]) -> pd.DataFrame:
+def cells_frame(results: StudyResults) -> pd.DataFrame:
     """One line per cell: ours (mean ± std), n, the paper's, Δ, (ratios,) verdict."""
-    ratio = any("ratio" in c for c in results.get("cells") or [])
+    ratio = any(isinstance(c, StudyRatioCell) for c in results.cells)
     out = []
-    for c in results.get("cells") or []:
+    for c in results.cells:
         rec: dict[str, Any] = {
-            "row": c["row"],
-            "column": c["column"],
-            "ours": _ms(c["mean"], c["std"]),
-            "n": f"{c['n']}/{c['runs']}",
-            "paper": _ms(c["paper_mean"], c["paper_std"]),
-            "Δ": "–" if c["delta"] is None else f"{c['delta']:+.2f}",
+            "row": c.row,
+            "column": c.column,
+            "ours": _ms(c.mean, c.std),
+            "n": f"{c.n}/{c.runs}",
+            "paper": _ms(c.paper_mean, c.paper_std),
+            "Δ": "–" if c.delta is None else f"{c.delta:+.2f}",
         }
         if ratio:
-            rec["ours ÷ FedAvg"] = _ms(c.get("ratio"), c.get("ratio_std"))
-            rec["paper ÷ FedAvg"] = _ms(c.get("paper_ratio"), c.get("paper_ratio_std"))
-        rec["verdict"] = c["verdict"]
+            r = c if isinstance(c, StudyRatioCell) else None
+            rec["ours ÷ FedAvg"] = _ms(r.ratio, r.ratio_std) if r else "–"
+            rec["paper ÷ FedAvg"] = _ms(r.paper_ratio, r.paper_ratio_std) if r else "–"
+        rec["verdict"] = c.verdict
         out.append(rec)
     return pd.DataFrame(out)
 
 
-def verdict_counts(results: dict[str, Any]) -> dict[str, int]:
+def verdict_counts(results: StudyResults) -> dict[str, int]:
     """How many cells have each verdict."""
-    return dict(Counter(c["verdict"] for c in results.get("cells") or []))
+    return dict(Counter(str(c.verdict) for c in results.cells))
 
 
 def verdict_style(value: Any) -> str:

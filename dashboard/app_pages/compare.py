@@ -120,7 +120,7 @@ class View:
 def pick_sweep(url: str, token: str) -> str:
     """The sweep whose runs are all taken ("" for none), from the URL or the select box."""
     sweeps = ui.try_call(loaders.sweeps, url, token) or []
-    sweep_names = {"": "—", **{str(s["id"]): f"{s['name']} ({s['count']} runs)" for s in sweeps}}
+    sweep_names = {"": "—", **{s.id: f"{s.name} ({s.count} runs)" for s in sweeps}}
     ui.from_url("cmp_sweep", "sweep", "", choices=list(sweep_names))
     return str(
         st.selectbox(

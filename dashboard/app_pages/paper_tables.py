@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from api.schemas.runs import RunPublic
+from api.schemas.sweeps import SweepPublic
 from dashboard import loaders, study_view, sweep_plot, times, ui
 from dashboard.client import LabClient
 from dashboard.sweep_tables import (
@@ -54,7 +55,7 @@ class Pick:
 
     url: str
     token: str
-    sweeps: list[dict[str, Any]]
+    sweeps: list[SweepPublic]
     sweep_id: str | None
     statistic: str
     in_flight: bool = False  # a run of the sweep was queued or running when the page ran
@@ -75,7 +76,7 @@ def pick(url: str, token: str) -> Pick:
         )
     now = datetime.now(UTC)
     tz = times.zone(st.context.timezone)
-    names = {str(s["id"]): study_view.sweep_label(s, now, tz) for s in sweeps}
+    names = {s.id: study_view.sweep_label(s, now, tz) for s in sweeps}
     ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
     sweep_id = (
         st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
@@ -130,7 +131,7 @@ def progress_part(p: Pick, members: list[RunPublic]) -> None:
         fraction, text = study_view.progress(counts, len(members))
         st.progress(fraction, text + (f" · refreshing every {REFRESH_S} s" if active else ""))
     ended = sum(r.status not in ACTIVE for r in members)
-    listed = next((study_view.done(s) for s in p.sweeps if str(s["id"]) == p.sweep_id), ended)
+    listed = next((study_view.done(s) for s in p.sweeps if s.id == p.sweep_id), ended)
     changed = ended != listed or (not active and p.in_flight)
     if changed and st.session_state.get("tables_ended") != (p.sweep_id, ended):
         # A run ended (or every run did): the whole page again, so the picker's count follows

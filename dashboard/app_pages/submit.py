@@ -382,12 +382,12 @@ def submit_sweep(sent: Body) -> None:
         return
     loaders.runs.clear()
     loaders.sweeps.clear()
-    st.success(f"Queued sweep {created.get('id')} with {created.get('count')} runs.")
+    st.success(f"Queued sweep {created.id} with {created.count} runs.")
     st.page_link(
         "app_pages/compare.py",
         label="Compare its runs as they land",
         icon=":material/compare_arrows:",
-        query_params={"sweep": str(created.get("id"))},
+        query_params={"sweep": created.id},
     )
 
 

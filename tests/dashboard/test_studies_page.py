@@ -151,14 +151,19 @@ def test_sweep_label_is_human() -> None:
     """The picker names a launched sweep, when in words and its runs done out of all."""
     from datetime import UTC, datetime
 
+    from api.schemas.studies import LaunchedSweep
     from dashboard.study_view import sweep_label
 
-    sweep = {
-        "name": "study table2 v1 · synthetic · seeds=1 · rounds=6",
-        "created_at": "2025-03-01T11:55:00Z",
-        "count": 12,
-        "status_counts": {"succeeded": 3, "failed": 1, "running": 2, "queued": 6},
-    }
+    sweep = LaunchedSweep(
+        sweep_id="s1",
+        name="study table2 v1 · synthetic · seeds=1 · rounds=6",
+        owner="alice",
+        version=1,
+        dataset="synthetic",
+        created_at="2025-03-01T11:55:00Z",
+        count=12,
+        status_counts={"succeeded": 3, "failed": 1, "running": 2, "queued": 6},
+    )
     label = sweep_label(sweep, datetime(2025, 3, 1, 12, 0, tzinfo=UTC), UTC)
     assert label == (
         "study table2 v1 · synthetic · seeds=1 · rounds=6 · launched 5 min ago (11:55) · 4/12 done"
