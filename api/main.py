@@ -22,7 +22,7 @@ from lab.config import Settings, get_settings
 from lab.db import make_engine, make_sessionmaker
 from lab.queue import Enqueue, Sender
 
-__all__ = ["API_PREFIX", "create_app"]
+__all__ = ["create_app"]
 
 
 class AllowedMethods:

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from fedgen import checkpoint
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.registry import build_algorithm, get_algorithm
 from fedgen.data.datasets import load_dataset
 from fedgen.data.partition import Partition, build_partition

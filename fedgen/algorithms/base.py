@@ -36,7 +36,7 @@ from fedgen.spec import AlgorithmParams
 
 P = TypeVar("P", bound=AlgorithmParams)
 
-__all__ = ["Algorithm", "ClientUpload", "RunContext"]
+__all__ = ["Algorithm"]
 
 
 class Algorithm(Generic[P]):

@@ -34,7 +34,8 @@ from torch.func import functional_call
 from torch.nn import functional as F  # noqa: N812
 
 from fedgen.aggregate import aggregation_weights, weighted_average
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.shared import Tensors
 from fedgen.data.datasets import load_dataset
 from fedgen.spec import DataSpec, FedDFParams

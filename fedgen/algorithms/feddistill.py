@@ -23,7 +23,8 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 from fedgen.aggregate import state_nbytes
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.client import LossFn
 from fedgen.federated import UserData
 from fedgen.spec import FedDistillParams, FedDistillPlusParams

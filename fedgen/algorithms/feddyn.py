@@ -24,7 +24,8 @@ from typing import Any
 import torch
 
 from fedgen.algorithms import client_state as cs
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import FedDynParams
 from fedgen.client import GradHook
 from fedgen.federated import UserData

@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 from torch.func import functional_call
 
-from fedgen.algorithms.base import Algorithm, ClientUpload
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload
 from fedgen.algorithms.shared import Tensors
 from fedgen.evaluation import Evaluation, evaluate_shared
 from fedgen.spec import FedEnsembleParams

@@ -33,7 +33,8 @@ from torch.nn import functional as F  # noqa: N812
 from fedgen.aggregate import state_nbytes
 from fedgen.algorithms import fedgen_head as H  # noqa: N812
 from fedgen.algorithms import fedgen_losses as L  # noqa: N812
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.batched import BatchedLoss, StackedClients, cross_entropy_losses
 from fedgen.client import LossFn, local_sgd
 from fedgen.events import Checkpoint

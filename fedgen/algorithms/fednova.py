@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from fedgen.aggregate import aggregation_weights
-from fedgen.algorithms.base import Algorithm, ClientUpload
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload
 from fedgen.algorithms.params import FedNovaParams
 from fedgen.client import local_sgd
 from fedgen.federated import UserData

@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 import torch
 
 from fedgen.algorithms import client_state as cs
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import FedAdamParams, FedAvgMParams, FedYogiParams
 from fedgen.spec import AlgorithmParams
 

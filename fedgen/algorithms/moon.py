@@ -27,7 +27,8 @@ from torch import nn
 from torch.func import functional_call
 
 from fedgen.algorithms import client_state as cs
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import MoonParams
 from fedgen.client import LossFn
 from fedgen.federated import UserData

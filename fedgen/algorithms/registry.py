@@ -25,7 +25,8 @@ from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdap
 from pydantic_core import core_schema
 
 if TYPE_CHECKING:
-    from fedgen.algorithms.base import Algorithm, RunContext
+    from fedgen.algorithms.base import Algorithm
+    from fedgen.algorithms.context import RunContext
     from fedgen.spec import AlgorithmParams
 
 Share = Literal["all", "predictor"]

@@ -24,7 +24,8 @@ import torch
 
 from fedgen.aggregate import aggregation_weights, weighted_average
 from fedgen.algorithms import client_state as cs
-from fedgen.algorithms.base import Algorithm, ClientUpload, RunContext
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import ScaffoldParams
 from fedgen.client import GradHook
 from fedgen.federated import UserData

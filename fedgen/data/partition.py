@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Partition",
     "PartitionError",
-    "SplitArgs",
     "build_partition",
     "dirichlet_partition",
     "group_partition",

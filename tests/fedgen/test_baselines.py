@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import torch
 
-from fedgen.algorithms.base import Algorithm, ClientUpload
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload
 from fedgen.algorithms.feddistill import FedDistill
 from fedgen.algorithms.registry import builtin_algorithms
 from fedgen.events import MemorySink

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from fedgen.algorithms.base import Algorithm, ClientUpload
+from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.context import ClientUpload
 from fedgen_lrdecay.params import FedAvgDecayParams
 
 
