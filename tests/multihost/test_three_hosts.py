@@ -36,6 +36,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from fedgen.sizes import kept_checkpoint_rounds
+from lab.config import Settings
 from tests.support import netns
 from tests.support.needs import needs
 from tests.support.netns import Lab
@@ -44,6 +46,8 @@ from tests.support.procs import wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 ROUNDS, CHECKPOINT_EVERY = 30, 5
+# The workers run with the default FEDGEN_KEEP_GENERATOR_CHECKPOINTS.
+KEEP_GENERATORS_DEFAULT = str(Settings.model_fields["keep_generator_checkpoints"].default)
 KILL_AT = 12  # w1 dies once this round is stored, before round 15's checkpoint
 RESUME_FROM = 10  # the newest checkpoint before the kill
 SPEC: dict[str, Any] = {
@@ -212,7 +216,9 @@ def test_a_run_outlives_its_host(lab: Lab, tmp_path: Path) -> None:
     # -- the generator checkpoints, downloaded through the API -------------------------------
     listed = api.get(f"/runs/{run_id}/checkpoints").json()["data"]
     generators = sorted((c for c in listed if c["kind"] == "generator"), key=lambda c: c["round"])
-    assert [c["round"] for c in generators] == list(range(5, ROUNDS + 1, CHECKPOINT_EVERY))
+    # written at 5, 10, ... 30; kept: those the lab's default retention keeps
+    kept = kept_checkpoint_rounds(ROUNDS, CHECKPOINT_EVERY, KEEP_GENERATORS_DEFAULT)
+    assert [c["round"] for c in generators] == kept
     for c in generators:
         r = api.get(f"/runs/{run_id}/checkpoints/{c['id']}/download")
         assert r.status_code == 200, r.text
