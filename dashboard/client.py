@@ -16,8 +16,9 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from api.schemas.results import MetricsPublic
-from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.checkpoints import CheckpointsPublic
+from api.schemas.results import MetricsPublic, UsersPublic
+from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
 from api.schemas.studies import StudiesPublic, StudyDefinition, StudyLaunched, StudyResults
 from api.schemas.sweeps import SweepPublic, SweepsPublic
 from api.schemas.tokens import TokenCreated, TokenPublic, TokensPublic
@@ -322,14 +323,14 @@ class LabClient:
 
     def users(
         self, run_id: str, round_from: int | None = None, round_to: int | None = None
-    ) -> dict[str, Any]:
+    ) -> UsersPublic:
         """GET /runs/{id}/users: per-user metrics per round."""
         params = {"round_from": round_from, "round_to": round_to}
-        return self._json("GET", f"/runs/{run_id}/users", params=params)
+        return self._model(UsersPublic, "GET", f"/runs/{run_id}/users", params=params)
 
-    def info(self, run_id: str) -> dict[str, Any]:
+    def info(self, run_id: str) -> RunInfoPublic:
         """GET /runs/{id}/info: partition histogram, sizes, device, fidelity."""
-        return self._json("GET", f"/runs/{run_id}/info")
+        return self._model(RunInfoPublic, "GET", f"/runs/{run_id}/info")
 
     def stream_token(self, run_id: str) -> dict[str, Any]:
         """POST /runs/{id}/stream-token: a short-lived `?token=` for that run's event stream."""
@@ -379,9 +380,9 @@ class LabClient:
         }
         return self._json("GET", "/compare", params=params)
 
-    def checkpoints(self, run_id: str) -> dict[str, Any]:
+    def checkpoints(self, run_id: str) -> CheckpointsPublic:
         """GET /runs/{id}/checkpoints."""
-        return self._json("GET", f"/runs/{run_id}/checkpoints")
+        return self._model(CheckpointsPublic, "GET", f"/runs/{run_id}/checkpoints")
 
     def download_checkpoint(self, run_id: str, ckpt_id: str | int) -> bytes:
         """GET /runs/{id}/checkpoints/{ckpt}/download: the raw bytes."""

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from api.schemas.checkpoints import CheckpointsPublic
+from api.schemas.results import UsersPublic
 from fedgen.specdict import get_dotted
 from fedgen.status import ACTIVE
 
@@ -107,7 +109,7 @@ def last_round(history: dict[str, Any] | None) -> int | None:
     return int(max(rounds)) if rounds else None
 
 
-def users_frame(payload: dict[str, Any]) -> pd.DataFrame:
+def users_frame(payload: UsersPublic) -> pd.DataFrame:
     """GET /runs/{id}/users -> long frame (round, user, test_acc, ...)."""
     cols = [
         "round",
@@ -119,7 +121,7 @@ def users_frame(payload: dict[str, Any]) -> pd.DataFrame:
         "train_ms",
         "train_loss",
     ]
-    return pd.DataFrame(payload.get("data") or [], columns=cols)
+    return pd.DataFrame([row.model_dump() for row in payload.data], columns=cols)
 
 
 def user_band(users: pd.DataFrame) -> pd.DataFrame:
@@ -175,8 +177,8 @@ def compare_long(payload: dict[str, Any], metric: str = "test_acc") -> pd.DataFr
     return pd.concat(frames, ignore_index=True)
 
 
-def checkpoints_frame(payload: dict[str, Any]) -> pd.DataFrame:
+def checkpoints_frame(payload: CheckpointsPublic) -> pd.DataFrame:
     """GET /runs/{id}/checkpoints -> frame sorted by round."""
     cols = ["id", "round", "kind", "size", "sha256"]
-    df = pd.DataFrame(payload.get("data") or [], columns=cols)
+    df = pd.DataFrame([c.model_dump() for c in payload.data], columns=cols)
     return df.sort_values("round").reset_index(drop=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from api.schemas.runs import RunPublic, Segment
+from api.schemas.runs import DataFile, RunPublic, Segment
 from dashboard import charts
 from dashboard.lab_view import short_version
 from dashboard.run_state import state, stopped_at
@@ -201,21 +201,21 @@ def cost_caption(run: RunPublic) -> str | None:
     return ("Cost so far: " if run.status in ACTIVE else "Cost: ") + " · ".join(parts)
 
 
-def data_files_label(files: list[dict[str, Any]]) -> str:
+def data_files_label(files: list[DataFile]) -> str:
     """The data files expander's title: `Data files: 4 read (30.9 MB)`."""
-    total = sum(int(f.get("size") or 0) for f in files)
+    total = sum(f.size for f in files)
     return f"Data files: {len(files)} read ({format_bytes(total)})"
 
 
-def data_files_frame(files: list[dict[str, Any]]) -> pd.DataFrame:
+def data_files_frame(files: list[DataFile]) -> pd.DataFrame:
     """What the run read (GET /runs/{id}/info `data_files`): one row per file (or folder of
     images), its root, its path under it, its size and sha256 (to compare with a copy's)."""
     rows = [
         {
-            "path": str(f.get("path", "")),
-            "root": str(f.get("root", "")),
-            "size": format_bytes(f.get("size")),
-            "sha256": str(f.get("sha256", "")),
+            "path": f.path,
+            "root": f.root,
+            "size": format_bytes(f.size),
+            "sha256": f.sha256,
         }
         for f in files
     ]

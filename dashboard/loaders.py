@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from api.schemas.runs import RunPublic, RunsPublic
+from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
 from api.schemas.studies import StudyDefinition, StudyResults, StudySummary
 from api.schemas.sweeps import SweepPublic
 from api.schemas.usage import UsageList
@@ -138,7 +138,7 @@ def timing(url: str, token: str, sweep_id: str | None) -> Any:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def info(url: str, token: str, run_id: str) -> dict[str, Any]:
+def info(url: str, token: str, run_id: str) -> RunInfoPublic:
     """GET /runs/{id}/info."""
     return _call(url, token, lambda c: c.info(run_id))
 

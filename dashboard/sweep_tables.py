@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from api.schemas.runs import RunPublic
 from dashboard.paper import setting_of
 from dashboard.run_name import SEP, part
 from dashboard.table_csv import varying_fields
-from dashboard.tables import spec_fields
 from fedgen import paper
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.paper import TABLE3
-from fedgen.specdict import group_label
+from fedgen.specdict import flatten, group_label
 
 # -- Table 1 ---------------------------------------------------------------------
 TABLE1_COLUMNS = [
@@ -262,9 +262,9 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _summary_row(g: dict[str, Any], member: dict[str, Any], statistic: str) -> dict[str, Any]:
+def _summary_row(g: dict[str, Any], member: RunPublic, statistic: str) -> dict[str, Any]:
     """One sweep summary group as a Table 1 input row (its cell from `member`'s spec)."""
-    fields = spec_fields(member)
+    fields = flatten(member.spec)
     setting = setting_of(fields)
     mean, std = g.get(f"{statistic}_mean"), g.get(f"{statistic}_std")
     mean = math.nan if mean is None else float(mean)
@@ -310,7 +310,7 @@ def _tell_apart(rows: list[dict[str, Any]]) -> None:
 
 
 def summary_groups(
-    summary: dict[str, Any], runs_by_id: dict[str, dict[str, Any]], statistic: str = "top5"
+    summary: dict[str, Any], runs_by_id: dict[str, RunPublic], statistic: str = "top5"
 ) -> pd.DataFrame:
     """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
 

@@ -5,11 +5,10 @@ The view lives in the URL: `?run=<id>&rounds=1,50,100&per_class=50&seed=0`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
+from api.schemas.runs import RunInfoPublic, RunPublic
 from dashboard import charts, live_view, loaders, ui
 from dashboard.client import ApiError, ApiNotFound
 from dashboard.latents import (
@@ -19,6 +18,7 @@ from dashboard.latents import (
     generator_api,
     latent_points,
 )
+from fedgen import specdict
 from fedgen.algorithms.registry import algorithms, find_algorithm
 
 
@@ -41,32 +41,32 @@ def partition(url: str, token: str, run_id: str) -> None:
     """The per-user label histogram and sample counts, once the run has started."""
     st.header("Partition")
     try:
-        info: dict[str, Any] | None = loaders.info(url, token, run_id)
+        info: RunInfoPublic | None = loaders.info(url, token, run_id)
     except ApiNotFound:
         info = None  # the API answers 404 until the run has started
     except ApiError as exc:
         ui.show_error(exc)
         info = None
-    if not info or not info.get("label_histogram"):
+    if info is None or not info.label_histogram:
         st.info("This run has not started yet: the partition is recorded when it starts.")
         return
     st.caption(
-        f"Fingerprint `{info.get('partition_fingerprint')}` · {info.get('num_users')} users · "
-        f"{info.get('num_classes')} classes · device {info.get('device')}"
+        f"Fingerprint `{info.partition_fingerprint}` · {info.num_users} users · "
+        f"{info.num_classes} classes · device {info.device}"
     )
-    heatmap = every_class_on_axis(charts.label_heatmap(info["label_histogram"]))
+    heatmap = every_class_on_axis(charts.label_heatmap(info.label_histogram))
     st.plotly_chart(heatmap, key="inspect_heatmap")
     sizes = pd.DataFrame(
-        {"train": info.get("train_sizes") or [], "test": info.get("test_sizes") or []}
+        {"train": info.train_sizes or [], "test": info.test_sizes or []}
     ).rename_axis("user")
     with st.expander("Samples per user"):
         st.dataframe(sizes, key="inspect_sizes")
 
 
-def generator_rounds(url: str, token: str, run_id: str, run: dict[str, Any]) -> pd.DataFrame:
+def generator_rounds(url: str, token: str, run_id: str, run: RunPublic) -> pd.DataFrame:
     """The run's generator checkpoints; stops the page with a note when there is none to show."""
     st.header("Generator")
-    algorithm = ((run.get("spec") or {}).get("algorithm") or {}).get("name")
+    algorithm = specdict.get_dotted(run.spec, "algorithm.name")
     decl = find_algorithm(algorithm)
     if decl is None or not decl.has_generator:
         with_one = ", ".join(d.label for d in algorithms() if d.has_generator)

@@ -162,8 +162,8 @@ def where_it_ran(w: Watch, run: RunPublic) -> None:
 
 def data_files(w: Watch) -> None:
     """The files the run's data was read from (its info), when it recorded any."""
-    info = ui.try_call(loaders.info, w.url, w.token, w.run_id) or {}
-    files = [f for f in info.get("data_files") or [] if isinstance(f, dict)]
+    info = ui.try_call(loaders.info, w.url, w.token, w.run_id)
+    files = info.data_files if info else []
     if not files:
         return
     with st.expander(live_view.data_files_label(files)):

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from api.schemas.results import UsersPublic
 from dashboard.frames import (
     any_active,
     compare_long,
@@ -60,9 +61,21 @@ def test_merge_history_appends_and_dedupes() -> None:
 def test_user_band_and_worst() -> None:
     """Min/mean/max per round and the lowest users of the last round."""
     # Prepare
-    rows = [{"round": r, "user": u, "test_acc": 0.1 * (u + 1) + r, "test_loss": 0, "num_test": 1,
-             "selected": True, "train_ms": 1, "train_loss": 1} for r in (0, 1) for u in range(3)]  # fmt: skip
-    users = users_frame({"data": rows})
+    rows = [
+        {
+            "round": r,
+            "user": u,
+            "test_acc": 0.1 * (u + 1) + r,
+            "test_loss": 0,
+            "num_test": 1,
+            "selected": True,
+            "train_ms": 1,
+            "train_loss": 1,
+        }
+        for r in (0, 1)
+        for u in range(3)
+    ]
+    users = users_frame(UsersPublic.model_validate({"data": rows}))
     # Execute
     band = user_band(users)
     worst = worst_users(users, k=1)

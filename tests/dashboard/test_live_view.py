@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from api.schemas.runs import Segment
+from api.schemas.runs import DataFile, Segment
 from dashboard import live_view, run_failures
 from dashboard.frames import metrics_frame
 from tests.support.factories import public_run
@@ -248,8 +248,8 @@ def test_data_files_table_and_title() -> None:
     """The files a run read: one row each (path, root, size in words, sha256); the title counts
     them and their bytes."""
     files = [
-        {"root": "/lab/data", "path": "MNIST/raw/a", "size": 2_000_000, "sha256": "ab" * 32},
-        {"root": "/usr/share/datasets/fashion-mnist", "path": "b.gz", "size": 48, "sha256": "cd"},
+        DataFile(root="/lab/data", path="MNIST/raw/a", size=2_000_000, sha256="ab" * 32),
+        DataFile(root="/usr/share/datasets/fashion-mnist", path="b.gz", size=48, sha256="cd"),
     ]
     frame = live_view.data_files_frame(files)
     assert list(frame.columns) == ["path", "root", "size", "sha256"]
