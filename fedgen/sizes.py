@@ -341,13 +341,16 @@ def estimate_checkpoint_bytes(spec: ExperimentSpec) -> int:
     return checkpoint_estimate(spec).total
 
 
-# What a stored round costs outside its checkpoints (its round_metrics row and the per-user
-# user_metrics rows, indexes included), as issue 31 measured it on PostgreSQL for a real 20-user
-# FedGen run before compact per-round storage: 3,474 bytes a round = 474 + 20 x 150. The change
-# that compacts per-round storage (migration 0010) owns these figures and lowers them to what it
-# measures; the footprint estimate and each run's `stored_bytes` both count rounds with them.
-ROUND_BYTES_BASE = 474
-ROUND_BYTES_PER_USER = 150
+# What a stored round costs outside its checkpoints (its packed round_metrics row and its one
+# round_users row, indexes included: lab/round_pack.py), rounded up from what
+# bench/storage_per_round.py measured on PostgreSQL (growth between a 10-round and a longer run)
+# for real FedGen runs on Fashion-MNIST, half the users a round: 647 and 733 bytes a round with
+# 20 users (two sittings: pages and index splits fall differently), 1,170 with 50, so ~17.4 a
+# user over 300-400. (Before migration 0010, a JSON object a round and a row per user: 3,474
+# bytes with 20 users, 474 + 150 a user.) The footprint estimate and each run's `stored_bytes`
+# both count rounds with these, erring above.
+ROUND_BYTES_BASE = 400
+ROUND_BYTES_PER_USER = 18
 
 # A generator or final-model checkpoint: torch.save's archive around the tensors, the
 # generator's config or the spec's JSON, and the round.
