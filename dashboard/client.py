@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
+from api.schemas.analysis import Difference
 from api.schemas.checkpoints import CheckpointsPublic
 from api.schemas.results import MetricsPublic, UsersPublic
 from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
@@ -417,11 +418,11 @@ class LabClient:
 
     def difference(
         self, a: list[str], b: list[str], statistic: str = "final", order: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Difference:
         """GET /difference: group a − group b with Welch's 95 % CI and p-value; with
         order="better_first" the higher group comes first (the answer says `swapped`)."""
         params = {"a": ",".join(a), "b": ",".join(b), "statistic": statistic, "order": order}
-        return self._json("GET", "/difference", params=params)
+        return self._model(Difference, "GET", "/difference", params=params)
 
     def create_sweep(
         self, name: str, base: dict[str, Any], grid: dict[str, list[Any]]

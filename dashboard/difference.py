@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from api.schemas.analysis import Difference
 from fedgen.paper import PAPER_LABELS
 
 if TYPE_CHECKING:  # imported where used: this module's pure helpers load without them
@@ -39,17 +40,15 @@ def format_p(p: float | None) -> str:
     return f"p = {p:.3f}"
 
 
-def format_difference(
-    d: dict[str, Any], name_a: str | None = None, name_b: str | None = None
-) -> str:
+def format_difference(d: Difference, name_a: str | None = None, name_b: str | None = None) -> str:
     """ "FedGen − FedAvg: +3.9 points [2.1, 5.6], p = 0.003, n = 3 vs 3" (95 % CI in brackets)."""
-    a = name_a or short_name(str(d.get("label_a") or "a"))
-    b = name_b or short_name(str(d.get("label_b") or "b"))
-    lo, hi = d["ci"]
+    a = name_a or short_name(d.label_a or "a")
+    b = name_b or short_name(d.label_b or "b")
+    lo, hi = d.ci
     return (
-        f"{a} − {b}: {POINTS * d['diff']:+.1f} points "
-        f"[{POINTS * lo:.1f}, {POINTS * hi:.1f}], {format_p(d.get('p_value'))}, "
-        f"n = {d['n_a']} vs {d['n_b']}"
+        f"{a} − {b}: {POINTS * d.diff:+.1f} points "
+        f"[{POINTS * lo:.1f}, {POINTS * hi:.1f}], {format_p(d.p_value)}, "
+        f"n = {d.n_a} vs {d.n_b}"
     )
 
 
@@ -68,9 +67,9 @@ def default_pair(
     return (b, a) if swapped else (a, b)
 
 
-def round_note(d: dict[str, Any]) -> str:
+def round_note(d: Difference) -> str:
     """What the statistic's round is, when it is not the chart's last round (else "")."""
-    at, last = d.get("round"), d.get("last_round")
+    at, last = d.round, d.last_round
     if at is None or last is None or at == last:
         return ""
     return (
@@ -84,8 +83,8 @@ def _asked(
     key: str,
     finished: frozenset[str] | None,
     question: tuple[str, ...],
-    ask: Callable[[], dict[str, Any]],
-) -> dict[str, Any]:
+    ask: Callable[[], Difference],
+) -> Difference:
     """The server's answer to `question`, kept in the session while `finished` is unchanged.
 
     Only succeeded runs count on the server, so the answer (or its 409) cannot change until
@@ -108,7 +107,8 @@ def _asked(
         memo[question] = found
     if isinstance(found[1], Exception):
         raise found[1]
-    return dict(found[1])
+    answer: Difference = found[1]
+    return answer
 
 
 def name_sides(message: str, a: str, b: str) -> str:
@@ -124,7 +124,7 @@ def difference_block(
     key: str = "cmp_diff",
     finished: frozenset[str] | None = None,
     hint: dict[str, float] | None = None,
-) -> dict[str, Any] | None:
+) -> Difference | None:
     """Pick two groups and a statistic; show their difference with its 95 % CI and p-value.
 
     `groups`: group label -> run ids (unfinished runs may be among them: the server counts
@@ -149,13 +149,13 @@ def difference_block(
             st.session_state.pop(picked, None)
     c1, c2, c3 = st.columns([2, 2, 2])
     statistic = c3.radio("Per run", STATISTICS, key=f"{key}_stat", horizontal=True)
-    d: dict[str, Any] | None = None
+    d: Difference | None = None
     failure: ApiError | None = None
     sent = (labels[0], labels[1])  # the groups the server calls a and b in its messages
     if not st.session_state.get(picked):
         d, failure = _difference(groups, sent, statistic, key, finished, "better_first")
         st.session_state[ka], st.session_state[kb] = default_pair(
-            labels, bool(d.get("swapped")) if d else None, hint
+            labels, d.swapped if d else None, hint
         )
 
     def _picked() -> None:
@@ -183,7 +183,7 @@ def _difference(
     key: str,
     finished: frozenset[str] | None,
     order: str = "given",
-) -> tuple[dict[str, Any] | None, ApiError | None]:
+) -> tuple[Difference | None, ApiError | None]:
     """The server's difference of the groups `sides` (A − B; with order="better_first" the
     better one first), or its error."""
     from dashboard import ui
@@ -212,16 +212,16 @@ def _not_computed(failure: ApiError | None, sent: tuple[str, str]) -> None:
         st.warning(failure.message if failure else "No difference computed.")
 
 
-def _show(d: dict[str, Any], a: str, b: str, statistic: str) -> None:
+def _show(d: Difference, a: str, b: str, statistic: str) -> None:
     """The difference A − B with its interval and p-value, what it means, and its warnings."""
     import streamlit as st
 
-    label = d.get("statistic_label") or statistic
+    label = d.statistic_label or statistic
     st.markdown(f"**{format_difference(d, short_name(a), short_name(b))}** ({label})")
     st.caption(
         f"{label} accuracy per run, mean of A minus mean of B; 95 % confidence interval "
         "(Welch–Satterthwaite) and Welch's t-test p-value; n = finished runs (running runs "
         "count once they finish)." + round_note(d)
     )
-    for w in d.get("warnings") or []:
+    for w in d.warnings:
         st.warning(w)

@@ -5,20 +5,54 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.schemas.analysis import Difference
 from dashboard.difference import default_pair, format_difference, format_p, round_note, short_name
 from tests.support.dashboard_lab import Lab
 
 
+def _difference(**fields: Any) -> Difference:
+    """GET /difference's answer: FedGen 3 runs vs FedAvg 3 runs, final at R; `fields` override."""
+    body: dict[str, Any] = {
+        "statistic": "final",
+        "round": 200,
+        "last_round": 200,
+        "statistic_label": "final",
+        "unit": "%",
+        "mean_a": 0.8,
+        "mean_b": 0.76,
+        "std_a": 0.01,
+        "std_b": 0.01,
+        "diff": 0.04,
+        "n_a": 3,
+        "n_b": 3,
+        "level": 0.95,
+        "se": 0.01,
+        "df": 4.0,
+        "t": 4.0,
+        "p_value": 0.01,
+        "ci": [0.02, 0.06],
+        "values_a": [0.8] * 3,
+        "values_b": [0.76] * 3,
+        "run_ids_a": ["a1", "a2", "a3"],
+        "run_ids_b": ["b1", "b2", "b3"],
+        "label_a": "algorithm=fedgen",
+        "label_b": "algorithm=fedavg",
+        "differs_in": ["algorithm.name"],
+        "swapped": False,
+        "warnings": [],
+    }
+    return Difference.model_validate({**body, **fields})
+
+
 def test_format_difference_reads_as_the_issue_asks() -> None:
     """Fractions become points with a sign, the CI in brackets, p and both n."""
-    d = {"diff": 0.039, "ci": [0.021, 0.056], "p_value": 0.00312, "n_a": 3, "n_b": 3,
-         "label_a": "algorithm=fedgen", "label_b": "algorithm=fedavg"}  # fmt: skip
+    d = _difference(diff=0.039, ci=[0.021, 0.056], p_value=0.00312)
     assert format_difference(d) == "FedGen − FedAvg: +3.9 points [2.1, 5.6], p = 0.003, n = 3 vs 3"
 
 
 def test_format_difference_negative_small_p_and_names() -> None:
     """A negative difference keeps its sign; tiny p reads "< 0.001"; names can be given."""
-    d = {"diff": -0.1, "ci": [-0.15, -0.05], "p_value": 1e-6, "n_a": 4, "n_b": 2}
+    d = _difference(diff=-0.1, ci=[-0.15, -0.05], p_value=1e-6, n_a=4, n_b=2)
     assert format_difference(d, "α=0.1", "α=1") == (
         "α=0.1 − α=1: -10.0 points [-15.0, -5.0], p < 0.001, n = 4 vs 2"
     )
@@ -35,11 +69,11 @@ def test_default_pair_puts_the_better_group_first() -> None:
 
 def test_round_note_names_the_final_round_only_when_it_is_not_the_last() -> None:
     """Official protocol: "Final @199 ... round 200"; after_aggregation or best: nothing."""
-    note = round_note({"round": 199, "last_round": 200})
+    note = round_note(_difference(round=199, last_round=200))
     assert "Final @199" in note
     assert "round 200" in note
-    assert round_note({"round": 200, "last_round": 200}) == ""
-    assert round_note({"round": None, "last_round": 200}) == ""
+    assert round_note(_difference(round=200, last_round=200)) == ""
+    assert round_note(_difference(round=None, last_round=200)) == ""
 
 
 def test_default_pair_falls_back_to_the_chart_mid_sweep() -> None:
