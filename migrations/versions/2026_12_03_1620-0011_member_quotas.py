@@ -23,7 +23,7 @@ depends_on: str | Sequence[str] | None = None
 
 # fedgen.sizes.ROUND_BYTES_BASE / ROUND_BYTES_PER_USER at this revision (rounds packed by 0010):
 # a migration must not change what it does when the module's figures change later.
-ROUND_BYTES_BASE = 300
+ROUND_BYTES_BASE = 400
 ROUND_BYTES_PER_USER = 18
 DEFAULT_USERS = 20  # ExperimentSpec's partition.num_users default, for a spec without it
 
