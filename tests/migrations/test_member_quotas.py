@@ -18,7 +18,7 @@ from tests.support.needs import needs
 from tests.support.postgres import PG_BASE
 
 # The figures migration 0011 writes down (fedgen.sizes' at that revision).
-BASE, PER_USER = 300, 18
+BASE, PER_USER = 400, 18
 AT = "2026-12-01 00:00:00"
 
 
