@@ -16,12 +16,12 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from api.schemas.analysis import Difference
+from api.schemas.analysis import Difference, TimingTable
 from api.schemas.checkpoints import CheckpointsPublic
 from api.schemas.results import MetricsPublic, UsersPublic
 from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
 from api.schemas.studies import StudiesPublic, StudyDefinition, StudyLaunched, StudyResults
-from api.schemas.sweeps import SweepPublic, SweepsPublic
+from api.schemas.sweeps import SweepPublic, SweepsPublic, SweepSummary
 from api.schemas.tokens import TokenCreated, TokenPublic, TokensPublic
 from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
@@ -436,10 +436,9 @@ class LabClient:
         """GET /sweeps."""
         return self._model(SweepsPublic, "GET", "/sweeps")
 
-    def sweep_summary(self, sweep_id: str, fmt: str = "json") -> Any:
-        """GET /sweeps/{id}/summary as JSON (dict) or CSV (text)."""
-        resp = self._request("GET", f"/sweeps/{sweep_id}/summary", params={"format": fmt})
-        return resp.text if fmt == "csv" else resp.json()
+    def sweep_summary(self, sweep_id: str) -> SweepSummary:
+        """GET /sweeps/{id}/summary: mean ± std of each group's final, best and top-5."""
+        return self._model(SweepSummary, "GET", f"/sweeps/{sweep_id}/summary")
 
     def plot_data(
         self,
@@ -463,9 +462,11 @@ class LabClient:
         resp = self._request("GET", f"/sweeps/{sweep_id}/plot-data", params=params)
         return resp.text if fmt == "csv" else resp.json()
 
-    def timing(self, sweep_id: str | None = None, algorithm: str | None = None) -> dict[str, Any]:
+    def timing(self, sweep_id: str | None = None, algorithm: str | None = None) -> TimingTable:
         """GET /timing: ms per user local update per algorithm (and generator batch size)."""
-        return self._json("GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm})
+        return self._model(
+            TimingTable, "GET", "/timing", params={"sweep_id": sweep_id, "algorithm": algorithm}
+        )
 
     # -- studies ------------------------------------------------------------------
     def list_studies(self) -> StudiesPublic:

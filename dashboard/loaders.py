@@ -8,9 +8,10 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from api.schemas.analysis import TimingTable
 from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
 from api.schemas.studies import StudyDefinition, StudyResults, StudySummary
-from api.schemas.sweeps import SweepPublic
+from api.schemas.sweeps import SweepPublic, SweepSummary
 from api.schemas.usage import UsageList
 from api.schemas.users import UserPublic
 from api.schemas.workers import WorkersPublic
@@ -126,13 +127,13 @@ def compare_since(
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def sweep_summary(url: str, token: str, sweep_id: str) -> Any:
-    """GET /sweeps/{id}/summary?format=json."""
-    return _call(url, token, lambda c: c.sweep_summary(sweep_id, "json"))
+def sweep_summary(url: str, token: str, sweep_id: str) -> SweepSummary:
+    """GET /sweeps/{id}/summary."""
+    return _call(url, token, lambda c: c.sweep_summary(sweep_id))
 
 
 @st.cache_data(ttl=10, show_spinner=False)
-def timing(url: str, token: str, sweep_id: str | None) -> Any:
+def timing(url: str, token: str, sweep_id: str | None) -> TimingTable:
     """GET /timing."""
     return _call(url, token, lambda c: c.timing(sweep_id=sweep_id))
 

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from api.schemas.analysis import TimingTable
 from api.schemas.runs import RunPublic
+from api.schemas.sweeps import SummaryGroup, SweepSummary
 from dashboard.paper import setting_of
 from dashboard.run_name import SEP, part
 from dashboard.table_csv import varying_fields
@@ -262,11 +264,12 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _summary_row(g: dict[str, Any], member: RunPublic, statistic: str) -> dict[str, Any]:
+def _summary_row(g: SummaryGroup, member: RunPublic, statistic: str) -> dict[str, Any]:
     """One sweep summary group as a Table 1 input row (its cell from `member`'s spec)."""
     fields = flatten(member.spec)
     setting = setting_of(fields)
-    mean, std = g.get(f"{statistic}_mean"), g.get(f"{statistic}_std")
+    # The statistic names its fields: final_mean, best_std, top5_mean, ...
+    mean, std = getattr(g, f"{statistic}_mean"), getattr(g, f"{statistic}_std")
     mean = math.nan if mean is None else float(mean)
     std = math.nan if std is None else float(std)
     if not math.isnan(mean) and mean <= 1.0:
@@ -278,14 +281,16 @@ def _summary_row(g: dict[str, Any], member: RunPublic, statistic: str) -> dict[s
         "algorithm": fields.get("algorithm.name"),
         "mean": mean,
         "std": std,
-        "n": int(g.get("n_succeeded", g.get("n")) or 0),
-        "label": g.get("label"),
+        "n": g.n_succeeded,
+        "label": g.label,
         "paper_setting": setting.setting,
-        "n_total": int(g.get("n_total", g.get("n")) or 0),
-        "varying": list(g.get("varying") or []),
+        "n_total": g.n_total,
+        "varying": g.varying,
         # What the number is: "final @29" (the round named when not the last), "top-5 mean".
-        "statistic": statistic_label(statistic, g.get(f"{statistic}_round"), g.get("last_round")),
-        "fields": g.get("fields") or {},
+        "statistic": statistic_label(
+            statistic, getattr(g, f"{statistic}_round", None), g.last_round
+        ),
+        "fields": g.fields,
     }
 
 
@@ -310,7 +315,7 @@ def _tell_apart(rows: list[dict[str, Any]]) -> None:
 
 
 def summary_groups(
-    summary: dict[str, Any], runs_by_id: dict[str, RunPublic], statistic: str = "top5"
+    summary: SweepSummary, runs_by_id: dict[str, RunPublic], statistic: str = "top5"
 ) -> pd.DataFrame:
     """GET /sweeps/{id}/summary groups -> (dataset, setting, T, algorithm, mean, std, n) in %.
 
@@ -325,8 +330,8 @@ def summary_groups(
     lookup. `fields` holds each group's differing fields (the CSV's columns).
     """
     rows = []
-    for g in summary.get("groups") or []:
-        ids = list(g.get("run_ids") or []) + list(g.get("all_run_ids") or [])
+    for g in summary.groups:
+        ids = g.run_ids + g.all_run_ids
         member = next((runs_by_id[i] for i in ids if i in runs_by_id), None)
         if member is not None:
             rows.append(_summary_row(g, member, statistic))
@@ -347,7 +352,7 @@ def _setting_text(setting: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
+def timing_rows(payload: TimingTable | None) -> pd.DataFrame:
     """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n,
     and the group's differing spec fields (`fields`).
 
@@ -365,19 +370,19 @@ def timing_rows(payload: dict[str, Any]) -> pd.DataFrame:
         "fields",
     ]
     rows: list[dict[str, Any]] = []
-    for r in payload.get("rows") or []:
-        if r.get("mean_ms") is None:
+    for r in payload.rows if payload else []:
+        if r.mean_ms is None:
             continue
         rows.append(
             {
-                "algorithm": r.get("algorithm"),
-                "gen_batch_size": r.get("gen_batch_size"),
-                "mean_ms": r["mean_ms"],
-                "std_ms": r.get("std_ms"),
-                "n": int(r.get("n") or 0),
-                "setting": _setting_text(r.get("setting") or {}),
-                "setting_key": r.get("setting_key") or "",
-                "fields": r.get("fields") if isinstance(r.get("fields"), dict) else {},
+                "algorithm": r.algorithm,
+                "gen_batch_size": r.gen_batch_size,
+                "mean_ms": r.mean_ms,
+                "std_ms": r.std_ms,
+                "n": r.n,
+                "setting": _setting_text(r.setting),
+                "setting_key": r.setting_key,
+                "fields": r.fields,
             }
         )
     return pd.DataFrame(rows, columns=cols)

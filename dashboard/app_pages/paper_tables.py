@@ -191,7 +191,7 @@ def table3_part(p: Pick) -> None:
     """Table 3: ms per local update, ours beside the paper's (CSV and LaTeX)."""
     st.header("Table 3: ms per local update")
     timing = ui.try_call(loaders.timing, p.url, p.token, p.sweep_id) if p.sweep_id else None
-    t3 = table3_frame(timing_rows(timing or {}))
+    t3 = table3_frame(timing_rows(timing))
     if t3.empty:
         st.info("No timing yet: runs report time_user_ms from round 1 on.")
         return
@@ -261,7 +261,7 @@ def plot_panel(p: Pick) -> None:
         return
     st.header("Plot")
     summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
-    varying = list(dict.fromkeys(f for g in summary.get("groups", []) for f in g.get("fields", {})))
+    varying = list(dict.fromkeys(f for g in summary.groups for f in g.fields))
     if not varying:
         st.info("Only the seed varies in this sweep: there is no field to plot against.")
         return

@@ -12,11 +12,20 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from api.schemas.analysis import TimingTable
 from api.schemas.runs import RunPublic
+from api.schemas.sweeps import SweepSummary
 from dashboard.sweep_tables import summary_groups, table1_long, table3_frame, timing_rows
 from dashboard.table_csv import table1_csv_frame, table3_csv_frame, varying_fields
 from lab.models import User
-from tests.support.factories import create_sweep_runs, make_spec, public_run, seed_rounds
+from tests.support.factories import (
+    create_sweep_runs,
+    make_spec,
+    public_run,
+    seed_rounds,
+    summary_group,
+    sweep_summary,
+)
 
 API = "/api/v1"
 ALPHAS = [0.1, 0.5, 1.0]
@@ -47,8 +56,8 @@ def alpha_sweep(client: TestClient, auth: dict[str, str], session: Session) -> d
 
     members = get(f"/runs?sweep_id={sweep_id}&limit=100")["data"]
     return {
-        "timing": get(f"/timing?sweep_id={sweep_id}"),
-        "summary": get(f"/sweeps/{sweep_id}/summary"),
+        "timing": TimingTable.model_validate(get(f"/timing?sweep_id={sweep_id}")),
+        "summary": SweepSummary.model_validate(get(f"/sweeps/{sweep_id}/summary")),
         "runs": {r["id"]: RunPublic.model_validate(r) for r in members},
         "plot_csv": get(f"/sweeps/{sweep_id}/plot-data?x=alpha&by=algorithm&format=csv"),
     }
@@ -124,24 +133,20 @@ def test_a_field_that_varies_beyond_the_cell_is_in_the_setting_text() -> None:
         }
         return public_run(id=rid, spec=spec)
 
-    summary = {
-        "groups": [
-            {
-                "run_ids": ["a"],
-                "n": 1,
-                "top5_mean": 0.8,
-                "top5_std": 0.0,
-                "fields": {"algorithm.name": "fedavg", "lr": 0.01},
-            },
-            {
-                "run_ids": ["b"],
-                "n": 1,
-                "top5_mean": 0.9,
-                "top5_std": 0.0,
-                "fields": {"algorithm.name": "fedgen", "algorithm.gen_batch_size": 32, "lr": 0.05},
-            },
-        ]
-    }
+    summary = sweep_summary(
+        summary_group(
+            run_ids=["a"],
+            top5_mean=0.8,
+            top5_std=0.0,
+            fields={"algorithm.name": "fedavg", "lr": 0.01},
+        ),
+        summary_group(
+            run_ids=["b"],
+            top5_mean=0.9,
+            top5_std=0.0,
+            fields={"algorithm.name": "fedgen", "algorithm.gen_batch_size": 32, "lr": 0.05},
+        ),
+    )
     # Execute
     df = summary_groups(summary, {"a": run("a", "fedavg", 0.01), "b": run("b", "fedgen", 0.05)})
     out = table1_csv_frame(table1_long(df))

@@ -30,7 +30,7 @@ from dashboard.tables import (
     unfinished,
 )
 from fedgen import paper
-from tests.support.factories import public_run
+from tests.support.factories import public_run, summary_group, sweep_summary, timing_table
 
 
 def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -> RunPublic:
@@ -240,9 +240,16 @@ def test_paper_data_transcribed() -> None:
 def test_summary_groups_scales_to_percent() -> None:
     """Sweep-summary groups take their Table 1 row from a member's spec; fractions become %."""
     # Prepare
-    summary = {"groups": [{"label": "x", "run_ids": ["a"], "n": 1, "n_succeeded": 1,
-                           "top5_mean": 0.9, "top5_std": 0.01, "final_mean": 0.8,
-                           "final_std": 0.0, "final_round": 29, "last_round": 30}]}  # fmt: skip
+    group = summary_group(
+        label="x",
+        top5_mean=0.9,
+        top5_std=0.01,
+        final_mean=0.8,
+        final_std=0.0,
+        final_round=29,
+        last_round=30,
+    )
+    summary = sweep_summary(group)
     # Execute
     df = summary_groups(summary, {"a": _run("a", "fedgen", 0)})
     final = summary_groups(summary, {"a": _run("a", "fedgen", 0)}, "final")
@@ -270,9 +277,12 @@ def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
         return {"algorithm": alg, "gen_batch_size": bg, "mean_ms": ms, "std_ms": 1.0, "n": 2,
                 "setting": setting, "setting_key": key}  # fmt: skip
 
-    payload = {"rows": [row("fedavg", None, 10.0, "k1"), row("fedgen", 8, 12.0, "k1"),
-                        row("fedgen", 64, 14.0, "k1"),
-                        row("fedgen", 8, 5.0, "k2", "synthetic")]}  # fmt: skip
+    payload = timing_table(
+        row("fedavg", None, 10.0, "k1"),
+        row("fedgen", 8, 12.0, "k1"),
+        row("fedgen", 64, 14.0, "k1"),
+        row("fedgen", 8, 5.0, "k2", "synthetic"),
+    )
     # Execute
     t3 = table3_frame(timing_rows(payload))
     # Assert
@@ -287,12 +297,24 @@ def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
 def test_summary_groups_keep_groups_that_share_a_table1_cell_apart() -> None:
     """Two profiles of one algorithm are two Table 1 rows, both beside the paper's number."""
     # Prepare
-    summary = {"groups": [
-        {"label": "fidelity.profile=official", "run_ids": ["a"], "n": 3, "top5_mean": 0.9,
-         "top5_std": 0.01, "fields": {"fidelity.profile": "official"}},
-        {"label": "fidelity.profile=paper", "run_ids": ["b"], "n": 2, "top5_mean": 0.8,
-         "top5_std": 0.01, "fields": {"fidelity.profile": "paper"}},
-    ]}  # fmt: skip
+    summary = sweep_summary(
+        summary_group(
+            label="fidelity.profile=official",
+            run_ids=["a"],
+            n=3,
+            top5_mean=0.9,
+            top5_std=0.01,
+            fields={"fidelity.profile": "official"},
+        ),
+        summary_group(
+            label="fidelity.profile=paper",
+            run_ids=["b"],
+            n=2,
+            top5_mean=0.8,
+            top5_std=0.01,
+            fields={"fidelity.profile": "paper"},
+        ),
+    )
     runs = {"a": _run("a", "fedgen", 0), "b": _run("b", "fedgen", 0)}
     # Execute
     df = summary_groups(summary, runs)

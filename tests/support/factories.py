@@ -8,7 +8,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from api.schemas.analysis import TimingTable
 from api.schemas.runs import RunPublic
+from api.schemas.sweeps import SummaryGroup, SweepSummary
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -168,3 +170,60 @@ def public_run(**fields: Any) -> RunPublic:
         "versions": {},
     }
     return RunPublic.model_validate({**body, **fields})
+
+
+def summary_group(**fields: Any) -> SummaryGroup:
+    """One group of GET /sweeps/{id}/summary, every field the API sends filled in (one finished
+    run "a", no statistic); `fields` override, n_succeeded and n_total following n."""
+    n = int(fields.get("n", 1))
+    body: dict[str, Any] = {
+        "label": "",
+        "fields": {},
+        "varying": [],
+        "n": n,
+        "n_succeeded": n,
+        "n_total": n,
+        "status_counts": {"succeeded": n},
+        "excluded": {"counts": {}, "run_ids": {}},
+        "seeds": [0],
+        "final_mean": None,
+        "final_std": None,
+        "final_round": None,
+        "last_round": None,
+        "final_label": "final",
+        "best_mean": None,
+        "best_std": None,
+        "best_round": None,
+        "top5_mean": None,
+        "top5_std": None,
+        "run_ids": ["a"],
+        "all_run_ids": [],
+    }
+    return SummaryGroup.model_validate({**body, **fields})
+
+
+def sweep_summary(*groups: SummaryGroup) -> SweepSummary:
+    """GET /sweeps/{id}/summary of these groups."""
+    return SweepSummary(
+        sweep_id="s1", name="sweep", group_by=None, groups=list(groups), warnings=[]
+    )
+
+
+def timing_table(*rows: dict[str, Any]) -> TimingTable:
+    """GET /timing of these rows (each: algorithm, gen_batch_size, mean_ms, std_ms, n, setting,
+    setting_key; the rest filled in)."""
+    filled = [
+        {
+            "label": "",
+            "fields": {},
+            "n_runs": row.get("n", 1),
+            "n_rounds": 1,
+            "excluded": {"counts": {}, "run_ids": {}},
+            "run_ids": [],
+            **row,
+        }
+        for row in rows
+    ]
+    return TimingTable.model_validate(
+        {"metric": "time_user_ms", "rows": filled, "settings": 1, "warnings": []}
+    )
