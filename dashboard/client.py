@@ -19,13 +19,14 @@ from pydantic import TypeAdapter, ValidationError
 from api.schemas.analysis import Difference, TimingTable
 from api.schemas.checkpoints import CheckpointsPublic
 from api.schemas.results import MetricsPublic, UsersPublic
-from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
+from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic, StreamToken
+from api.schemas.spec import SpecDefaults, SpecValidated
 from api.schemas.studies import StudiesPublic, StudyDefinition, StudyLaunched, StudyResults
 from api.schemas.sweeps import SweepPublic, SweepsPublic, SweepSummary
 from api.schemas.tokens import TokenCreated, TokenPublic, TokensPublic
 from api.schemas.trash import SweepRestored, TrashPublic
 from api.schemas.usage import UsageList
-from api.schemas.users import UserPublic
+from api.schemas.users import Health, UserPublic
 from api.schemas.webhooks import (
     DeliveriesPublic,
     DeliveryPublic,
@@ -199,9 +200,9 @@ class LabClient:
         return body if isinstance(body, dict) else {"data": body}
 
     # -- service ---------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         """GET /health."""
-        return self._json("GET", "/health")
+        return self._model(Health, "GET", "/health")
 
     def me(self) -> UserPublic:
         """GET /me: who the token belongs to."""
@@ -213,7 +214,7 @@ class LabClient:
 
     def usage(self) -> UsageList:
         """GET /usage: what members' runs store against their quotas (an admin: every member)."""
-        return UsageList.model_validate(self._json("GET", "/usage"))
+        return self._model(UsageList, "GET", "/usage")
 
     # -- tokens ----------------------------------------------------------------
     def list_tokens(self) -> TokensPublic:
@@ -333,9 +334,9 @@ class LabClient:
         """GET /runs/{id}/info: partition histogram, sizes, device, fidelity."""
         return self._model(RunInfoPublic, "GET", f"/runs/{run_id}/info")
 
-    def stream_token(self, run_id: str) -> dict[str, Any]:
+    def stream_token(self, run_id: str) -> StreamToken:
         """POST /runs/{id}/stream-token: a short-lived `?token=` for that run's event stream."""
-        return self._json("POST", f"/runs/{run_id}/stream-token")
+        return self._model(StreamToken, "POST", f"/runs/{run_id}/stream-token")
 
     def events(
         self, run_id: str, since_round: int | None = None, wait_s: float = 1.0
@@ -393,20 +394,13 @@ class LabClient:
     def validate_spec(self, spec: dict[str, Any]) -> Validation:
         """POST /spec/validate; a 422 becomes `Validation(ok=False, errors=...)`."""
         try:
-            body = self._json("POST", "/spec/validate", json={"spec": spec})
+            body = self._model(SpecValidated, "POST", "/spec/validate", json={"spec": spec})
         except ApiError as exc:
             if exc.status in (400, 422):
                 return Validation(ok=False, errors=error_fields(exc.detail))
             raise
-        if isinstance(body, dict) and body.get("ok") is False:
-            return Validation(
-                ok=False, errors=error_fields(body.get("detail") or body.get("errors"))
-            )
-        if not isinstance(body, dict):
-            return Validation(ok=True)
-        return Validation(
-            ok=True, spec=body.get("spec"), warnings=error_fields(body.get("warnings"))
-        )
+        warned = [w.model_dump() for w in body.warnings]
+        return Validation(ok=True, spec=body.spec, warnings=error_fields(warned))
 
     def spec_schema(self) -> dict[str, Any]:
         """GET /spec/schema (JSON schema of ExperimentSpec)."""
@@ -414,7 +408,7 @@ class LabClient:
 
     def spec_defaults(self) -> dict[str, Any]:
         """GET /spec/defaults: the full spec an empty submission gets (the Submit form's start)."""
-        return dict(self._json("GET", "/spec/defaults")["spec"])
+        return self._model(SpecDefaults, "GET", "/spec/defaults").spec
 
     def difference(
         self, a: list[str], b: list[str], statistic: str = "final", order: str | None = None

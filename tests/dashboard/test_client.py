@@ -159,7 +159,10 @@ def _params_of(call: object) -> dict[str, str]:
         seen.update(dict(req.url.params), path=req.url.path)
         return httpx.Response(200, json={"runs": []})
 
-    call(_client(handler))  # type: ignore[operator]
+    try:
+        call(_client(handler))  # type: ignore[operator]
+    except ApiError:  # an answer not of the endpoint's model: only the request matters here
+        pass
     return seen
 
 
