@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
+from typing import TypedDict
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import (
@@ -33,6 +34,13 @@ REDOC_JS_URL = "/docs/redoc.offline.js"  # outside STATIC_URL: the mount would a
 # The files the pages load, as the installed package ships them.
 ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png")
 REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+class PageArgs(TypedDict):
+    """What both pages take alike (keyword arguments of FastAPI's page functions)."""
+
+    openapi_url: str
+    title: str
 
 
 def offline_redoc_js(folder: Path) -> bytes:
@@ -67,9 +75,9 @@ def install(app: FastAPI) -> None:
         # Behind a proxy that strips a prefix, the page's URLs must carry it again.
         return f"{request.scope.get('root_path', '')}{path}"
 
-    def page(request: Request, name: str) -> dict[str, str]:
+    def page(request: Request, name: str) -> PageArgs:
         """What both pages take alike: the OpenAPI document's URL and the title."""
-        return {"openapi_url": url(request, openapi_url), "title": f"{app.title} - {name}"}
+        return PageArgs(openapi_url=url(request, openapi_url), title=f"{app.title} - {name}")
 
     async def swagger_ui(request: Request) -> HTMLResponse:
         static = url(request, STATIC_URL)

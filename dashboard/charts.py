@@ -80,7 +80,11 @@ def metric_lines(
 
 
 def _line_class(points: int) -> type[go.Scatter] | type[go.Scattergl]:
-    return go.Scattergl if points > GL_POINTS else go.Scatter
+    # plotly ships no type hints: the annotation is what holds the result to a trace class
+    line_cls: type[go.Scatter] | type[go.Scattergl] = (
+        go.Scattergl if points > GL_POINTS else go.Scatter
+    )
+    return line_cls
 
 
 def _x_title(x: str) -> str:

@@ -26,7 +26,7 @@ from fedgen.status import RunStatus
 
 # One colour per algorithm, its declaration's (fedgen.algorithms.registry, plugins too); never
 # reassigned by position in a selection, so FedGen is the same colour at every α and on every page.
-_PALETTE = qualitative.D3
+_PALETTE: tuple[str, ...] = tuple(qualitative.D3)
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
 ALGORITHM_FIELD = "algorithm.name"

@@ -86,7 +86,10 @@ class Sender:
         """
         with self._celery().connection_for_read() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
-            return int(conn.default_channel.queue_declare(queue=queue).message_count)
+            # celery-types' kombu stubs type default_channel as the abstract StdChannel, which
+            # has no queue_declare; every transport's channel (Redis, memory, AMQP) has it.
+            declared = conn.default_channel.queue_declare(queue=queue)  # type: ignore[attr-defined]
+            return int(declared.message_count)
 
     def check(self) -> None:
         """Raise unless the broker accepts a connection (the /ready probe)."""

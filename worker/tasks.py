@@ -31,7 +31,7 @@ def retry_delay(tries: int, settings: Settings) -> float:
 
 @celery_app.task(name=TASK_NAME, bind=True, max_retries=None)
 def run_simulation(
-    self: Task,
+    self: Task[..., str],
     run_id: str,
     release_token: str | None = None,
     outage_since: float | None = None,
@@ -68,7 +68,7 @@ def run_simulation(
         delay = retry_delay(outage_tries, s)
         log.warning("run %s: %s; retrying in %.0f s", run_id, exc, delay)
         raise self.retry(
-            args=[str(run_id)],
+            args=(str(run_id),),
             kwargs={
                 "release_token": exc.token,
                 "outage_since": outage_since,

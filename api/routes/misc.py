@@ -92,7 +92,7 @@ def spec_defaults(_user: UserDep) -> SpecDefaults:
                 colour=d.colour,
                 shares=sorted(d.shares),
                 source=d.source,
-                defaults=d.params_cls().model_dump(mode="json"),
+                defaults=d.params_cls(name=d.name).model_dump(mode="json"),
             )
             for d in algorithms()
         ],

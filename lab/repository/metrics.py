@@ -257,7 +257,11 @@ def write_round(
     now = utcnow()
     clean = {k: f for k, v in metrics.items() if (f := _finite(v)) is not None}
     user_rows = [_user_values(u) for u in users]
-    ck_rows = [(uuid.uuid4(), *(c.get(n) for n in _CKPT_FIELDS[1:])) for c in checkpoints]
+    ck_ids = [uuid.uuid4() for _ in checkpoints]
+    ck_rows = [
+        (cid, *(c.get(n) for n in _CKPT_FIELDS[1:]))
+        for cid, c in zip(ck_ids, checkpoints, strict=True)
+    ]
     params: dict[str, Any] = {
         "run": run_id,
         "token": token,
@@ -277,7 +281,7 @@ def write_round(
     if not in_order:
         raise RoundGap(run_id, round_)
     if inserted and ck_rows:
-        blobs = [(row[0], c.get("data")) for row, c in zip(ck_rows, checkpoints, strict=True)]
+        blobs = [(cid, c.get("data")) for cid, c in zip(ck_ids, checkpoints, strict=True)]
         ckpt_repo.insert_chunks(conn, [(cid, data) for cid, data in blobs if data is not None])
         if any(c["kind"] == "full" for c in checkpoints):
             ckpt_repo.prune_full(conn, run_id, keep_full)
@@ -400,7 +404,8 @@ def acc_curves(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID
         .order_by(RoundMetrics.run_id, RoundMetrics.round)
     )
     for rid, acc in session.execute(stmt):
-        out[rid].append(acc)
+        if acc is not None:  # never, by the WHERE; the column's type allows it
+            out[rid].append(acc)
     return out
 
 
