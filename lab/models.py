@@ -140,6 +140,9 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_status_created", "status", "created_at"),
+        # A sweep's runs newest first (GET /runs?sweep_id=): an old sweep's runs are otherwise
+        # found by walking the creation-time index back past every newer run.
+        Index("ix_runs_sweep_created", "sweep_id", "created_at"),
         # A member's queued and running runs with what they still reserve (lab/repository/
         # usage.py, at every submission and GET /me), read from the index alone on Postgres.
         Index(

@@ -1,5 +1,5 @@
 """Indexes for reads at 100,000 runs: runs.spec_search (the spec as jsonb, generated) and its
-GIN index for `where=` filters
+GIN index for `where=` filters; runs by (sweep_id, created_at) for a sweep's runs newest first
 
 On Postgres `spec_search` is a stored generated jsonb column (filled in for existing runs as the
 table is rewritten) with a GIN jsonb_path_ops index, which `@>` containment uses. On SQLite it is
@@ -21,8 +21,11 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.create_index("ix_runs_sweep_created", "runs", ["sweep_id", "created_at"])
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("ALTER TABLE runs ADD COLUMN spec_search JSONB GENERATED ALWAYS AS (spec) STORED")
+        op.execute(
+            "ALTER TABLE runs ADD COLUMN spec_search JSONB GENERATED ALWAYS AS (spec) STORED"
+        )
         op.execute(
             "CREATE INDEX ix_runs_spec_search ON runs USING gin (spec_search jsonb_path_ops)"
         )
@@ -33,5 +36,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_runs_sweep_created", "runs")
     op.execute("DROP INDEX ix_runs_spec_search")
     op.execute("ALTER TABLE runs DROP COLUMN spec_search")
