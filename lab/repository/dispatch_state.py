@@ -26,6 +26,7 @@ from lab.models import DispatcherLease, Run, Worker
 from lab.repository import webhooks as webhooks_repo
 from lab.repository import workers as workers_repo
 from lab.repository.liveness import Liveness, holder_gone, unheld
+from lab.repository.rowcount import rows_matched
 
 
 def _needs_worker(now: datetime, live: Liveness | None) -> Any:
@@ -183,7 +184,7 @@ def mark_dispatched(
         )
         .execution_options(synchronize_session=False)
     )
-    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 def unmark_dispatched(session: Session, run_id: uuid.UUID, count: int) -> None:
@@ -210,7 +211,7 @@ def forget_sends(session: Session) -> int:
         .values(dispatched_at=None, dispatch_count=0, next_dispatch_at=None, dispatched_to=None)
         .execution_options(synchronize_session=False)
     )
-    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+    return rows_matched(session, stmt)
 
 
 def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
@@ -229,7 +230,7 @@ def take_dispatch_lease(session: Session, holder: str, ttl_s: float) -> bool:
         .values(holder=holder, expires_at=now + timedelta(seconds=ttl_s))
         .execution_options(synchronize_session=False)
     )
-    if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+    if rows_matched(session, stmt) == 1:
         return True
     if session.get(DispatcherLease, 1) is not None:
         return False

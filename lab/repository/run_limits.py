@@ -33,6 +33,7 @@ from fedgen.status import RunStatus
 from lab.models import Run
 from lab.repository import webhooks as webhooks_repo
 from lab.repository.liveness import Liveness, unheld
+from lab.repository.rowcount import rows_matched
 
 
 def _when(value: Any) -> datetime | None:
@@ -102,7 +103,7 @@ def _fail(session: Session, run_id: uuid.UUID, error: str, now: datetime, **wher
         .values(status=RunStatus.FAILED, error=error, finished_at=now, lease_token=None)
         .execution_options(synchronize_session=False)
     )
-    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+    if rows_matched(session, stmt) != 1:
         return False
     webhooks_repo.enqueue_run_ended(session, run_id)  # it may end its sweep
     return True
@@ -194,4 +195,4 @@ def give_back(session: Session, run_id: uuid.UUID, now: datetime, token: str) ->
         .values(lease_token=None, lease_expires_at=now)
         .execution_options(synchronize_session=False)
     )
-    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1

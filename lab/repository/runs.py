@@ -35,6 +35,7 @@ from lab.repository import webhooks as webhooks_repo
 from lab.repository.annotations import tags_csv
 from lab.repository.liveness import Liveness
 from lab.repository.liveness import unheld as _unheld
+from lab.repository.rowcount import rows_matched
 
 
 def create_run(
@@ -102,16 +103,17 @@ def get_runs(session: Session, run_ids: list[uuid.UUID]) -> list[Run]:
 def request_cancel(session: Session, run_id: uuid.UUID) -> None:
     """Flag a run for cancel; a queued run is cancelled at once, a running one between rounds."""
     now = db_now(session)
-    flagged = session.execute(
+    flagged = rows_matched(
+        session,
         update(Run)
         .where(Run.id == run_id, Run.status.not_in(TERMINAL))
         .values(
             cancel_requested=True,
             status=case((Run.status == RunStatus.QUEUED, RunStatus.CANCELLED), else_=Run.status),
             finished_at=case((Run.status == RunStatus.QUEUED, now), else_=Run.finished_at),
-        )
+        ),
     )
-    if flagged.rowcount == 1:  # type: ignore[attr-defined]
+    if flagged == 1:
         webhooks_repo.enqueue_run_ended(session, run_id)  # a cancelled run may end its sweep
 
 
@@ -162,7 +164,7 @@ def claim(
         next_dispatch_at=None,
         dispatched_to=None,
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
@@ -171,7 +173,7 @@ def cancel_orphan(session: Session, run_id: uuid.UUID) -> bool:
     stmt = _update_unheld(run_id, now, cancel_requested=True).values(
         status=RunStatus.CANCELLED, finished_at=now, lease_token=None
     )
-    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+    if rows_matched(session, stmt) != 1:
         return False
     webhooks_repo.enqueue_run_ended(session, run_id)
     return True
@@ -208,7 +210,7 @@ def heartbeat(
         .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s), **(cost or {}))
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 # What must agree between two segments for the run to be bit-for-bit one computation.
@@ -272,7 +274,7 @@ def record_start(
         )
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 def _segment(
@@ -324,7 +326,7 @@ def hand_back(
         )
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 def set_notice(session: Session, run_id: uuid.UUID, token: str, text: str) -> bool:
@@ -335,7 +337,7 @@ def set_notice(session: Session, run_id: uuid.UUID, token: str, text: str) -> bo
         .values(error=text)
         .execution_options(synchronize_session=False)
     )
-    return session.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1
 
 
 def finish(
@@ -362,7 +364,7 @@ def finish(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+    if rows_matched(session, stmt) != 1:
         return False
     webhooks_repo.enqueue_run_ended(session, run_id)  # in the transaction that ends the run
     return True

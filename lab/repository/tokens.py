@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from lab.models import ApiToken, User, utcnow
+from lab.repository.rowcount import rows_matched
 from lab.security import hash_token, new_token
 
 # last_used_at is written at most this often per token: not a write on every request.
@@ -69,17 +70,18 @@ def touch(session: Session, token: ApiToken, now: datetime | None = None) -> boo
     now = now or utcnow()
     if token.last_used_at is not None and now - token.last_used_at < TOUCH_EVERY:
         return False
-    result = session.execute(
+    touched = rows_matched(
+        session,
         update(ApiToken)
         .where(
             ApiToken.id == token.id,
             or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < now - TOUCH_EVERY),
         )
         .values(last_used_at=now)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
     set_committed_value(token, "last_used_at", now)  # written above: not dirty again
-    return bool(getattr(result, "rowcount", 0))
+    return bool(touched)
 
 
 def get_token(session: Session, token_id: uuid.UUID) -> ApiToken | None:

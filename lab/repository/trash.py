@@ -16,17 +16,19 @@ from sqlalchemy.orm import Session
 
 from lab.models import Run, Sweep, User
 from lab.repository import checkpoints as ckpt_repo
+from lab.repository.rowcount import rows_matched
 
 
 def trash_run(session: Session, run_id: uuid.UUID, by: str, at: datetime) -> bool:
     """Move a run to the trash; False when it is there already (or gone)."""
-    done = session.execute(
+    done = rows_matched(
+        session,
         update(Run)
         .where(Run.id == run_id, Run.deleted_at.is_(None))
         .values(deleted_at=at, deleted_by=by)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    return int(done.rowcount) == 1  # type: ignore[attr-defined]
+    return done == 1
 
 
 def trash_sweep(session: Session, sweep_id: uuid.UUID, by: str, at: datetime) -> list[uuid.UUID]:
@@ -64,11 +66,12 @@ def restore_sweep(session: Session, sweep: Sweep) -> int:
     """Take a sweep and the runs trashed with it (same `deleted_at`) out of the trash; how
     many runs came back."""
     assert sweep.deleted_at is not None
-    done = session.execute(
+    done = rows_matched(
+        session,
         update(Run)
         .where(Run.sweep_id == sweep.id, Run.deleted_at == sweep.deleted_at)
         .values(deleted_at=None, deleted_by=None)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
     session.execute(
         update(Sweep)
@@ -76,7 +79,7 @@ def restore_sweep(session: Session, sweep: Sweep) -> int:
         .values(deleted_at=None, deleted_by=None)
         .execution_options(synchronize_session=False)
     )
-    return int(done.rowcount)  # type: ignore[attr-defined]
+    return done
 
 
 def list_trash(
@@ -114,10 +117,11 @@ def purge_run(session: Session, run_id: uuid.UUID, cutoff: datetime) -> list[str
     cascade); its legacy checkpoint file paths, or None when another pass took it (or it was
     restored meanwhile). The conditional DELETE is what makes two passes at once safe."""
     paths = ckpt_repo.legacy_paths_of_run(session, run_id)
-    done = session.execute(
-        delete(Run).where(Run.id == run_id, Run.deleted_at.is_not(None), Run.deleted_at < cutoff)
+    done = rows_matched(
+        session,
+        delete(Run).where(Run.id == run_id, Run.deleted_at.is_not(None), Run.deleted_at < cutoff),
     )
-    return paths if done.rowcount == 1 else None  # type: ignore[attr-defined]
+    return paths if done == 1 else None
 
 
 def sweeps_due(session: Session, cutoff: datetime, limit: int) -> list[uuid.UUID]:
@@ -135,12 +139,13 @@ def sweeps_due(session: Session, cutoff: datetime, limit: int) -> list[uuid.UUID
 
 def purge_sweep(session: Session, sweep_id: uuid.UUID, cutoff: datetime) -> bool:
     """Delete a trashed sweep row (its runs are gone already); False when another pass did."""
-    done = session.execute(
+    done = rows_matched(
+        session,
         delete(Sweep).where(
             Sweep.id == sweep_id, Sweep.deleted_at.is_not(None), Sweep.deleted_at < cutoff
-        )
+        ),
     )
-    return int(done.rowcount) == 1  # type: ignore[attr-defined]
+    return done == 1
 
 
 def runs_trashed_with(session: Session, sweep: Sweep) -> int:

@@ -34,6 +34,7 @@ from fedgen.webhook_events import SWEEP_EVENTS, TEST_EVENT
 from lab import webhook_payloads as payloads
 from lab.db import db_now, is_unavailable
 from lab.models import Run, Sweep, User, Webhook, WebhookDelivery
+from lab.repository.rowcount import rows_matched
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +340,7 @@ def claim_due(session: Session, *, limit: int, hold_s: float) -> list[Claimed]:
             .values(attempts=attempts + 1, next_attempt_at=now + timedelta(seconds=hold_s))
             .execution_options(synchronize_session=False)
         )
-        if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+        if rows_matched(session, stmt) == 1:
             taken.append((delivery_id, attempts + 1))
     if not taken:
         return []
@@ -391,4 +392,4 @@ def record_attempt(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
+    return rows_matched(session, stmt) == 1

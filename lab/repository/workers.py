@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from fedgen.status import RunStatus
 from lab.db import db_now
 from lab.models import Run, Worker
+from lab.repository.rowcount import rows_matched
 
 
 def register(
@@ -40,12 +41,13 @@ def register(
         "capabilities": capabilities,
     }
     for queue in queues:
-        done = session.execute(
+        done = rows_matched(
+            session,
             update(Worker)
             .where(Worker.name == name, Worker.queue == queue)
             .values(**renewed)
-            .execution_options(synchronize_session=False)
-        ).rowcount  # type: ignore[attr-defined]
+            .execution_options(synchronize_session=False),
+        )
         if not done:
             session.add(Worker(name=name, queue=queue, **renewed))
     session.flush()
