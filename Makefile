@@ -62,7 +62,7 @@ demo: install data
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy fedgen
+	$(VENV)/bin/mypy fedgen lab api worker dashboard
 
 # Schemathesis, every check, against a live `fedgen-lab api` on a scratch Postgres schema;
 # non-zero on any failure, under 1000 generated cases (CONTRACT_EXAMPLES per operation/phase)
