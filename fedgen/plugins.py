@@ -66,7 +66,7 @@ def _register(kind: Kind, obj: Any, source: str) -> str:
         if not isinstance(decl, AlgorithmDecl):
             raise TypeError(f"expected an AlgorithmDecl, got {type(decl).__name__}")
         return register_algorithm(dataclasses.replace(decl, source=source)).name
-    from fedgen.data.registry import DatasetDecl, register_dataset  # type: ignore[import-not-found,unused-ignore]
+    from fedgen.data.registry import DatasetDecl, register_dataset
 
     dataset = obj() if callable(obj) and not isinstance(obj, DatasetDecl) else obj
     if not isinstance(dataset, DatasetDecl):

@@ -23,7 +23,13 @@ try:  # orjson parses the per-round metric JSON ~3x faster (the /compare hot pat
 except ImportError:  # pragma: no cover - optional speed-up
     import json
 
-    _loads, _dumps = json.loads, json.dumps  # type: ignore[assignment]
+    def _loads(text: str | bytes) -> Any:
+        return json.loads(text)
+
+    def _dumps(obj: Any) -> str:
+        return json.dumps(obj)
+
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -85,8 +91,8 @@ def db_now(db: Session | Connection) -> datetime:
     the embedded, one-host default: there the process's clock is the database's."""
     conn = db.connection() if isinstance(db, Session) else db
     if conn.dialect.name == "postgresql":
-        now = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
-        return now.astimezone(UTC)  # type: ignore[no-any-return]
+        now: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+        return now.astimezone(UTC)
     return datetime.now(UTC)
 
 

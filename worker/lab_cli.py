@@ -12,11 +12,15 @@ import argparse
 import os
 import socket
 import sys
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from fedgen import plugins
 from lab.config import Settings, get_settings
 from worker import quota_cli, tokens_cli, trash_cli
+
+if TYPE_CHECKING:  # the commands import SQLAlchemy when they run, not at the CLI's start
+    from sqlalchemy.orm import Session, sessionmaker
 
 EMBEDDED_FLAG_HELP = (
     "use the embedded SQLite lab (FEDGEN_HOME/lab.db, broker.db) on purpose: a worker there sees "
@@ -293,7 +297,7 @@ def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _session_factory(command: str):  # type: ignore[no-untyped-def]
+def _session_factory(command: str) -> sessionmaker[Session]:
     from lab.db import make_engine, make_sessionmaker
     from migrations.apply import upgrade
 

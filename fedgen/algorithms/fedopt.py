@@ -35,6 +35,7 @@ from fedgen.algorithms.params import FedAdamParams, FedAvgMParams, FedYogiParams
 from fedgen.spec import AlgorithmParams
 
 P = TypeVar("P", bound=AlgorithmParams)
+AdaptiveP = TypeVar("AdaptiveP", bound=FedAdamParams | FedYogiParams)
 
 
 class ServerOptimizer(Algorithm[P]):
@@ -81,11 +82,10 @@ class ServerOptimizer(Algorithm[P]):
             cs.restore_into(t, state[f"server_{m}"])
 
 
-class _Adaptive(ServerOptimizer[P]):
+class _Adaptive(ServerOptimizer[AdaptiveP]):
     """FedAdam and FedYogi: first moment, a second moment (`second`), the adaptive step."""
 
     moments = ("m", "v")
-    params: FedAdamParams | FedYogiParams  # type: ignore[assignment]
 
     def init_state(self) -> None:
         for v in self.server_state["v"].values():

@@ -59,8 +59,8 @@ def _matching(conds: list[ColumnElement[bool]], by_owner: bool, *cols: Any) -> S
 
 def plan(session: Session, statement: Select[Any]) -> dict[str, Any]:
     """The Postgres planner's plan of `statement` (EXPLAIN's JSON: its "Plan")."""
-    explained = session.execute(_Explain(statement)).scalar_one()
-    return explained[0]["Plan"]  # type: ignore[no-any-return]
+    explained: list[dict[str, dict[str, Any]]] = session.execute(_Explain(statement)).scalar_one()
+    return explained[0]["Plan"]
 
 
 def estimate(session: Session, conds: list[ColumnElement[bool]], by_owner: bool) -> int:

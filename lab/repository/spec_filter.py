@@ -21,6 +21,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, cast, func, literal, type_coerce
 from sqlalchemy.dialects.postgresql import JSONB
@@ -60,7 +61,7 @@ class SpecWhere:
 def _value(text: str) -> Scalar:
     """A JSON scalar (`32`, `0.1`, `true`, `null`, `"32"`); anything else is the string as given."""
     try:
-        value = json.loads(text)
+        value: Scalar | list[Any] | dict[str, Any] = json.loads(text)
     except ValueError:
         return text
     if isinstance(value, list | dict):
@@ -68,7 +69,7 @@ def _value(text: str) -> Scalar:
     if isinstance(value, float) and not math.isfinite(value):
         # NaN, Infinity: json.loads takes them, but no spec (JSON) holds them
         return text
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def parse_where(clauses: list[str]) -> tuple[list[SpecWhere], list[str]]:
