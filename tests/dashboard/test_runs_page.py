@@ -171,12 +171,13 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
     def with_failure(self: LabClient, **filters: Any) -> RunsPublic:
         # The run reads as failed in every list, the failed runs' list and the counts too.
         wanted = filters.pop("status", None)
-        body = real(self, **filters)
+        limit = filters.pop("limit", 500)
+        body = real(self, **filters, limit=500)  # the whole session lab: filtered here
         failure = {"status": "failed", "current_round": 2, "error": LONG_ERROR + "\nsee the docs"}
         runs = [r.model_copy(update=failure) if r.id == failed_id else r for r in body.data]
         counts = {**body.status_counts, "failed": body.status_counts.get("failed", 0) + 1}
         counts["succeeded"] -= 1
-        shown = [r for r in runs if not wanted or r.status == wanted]
+        shown = [r for r in runs if not wanted or r.status == wanted][:limit]
         return body.model_copy(update={"data": shown, "status_counts": counts})
 
     monkeypatch.setattr(LabClient, "list_runs", with_failure)
