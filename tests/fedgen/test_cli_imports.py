@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # child interpreters
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,6 +19,7 @@ from tests.support.datafiles import MNIST_FILES, write_mnist_like
 from tests.support.needs import needs
 
 
+@pytest.mark.slow  # reads a real dataset twice
 def test_mnist_plain_matches_torchvision(tmp_path: Path) -> None:
     import torchvision
     from torchvision import transforms

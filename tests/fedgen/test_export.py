@@ -35,7 +35,10 @@ from tests.support.factories import create_run, create_user
 from worker.execution import execute_run
 
 # The server side is backend-agnostic here (one GET); SQLite keeps the real run quick.
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+pytestmark = [
+    pytest.mark.parametrize("db_url", ["sqlite"], indirect=True),
+    pytest.mark.slow,  # real runs exported and rerun
+]
 
 
 @pytest.fixture

@@ -57,6 +57,7 @@ def folder_spec(
     return parse_spec({**base, **over})
 
 
+@pytest.mark.slow  # real training / a child process
 @pytest.mark.parametrize("layout", ["npz", "imagefolder"])
 def test_a_three_class_folder_dataset_runs_to_the_end(tmp_path: Path, layout: str) -> None:
     """A run on a 3-class folder dataset finishes; the model is built for its 1x16x16 images."""
@@ -151,6 +152,7 @@ def test_spec_rules_of_the_folder_section() -> None:
     )
 
 
+@pytest.mark.slow  # real training / a child process
 def test_checking_a_folder_does_not_import_torch(tmp_path: Path) -> None:
     """`fedgen validate` stays torch-free with a folder dataset (both layouts checked)."""
     write_npz(tmp_path / "npz", n_train=9, n_test=3)

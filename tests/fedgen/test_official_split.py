@@ -55,6 +55,7 @@ def _fashion_mnist() -> Any:
         needs(False, "Fashion-MNIST (apt-get install dataset-fashion-mnist)")
 
 
+@pytest.mark.slow  # a child process
 def test_cli_json_reproduces_the_official_test_vector(tmp_path, capsys) -> None:
     """`fedgen partition SPEC --json` under the official profile gives the vector, 20/20 users."""
     path = _vector_path()

@@ -69,6 +69,7 @@ def _fedgen(*args: str, path: str, code: str | None = None) -> subprocess.Comple
     )
 
 
+@pytest.mark.slow  # pip and child processes
 def test_cli_lists_and_validates_the_installed_plugin(site: Path, tmp_path: Path) -> None:
     # Prepare
     spec = tmp_path / "spec.yaml"
@@ -108,6 +109,7 @@ def test_cli_lists_and_validates_the_installed_plugin(site: Path, tmp_path: Path
     assert "algorithm.fedavg-decay.server_lr: Input should be greater than 0" in invalid.stderr
 
 
+@pytest.mark.slow  # pip and child processes
 def test_broken_plugin_is_reported_and_builtins_still_run(
     site: Path, broken: Path, tmp_path: Path
 ) -> None:

@@ -96,6 +96,7 @@ CASES: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow  # real training to measure checkpoints
 @pytest.mark.parametrize("overrides", CASES, ids=lambda o: str(o) or "fedavg")
 def test_estimate_is_at_most_ten_percent_above_the_real_checkpoint(
     overrides: dict[str, Any],
@@ -106,6 +107,7 @@ def test_estimate_is_at_most_ten_percent_above_the_real_checkpoint(
     assert real <= estimate <= 1.1 * real, (real, estimate)
 
 
+@pytest.mark.slow  # real training to measure checkpoints
 @pytest.mark.skipif(not FASHION.is_dir(), reason="no Fashion-MNIST in /usr/share/datasets")
 @pytest.mark.parametrize("algorithm", ["fedavg", "fedgen"])
 def test_estimate_on_fashion_mnist_shape(algorithm: str) -> None:

@@ -205,6 +205,7 @@ def test_versions_without_importing_torch() -> None:
     assert versions()["python"] == fresh["python"]
 
 
+@pytest.mark.slow  # a child process
 def test_versions_of_a_run_name_its_cpu_kernels() -> None:
     """Once torch is loaded (a run), the record names the CPU kernels torch picked, which
     decide the last bits of a CPU run; ATEN_CPU_CAPABILITY overrides them."""

@@ -53,6 +53,7 @@ def test_common_final_round() -> None:
 @pytest.mark.parametrize(
     ("timing", "final_round"), [("before_training", 3), ("after_aggregation", 4)]
 )
+@pytest.mark.slow  # real training
 def test_run_summary_uses_only_the_evaluated_rounds(timing: str, final_round: int) -> None:
     """The runner's summary: final, best and top-5 over the rounds the protocol evaluates."""
     sink = MemorySink()

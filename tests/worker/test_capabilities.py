@@ -137,6 +137,7 @@ def test_a_run_that_downloads_or_names_its_root_may_go_to_any_worker(
     assert str(local.id) not in sent
 
 
+@pytest.mark.slow  # real runs
 def test_no_worker_on_the_queue_is_a_reason_too(
     session: Session, client: TestClient, auth: dict[str, str]
 ) -> None:
@@ -164,6 +165,7 @@ def test_a_run_sent_to_a_dead_worker_moves_to_a_live_one(
     assert _sent(session, settings) == [(str(run.id), "worker.b@h2")]
 
 
+@pytest.mark.slow  # real runs
 def test_a_worker_that_cannot_load_the_dataset_hands_the_run_back(
     session: Session,
     factory: sessionmaker[Session],

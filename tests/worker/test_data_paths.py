@@ -97,6 +97,7 @@ def test_a_named_root_without_the_files_never_succeeds(
     assert row.current_round is None or row.current_round < 0
 
 
+@pytest.mark.slow  # real training
 def test_a_run_records_the_files_it_read(
     session: Session,
     factory: sessionmaker[Session],

@@ -88,6 +88,7 @@ def test_embedded_is_an_sqlite_database_or_the_sqlite_broker(
         ({"FEDGEN_DATABASE_URL": PG}, ["FEDGEN_BROKER_URL is not set"]),
     ],
 )  # fmt: skip
+@pytest.mark.slow  # child processes
 def test_worker_refuses_the_embedded_lab_without_a_traceback(
     env: dict[str, str], tmp_path: Path, urls: dict[str, str], says: list[str]
 ) -> None:

@@ -68,6 +68,7 @@ def _row(session: Session, rid: Any) -> Run:
     return row
 
 
+@pytest.mark.slow  # real runs
 def test_out_of_memory_goes_back_once_to_a_bigger_gpu_then_fails(
     session: Session,
     factory: sessionmaker[Session],

@@ -49,6 +49,7 @@ class _LoseDataAfter:
 
 
 # The real runner once is enough (the Postgres path of the same writes: tests/worker/test_oom.py).
+@pytest.mark.slow  # real training
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_real_run_records_its_cost_and_a_resume_adds_to_it(
     factory: sessionmaker[Session], session: Session, settings: Settings

@@ -51,6 +51,7 @@ def test_fedgen_run_threads_is_recorded(tmp_path: Path, threads: int) -> None:
     assert info["versions"]["torch_threads"] == str(threads)
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("bad", ["0", "two"])
 def test_fedgen_run_bad_threads_names_the_flag(tmp_path: Path, bad: str) -> None:
     """--threads below 1 or not a number: a usage error naming threads, no traceback."""
