@@ -3,8 +3,9 @@
 - `ExperimentSpecInput`: fedgen.spec.ExperimentSpec's input schema (mode="validation":
   every field optional, defaults fill in), with its sections as components; each algorithm
   variant requires its `name` (the discriminator).
-- `SweepGrid`: dotted spec field -> list of values, one property per field; with an
-  `algorithm` key, `algorithm.<param>` only where every algorithm listed has that parameter.
+- `SweepGridFields`: dotted spec field -> list of values, one property per field.
+- `SweepGrid`: those fields, and with an `algorithm` key, `algorithm.<param>` only where every
+  algorithm listed has that parameter.
 - `SweepCreate`: without one, only where the base's algorithm has it (FedAvg by default).
 - `SpecChanges`: a clone's changes (the spec's schema; `algorithm` may omit `name`).
 - `limit` query parameters: maximum = FEDGEN_MAX_PAGE_SIZE of this app.
@@ -93,8 +94,11 @@ def _algorithm_rule(algorithm: dict[str, Any], defs: dict[str, Any]) -> list[dic
     One branch per set of algorithms S (the sets of a parameter's owners, all algorithms, and
     their intersections): `algorithm` lists only S's names or mappings, and the parameters
     some algorithm of S lacks are absent. Plus a branch without `algorithm` (the base's
-    algorithm decides, a rule the API checks). This is exact, and unlike one `dependentSchemas`
-    entry per parameter it stays small enough for generators (Schemathesis) to use.
+    algorithm decides, a rule the API checks). This is exact. It sits beside a `$ref` to the
+    fields (`_grid`), never inline with them: Schemathesis' canonical form (jsonschema_rs)
+    intersects inline properties with every branch at once, and past about ten branches of
+    this grid's ninety fields gives up (any form: `anyOf`, `if`/`then`, `dependentSchemas`);
+    behind the `$ref` it intersects the fields with the one branch it draws from.
     """
     mapping, has = _parameters_by_algorithm(algorithm, defs)
     params = sorted(set().union(*has.values()))
@@ -107,8 +111,13 @@ def _algorithm_rule(algorithm: dict[str, Any], defs: dict[str, Any]) -> list[dic
     ]
     for algos in sorted(sets, key=lambda a: (-len(a), sorted(a))):
         names = sorted(algos)
+        # Names only: the property's own schema already holds each mapping to its params model
+        # (every one requires `name`), and $refs here grow the rule past what generators expand.
         listed = {
-            "anyOf": [{"type": "string", "enum": names}, *({"$ref": mapping[n]} for n in names)]
+            "anyOf": [
+                {"type": "string", "enum": names},
+                {"type": "object", "required": ["name"], "properties": {"name": {"enum": names}}},
+            ]
         }
         absent = {f"algorithm.{p}": False for p in params if not algos <= owners[p]}
         branches.append(
@@ -158,9 +167,10 @@ def _base_algorithm_rule(algorithm: dict[str, Any], defs: dict[str, Any]) -> lis
     return branches
 
 
-def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """One property per dotted field: a non-empty list of that field's values; with an
-    `algorithm` key, only parameters every listed algorithm has (`_algorithm_rule`)."""
+def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(SweepGridFields: one property per dotted field, a non-empty list of that field's values;
+    SweepGrid: those fields by `$ref`, and with an `algorithm` key only parameters every listed
+    algorithm has (`_algorithm_rule`))."""
     fields: dict[str, dict[str, Any]] = {}
     rule: list[dict[str, Any]] = []
     for name, prop in spec["properties"].items():
@@ -179,7 +189,18 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
                 fields[f"{name}.{sub}"] = {k: v for k, v in ss.items() if k != "default"}
         else:
             fields[name] = {k: v for k, v in prop.items() if k != "default"}
-    return {
+    fields_schema = {
+        "title": "SweepGridFields",
+        "description": "Dotted spec field -> the values it takes, each field alone.",
+        "type": "object",
+        "maxProperties": MAX_GRID_KEYS,
+        "additionalProperties": False,
+        "properties": {
+            k: {"type": "array", "minItems": 1, "maxItems": MAX_SWEEP_RUNS, "items": v}
+            for k, v in fields.items()
+        },
+    }
+    return fields_schema, {
         "title": "SweepGrid",
         "description": (
             "Dotted spec field -> the values it takes; runs are the cartesian product (at most "
@@ -190,13 +211,7 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             'fields ("partition.alpha,local_steps") is one axis whose values are lists, one '
             "value per field."
         ),
-        "type": "object",
-        "maxProperties": MAX_GRID_KEYS,
-        "additionalProperties": False,
-        "properties": {
-            k: {"type": "array", "minItems": 1, "maxItems": MAX_SWEEP_RUNS, "items": v}
-            for k, v in fields.items()
-        },
+        "allOf": [{"$ref": REF.format(model="SweepGridFields")}],
         "anyOf": rule,
     }
 
@@ -218,7 +233,7 @@ def build_openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
             raise RuntimeError(f"OpenAPI component {name} defined twice")
         components[name] = schema
     components["ExperimentSpecInput"] = spec
-    components["SweepGrid"] = _grid(copy.deepcopy(spec), defs)
+    components["SweepGridFields"], components["SweepGrid"] = _grid(copy.deepcopy(spec), defs)
     components["SweepCreate"]["anyOf"] = _base_algorithm_rule(spec["properties"]["algorithm"], defs)
     components["SpecChanges"] = _changes(spec, defs)
     # FastAPI's own 422 models are unused: every route documents the body it sends.

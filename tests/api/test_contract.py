@@ -179,7 +179,7 @@ def test_openapi_documents_spec_limits_and_media_types(client) -> None:
     schemas = doc["components"]["schemas"]
     assert "rounds" in schemas["ExperimentSpecInput"]["properties"]
     assert not schemas["ExperimentSpecInput"].get("required")  # partial specs are accepted
-    assert "partition.alpha" in schemas["SweepGrid"]["properties"]
+    assert "partition.alpha" in schemas["SweepGridFields"]["properties"]
     runs = doc["paths"][f"{API}/runs"]
     (limit,) = [p for p in runs["get"]["parameters"] if p["name"] == "limit"]
     assert limit["schema"]["maximum"] == client.app.state.settings.max_page_size

@@ -165,7 +165,7 @@ def test_rest_schema_lists_the_plugin(client: TestClient, auth: dict[str, str]) 
     mapping = components["ExperimentSpecInput"]["properties"]["algorithm"]["discriminator"]
     assert mapping["mapping"]["fedavg-decay"] == "#/components/schemas/FedAvgDecayParams"
     assert components["FedAvgDecayParams"]["properties"]["server_lr_decay"]["maximum"] == 1
-    grid = components["SweepGrid"]["properties"]
+    grid = components["SweepGridFields"]["properties"]
     assert "algorithm.server_lr_decay" in grid
     assert bad.status_code == 422
     assert "algorithm.fedavg-decay.server_lr_decay" in bad.text
