@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,18 +98,32 @@ def _alive(pid: int) -> bool:
 def test_timeout_stops_schemathesis_and_cleans_up(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Past --timeout-s: exit 124, what Schemathesis printed so far shown, schema and folder gone."""
+    """Past --timeout-s: exit 124, what Schemathesis printed so far shown, schema and folder gone.
+
+    A stand-in prints Schemathesis' banner and hangs: the real one, under load, may take longer
+    than the timeout just to start, and a run that never printed shows no streaming."""
     needs(_postgres_up(), f"PostgreSQL at {contract.PG_BASE}")
     # Prepare
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    stand_in = tmp_path / "schemathesis"
+    stand_in.write_text('#!/bin/sh\necho "Schemathesis v0 (stand-in)"\nexec sleep 600\n')
+    stand_in.chmod(0o755)
+    which = shutil.which
+    monkeypatch.setattr(
+        shutil,
+        "which",
+        lambda name, **kw: str(stand_in) if name == "schemathesis" else which(name, **kw),
+    )
     # Execute
-    rc = contract.main(["--max-examples", "30", "--timeout-s", "3"])
+    rc = contract.main(["--max-examples", "30", "--timeout-s", "5"])
     out = capsys.readouterr().out
     # Assert
     schema, home = _scratch(out)
     assert rc == contract.TIMED_OUT, out[-3000:]
-    assert "Schemathesis v" in out  # streamed before the timeout, not lost in a buffer
-    assert "did not finish within 3 s" in out
+    assert "Schemathesis v0 (stand-in)" in out  # streamed before the timeout, not in a buffer
+    assert "did not finish within 5 s" in out
     assert not _schema_exists(schema)
     assert not home.exists()
     assert not _alive(_api_pid(out))
