@@ -25,6 +25,7 @@ from api.errors import FieldErrors
 from api.schemas.annotations import AnnotationsUpdate
 from api.schemas.runs import RunPublic
 from fedgen.data.roots import allowed_roots, data_path_problems
+from fedgen.execution_spec import with_new_run_defaults
 from fedgen.sizes import checkpoint_estimate, format_bytes
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
@@ -263,8 +264,10 @@ def submit_sweep(
     *,
     priority: str = "normal",
 ) -> tuple[Sweep, list[Run]]:
-    """Expand the grid (all specs validated first), insert sweep and runs, commit, dispatch."""
+    """Expand the grid (all specs validated first), insert sweep and runs, commit, dispatch.
+    A base that names no `execution` gets the lab's default for new runs (`auto`)."""
     check_priority(sub.user, priority)
+    base = with_new_run_defaults(base)
     try:
         sweep_spec = SweepSpec(name=name, base=base, grid=grid)
         specs = expand(sweep_spec, strict=True)

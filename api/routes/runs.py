@@ -25,6 +25,7 @@ from api.schemas.annotations import AnnotationsUpdate
 from api.schemas.base import NO_NUL, IsoDatetime
 from api.schemas.errors import AUTHED, BODY, error_responses
 from api.schemas.runs import RunClone, RunCreate, RunPublic, RunsPublic
+from fedgen.execution_spec import with_new_run_defaults
 from fedgen.status import RunStatus
 from lab import trash
 from lab.models import Run
@@ -66,7 +67,8 @@ WHERE_DOC = (
 @router.post("", status_code=status.HTTP_202_ACCEPTED, responses=error_responses(*AUTHED, *BODY))
 def submit_run(body: RunCreate, sub: SubmitterDep) -> RunPublic:
     """Validate a spec, queue a run for it (at `priority`; high: admins only)."""
-    run = service.submit_run(sub, service.validate_spec(body.spec), priority=body.priority)
+    spec = service.validate_spec(with_new_run_defaults(body.spec))
+    run = service.submit_run(sub, spec, priority=body.priority)
     return service.runs_public(sub.session, [run], sub.settings)[0]
 
 

@@ -128,3 +128,25 @@ def test_clone_with_changes(
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["field"] == "changes.rounds"
     assert len(enqueued) == 2
+
+
+def test_a_new_run_that_names_no_execution_gets_auto_and_one_that_does_keeps_it(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """`auto` is the lab's default for new runs (issue 33); a named execution is kept, and a
+    sweep's base gets the same default."""
+    unnamed = client.post(f"{API}/runs", json={"spec": make_spec(seed=1)}, headers=auth).json()
+    named = client.post(
+        f"{API}/runs", json={"spec": {**make_spec(seed=2), "execution": "sequential"}}, headers=auth
+    ).json()
+    sweep = client.post(
+        f"{API}/sweeps",
+        json={"name": "s", "base": make_spec(), "grid": {"seed": [0, 1]}},
+        headers=auth,
+    )
+    assert unnamed["spec"]["execution"] == "auto"
+    assert "execution" not in named["spec"]  # sequential dumps without the field (old hashes)
+    assert sweep.status_code == 202, sweep.text
+    run_ids = sweep.json()["run_ids"]
+    specs = [client.get(f"{API}/runs/{i}", headers=auth).json()["spec"] for i in run_ids]
+    assert [s["execution"] for s in specs] == ["auto", "auto"]
