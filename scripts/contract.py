@@ -35,7 +35,7 @@ from types import FrameType
 from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
-HOOKS = ROOT / "tests" / "api" / "contract_hooks.py"
+HOOKS = ROOT / "scripts" / "contract_hooks.py"
 PG_BASE = os.environ.get(
     "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )

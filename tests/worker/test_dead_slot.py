@@ -24,8 +24,6 @@ from tests.support.factories import create_run, create_user
 from tests.support.procs import wait_for as _wait
 from tests.support.workers import slot_pids, start_worker
 
-__all__ = ["pg_lab"]  # the fixture, shared with test_slots.py
-
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 HEARTBEAT_S, REAPER_S, LEASE_S = 1, 1, 600
