@@ -66,8 +66,11 @@ def me(url: str, token: str) -> UserPublic:
 # Kept a minute: a plugin installed on the server shows up on the pages within one.
 @st.cache_data(ttl=60, show_spinner=False)
 def spec_source(url: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(GET /spec/defaults, GET /spec/schema): the one source of the Submit form's fields."""
-    return _call(url, token, lambda c: (c.spec_defaults(), c.spec_schema()))
+    """(the form's start: GET /spec/defaults with the new-run defaults, GET /spec/schema):
+    the one source of the Submit form's fields."""
+    from dashboard.spec_form import form_start
+
+    return _call(url, token, lambda c: (form_start(c.spec_defaults()), c.spec_schema()))
 
 
 @st.cache_data(ttl=60, show_spinner=False)

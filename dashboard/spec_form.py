@@ -1,11 +1,12 @@
 """The Submit form's fields, built from the spec's own JSON schema and defaults (what the
 form's values become, a spec or a sweep: dashboard.spec_build).
 
-One set of defaults: the form starts from `GET /spec/defaults` (the spec an empty
-submission gets, equal to `fedgen validate` of an empty file) and takes its fields from
+One set of defaults: the form starts from `GET /spec/defaults` (equal to `fedgen validate`
+of an empty file) with the lab's defaults for new runs laid over it (`form_start`:
+`execution: auto`, as POST /runs gives a spec that names none) and takes its fields from
 `GET /spec/schema`: choices from the schema's enums (the spec's Literals), bounds from its
-Fields, help from their descriptions. An untouched form therefore submits exactly the
-defaults. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
+Fields, help from their descriptions. An untouched form therefore submits exactly what an
+empty submission gets. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
 are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`; the
 `data.folder` section's fields belong to `data.name` 'folder' the same way (`only_of`, from
 the schema's if/then rule: dashboard.spec_form_folder), and data.synthetic_* to 'synthetic'
@@ -36,6 +37,7 @@ from dashboard.spec_form_folder import (
     single_option,
 )
 from fedgen import paper
+from fedgen.execution_spec import with_new_run_defaults
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
 from fedgen.specdict import get_dotted
@@ -59,6 +61,7 @@ MAIN: dict[str, str] = {
     "batch_size": "run",
     "lr": "run",
     "seed": "run",
+    "execution": "run",
 }
 # Algorithm parameters that stay in the Algorithm column (the rest of them: Advanced).
 MAIN_ALGORITHM_PARAMS = ("mu", "variant", "reg_alpha", "preset", "gen_batch_size", "proxy")
@@ -303,6 +306,15 @@ def _leaf(
     )
     described = str(prop.get("description") or body.get("description") or "")
     return replace(field, help=help_text(field, described))
+
+
+def form_start(defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec the form starts from: GET /spec/defaults (the schema's defaults, what
+    `fedgen validate` of an empty file gives) with the lab's defaults for new runs, which
+    POST /runs writes into a spec that does not name them (`execution: auto`:
+    fedgen.execution_spec). An untouched form therefore stores what an empty POST /runs
+    stores, and shows the execution a new run gets."""
+    return dict(with_new_run_defaults(dict(defaults)))
 
 
 def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[FormField]:

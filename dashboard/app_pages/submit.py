@@ -1,8 +1,9 @@
 """Submit: a form built from the spec's schema, starting from the server's defaults; a run or a sweep.
 
-The form starts from GET /spec/defaults (what an empty submission gets, equal to `fedgen
-validate` of an empty file) and is generated from GET /spec/schema, so an untouched form
-submits exactly the defaults. Only the chosen algorithm's parameters are shown, and the
+The form starts from GET /spec/defaults (equal to `fedgen validate` of an empty file) with
+the lab's new-run defaults over it (`execution: auto`: dashboard.spec_form.form_start) and is
+generated from GET /spec/schema, so an untouched form submits exactly what an empty
+submission gets. Only the chosen algorithm's parameters are shown, and the
 folder's fields (data.folder: path, classes as a count or names, channels, image size) only
 for the `folder` dataset, the synthetic samples and classes only for `synthetic`
 (FormField.only, dashboard.spec_form_folder); every other spec field is under "Advanced".

@@ -32,7 +32,9 @@ def _cli_defaults(tmp_path: Path) -> dict[str, Any]:
 def test_untouched_form_submits_the_rest_and_cli_defaults(
     app_path: str, lab_env: dict[str, Any], lab: Lab, tmp_path: Path
 ) -> None:
-    """Submit the form untouched: the stored spec equals GET /spec/defaults and the CLI's, field by field."""
+    """Submit the form untouched: the stored spec is what an empty POST /runs stores (the
+    new-run default `execution: auto` written in), and otherwise GET /spec/defaults' and the
+    CLI's, field by field."""
     # Prepare
     at = open_page(app_path, "app_pages/submit.py")
     shown = yaml.safe_load(at.code[0].value)
@@ -44,15 +46,23 @@ def test_untouched_form_submits_the_rest_and_cli_defaults(
     with lab.client() as c:
         stored = c.get(f"/runs/{run_id}").json()["spec"]
         rest = c.get("/spec/defaults").json()["spec"]
+        empty = c.post("/runs", json={"spec": {}}).raise_for_status().json()
         c.delete(f"/runs/{run_id}")  # the session's lab keeps its seeded run counts
+        c.delete(f"/runs/{empty['id']}")
     cli = _cli_defaults(tmp_path)
-    form, api, cmd = flatten(stored), flatten(rest), flatten(cli)
+    assert stored == empty["spec"]
+    assert stored["execution"] == "auto"  # the lab's default for a new run, not the schema's
+    form = flatten({k: v for k, v in stored.items() if k != "execution"})
+    api, cmd = flatten(rest), flatten(cli)
+    # Both at the schema's default, sequential, which a spec dumps without.
+    assert "execution" not in api
+    assert "execution" not in cmd
     assert sorted(form) == sorted(api) == sorted(cmd)
     for field in api:
         assert form[field] == api[field] == cmd[field], field
-    # The YAML shown before submitting is what was sent: the defaults less the fields whose
-    # default is null (the API fills those in, as the stored spec above shows).
-    assert flatten(shown) == {k: v for k, v in api.items() if v is not None}
+    # The YAML shown before submitting is what was sent: the stored spec less the fields
+    # whose default is null (the API fills those in, as the stored spec above shows).
+    assert flatten(shown) == {k: v for k, v in flatten(stored).items() if v is not None}
 
 
 def test_form_shows_the_chosen_algorithms_params_and_every_field(

@@ -19,7 +19,9 @@ from dashboard.spec_build import (
 )
 from dashboard.spec_form import (
     HELP,
+    FormField,
     fields_from_schema,
+    form_start,
     parse_list,
     split_errors,
     text_field,
@@ -31,9 +33,19 @@ from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import flatten, get_dotted
 from fedgen.sweep import SweepSpec, expand
 
-DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
+# What the form starts from: GET /spec/defaults (the schema's defaults) with the new-run defaults.
+SCHEMA_DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
+DEFAULTS = form_start(SCHEMA_DEFAULTS)
 FIELDS = fields_from_schema(ExperimentSpec.model_json_schema(), DEFAULTS)
+# Parameters that algorithms name alike with different schemas (FedProx's and MOON's mu) are
+# one field each: look those up with `param`.
 BY_PATH = {f.path: f for f in FIELDS}
+
+
+def param(name: str, algorithm: str) -> FormField:
+    """The form's field for `algorithm`'s parameter `name`."""
+    (found,) = [f for f in FIELDS if f.path == f"algorithm.{name}" and algorithm in f.only]
+    return found
 
 
 def test_fields_cover_every_spec_field() -> None:
@@ -56,8 +68,28 @@ def test_fields_take_choices_and_bounds_from_the_schema() -> None:
     assert BY_PATH["algorithm.gen_batch_size"].only == ("fedgen",)
     assert BY_PATH["algorithm.reg_alpha"].only == ("feddistill", "feddistill-plus")
     assert "heldout" in BY_PATH["algorithm.proxy"].choices
-    assert applies(BY_PATH["algorithm.mu"], {"algorithm.name": ["fedprox"]})
-    assert not applies(BY_PATH["algorithm.mu"], {"algorithm.name": ["fedgen"]})
+    mu = param("mu", "fedprox")
+    assert applies(mu, {"algorithm.name": ["fedprox"]})
+    assert not applies(mu, {"algorithm.name": ["fedgen"]})
+    assert not applies(mu, {"algorithm.name": ["moon"]})  # MOON's μ is its own field
+    assert (mu.default, param("mu", "moon").default) == (
+        parse_spec({"algorithm": {"name": "fedprox"}}).algorithm.model_dump()["mu"],
+        parse_spec({"algorithm": {"name": "moon"}}).algorithm.model_dump()["mu"],
+    )
+
+
+def test_execution_is_picked_in_the_form_and_starts_at_the_new_run_default() -> None:
+    """`execution` offers the schema's three choices in the Training column and starts at
+    what POST /runs gives a new run that names none, not at the schema's default (which
+    stays `sequential` so that old specs keep their hashes)."""
+    execution = BY_PATH["execution"]
+    assert set(execution.choices) == {"sequential", "batched", "auto"}
+    assert execution.section == "run"
+    assert "execution" not in SCHEMA_DEFAULTS  # dumped without it at the schema's default
+    assert execution.default == "auto"
+    assert build_spec({}, FIELDS, DEFAULTS)["execution"] == "auto"
+    chosen = build_spec({"execution": "batched"}, FIELDS, DEFAULTS)
+    assert parse_spec(chosen).execution == "batched"
 
 
 def _nulls(d: Any) -> list[str]:
@@ -329,4 +361,11 @@ def test_help_is_written_once() -> None:
     """HELP fills only fields whose spec Field has no description: a description added to
     fedgen/spec.py wins, and this fails until the copy here is removed."""
     assert set(HELP) <= set(BY_PATH)
-    assert [p for p in HELP if not BY_PATH[p].help.startswith(HELP[p])] == []
+    # A path several algorithms share (temperature: FedDF's without a description, MOON's
+    # with one) keeps its HELP entry while one of its fields has no description.
+    unused = [
+        p for p in HELP if not any(f.path == p and f.help.startswith(HELP[p]) for f in FIELDS)
+    ]
+    assert unused == []
+    described = [f.path for f in FIELDS if f.path in HELP and not f.help.startswith(HELP[f.path])]
+    assert described == ["algorithm.temperature"]  # MOON's τ: its own description wins
