@@ -38,14 +38,8 @@ from fedgen.events import RoundEvent, RunInfo, RunSummary
 from fedgen.execution_spec import with_new_run_defaults
 from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, clear_run, latest_full_checkpoint, run_files
-from fedgen.spec import (
-    MAX_ROUNDS,
-    ExperimentSpec,
-    SpecError,
-    load_spec,
-    load_spec_data,
-    parse_spec,
-)
+from fedgen.spec import ExperimentSpec, SpecError, load_spec, load_spec_data, parse_spec
+from fedgen.spec_base import MAX_ROUNDS
 from fedgen.stats import format_acc
 from fedgen.sweep import SweepSpec, expand
 

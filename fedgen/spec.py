@@ -13,7 +13,7 @@ each knob's field to the spec section it lives in (`FidelitySpec`, FedGen's
 resolves them against `fidelity.profile`; docs/fidelity.md has the table.
 
 The `data` section lives in `fedgen.data_spec`, the hard limits, the strict base model and
-`CrossFieldError` in `fedgen.spec_base`; this module re-exports them (`__all__`).
+`CrossFieldError` in `fedgen.spec_base` (import them from there).
 """
 
 from __future__ import annotations
@@ -38,11 +38,7 @@ from pydantic import (
 
 from fedgen.algorithms.registry import AlgorithmField, sharing_predictor
 from fedgen.data_spec import (
-    DATASET_NAMES,
-    ClassName,
-    DatasetName,
     DataSpec,
-    FolderSpec,
     ProxyName,
 )
 from fedgen.execution_spec import (
@@ -55,7 +51,6 @@ from fedgen.execution_spec import (
 from fedgen.knobs import Home, knob_fields, knobs_in
 from fedgen.spec_base import (
     MAX_BATCH,
-    MAX_CLASSES,
     MAX_DIM,
     MAX_LOCAL_STEPS,
     MAX_ROUNDS,
@@ -66,21 +61,9 @@ from fedgen.spec_base import (
 )
 
 __all__ = [
-    "DATASET_NAMES",
-    "MAX_BATCH",
-    "MAX_CLASSES",
-    "MAX_DIM",
-    "MAX_LOCAL_STEPS",
-    "MAX_ROUNDS",
-    "MAX_SEED",
-    "MAX_USERS",
     "NOT_FINITE",
     "AlgorithmParams",
     "AlgorithmSpec",
-    "ClassName",
-    "CrossFieldError",
-    "DataSpec",
-    "DatasetName",
     "ExperimentSpec",
     "FedAvgParams",
     "FedDFParams",
@@ -89,13 +72,10 @@ __all__ = [
     "FedEnsembleParams",
     "FedGenParams",
     "FidelitySpec",
-    "FolderSpec",
     "GeneratorPreset",
     "ModelSpec",
     "PartitionSpec",
-    "ProxyName",
     "SpecError",
-    "StrictModel",
     "format_validation_error",
     "load_spec",
     "load_spec_data",

@@ -38,7 +38,8 @@ from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.shared import Tensors
 from fedgen.data.datasets import load_dataset
-from fedgen.spec import DataSpec, FedDFParams
+from fedgen.data_spec import DataSpec
+from fedgen.spec import FedDFParams
 
 
 class FedDF(Algorithm[FedDFParams]):

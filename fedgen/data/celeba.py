@@ -27,7 +27,8 @@ from fedgen.data.common import (
     torchvision_download,
     tree_record,
 )
-from fedgen.spec import DataSpec, PartitionSpec
+from fedgen.data_spec import DataSpec
+from fedgen.spec import PartitionSpec
 
 CELEBA_IMAGE_SIZE = 84
 CELEBA_MIN_IMAGES = 5

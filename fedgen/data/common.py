@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedgen.spec import DataSpec
+from fedgen.data_spec import DataSpec
 
 if TYPE_CHECKING:  # tensors only in annotations: `fedgen validate` imports this without torch
     import torch

@@ -49,7 +49,8 @@ from fedgen.data.locate import IDX as _IDX
 from fedgen.data.locate import find_files as _find_files
 from fedgen.data.registry import get_dataset
 from fedgen.data.synthetic import make_synthetic
-from fedgen.spec import DataSpec, PartitionSpec
+from fedgen.data_spec import DataSpec
+from fedgen.spec import PartitionSpec
 
 __all__ = ["load_dataset", "read_idx"]
 

@@ -40,7 +40,8 @@ from fedgen.data.common import (
     tree_record,
 )
 from fedgen.data.registry import DatasetDecl, Shape
-from fedgen.spec import DataSpec, FolderSpec, PartitionSpec
+from fedgen.data_spec import DataSpec, FolderSpec
+from fedgen.spec import PartitionSpec
 
 if TYPE_CHECKING:
     import torch

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fedgen.data.common import DatasetTensors
-    from fedgen.spec import DataSpec, PartitionSpec
+    from fedgen.data_spec import DataSpec
+    from fedgen.spec import PartitionSpec
 
 Shape = tuple[int, int, int]  # (channels, height, width)
 Loader = Callable[["DataSpec", "PartitionSpec"], "DatasetTensors"]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fedgen.data.common import default_root
-from fedgen.spec import DataSpec
+from fedgen.data_spec import DataSpec
 
 ENV = "FEDGEN_DATA_ROOTS"
 DEBIAN_DATASETS = Path("/usr/share/datasets")

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fedgen.data.registry import dataset_names
 from fedgen.data_spec import StudyDatasetName
-from fedgen.spec import MAX_ROUNDS, ExperimentSpec
+from fedgen.spec import ExperimentSpec
+from fedgen.spec_base import MAX_ROUNDS
 from fedgen.studies.costs import estimate_cpu_s
 from fedgen.studies.layouts import (
     Layout,

@@ -13,7 +13,7 @@ from fedgen.data import datasets as dsmod
 from fedgen.data.common import DatasetError
 from fedgen.data.datasets import load_dataset
 from fedgen.data.roots import DEBIAN_DATASETS, allowed_roots, data_path_problems, resolve_inside
-from fedgen.spec import DataSpec, FolderSpec
+from fedgen.data_spec import DataSpec, FolderSpec
 from tests.support.datafiles import MNIST_FILES, write_mnist_like
 
 

@@ -21,8 +21,9 @@ from fedgen.data.registry import (
     register_dataset,
     unregister_dataset,
 )
+from fedgen.data_spec import DataSpec
 from fedgen.sizes import checkpoint_estimate, input_shape
-from fedgen.spec import DataSpec, ExperimentSpec, PartitionSpec, SpecError, parse_spec
+from fedgen.spec import ExperimentSpec, PartitionSpec, SpecError, parse_spec
 
 API = "/api/v1"
 BUILTIN_NAMES = ("mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic", "folder")

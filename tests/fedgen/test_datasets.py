@@ -14,7 +14,8 @@ from fedgen.data.common import DatasetError
 from fedgen.data.datasets import load_dataset
 from fedgen.data.locate import DEBIAN_FASHION_MNIST
 from fedgen.data.partition import build_partition
-from fedgen.spec import DataSpec, PartitionSpec
+from fedgen.data_spec import DataSpec
+from fedgen.spec import PartitionSpec
 from tests.support.datafiles import MNIST_FILES, write_mnist_like
 from tests.support.needs import needs
 

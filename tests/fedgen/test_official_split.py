@@ -31,8 +31,9 @@ from fedgen.data.partition import (
     official_partition,
     per_user_test_split,
 )
+from fedgen.data_spec import DataSpec
 from fedgen.fidelity import resolve
-from fedgen.spec import DataSpec, PartitionSpec, parse_spec
+from fedgen.spec import PartitionSpec, parse_spec
 from tests.support.needs import needs
 
 VECTOR = "shared/reference/official-split/fashion-mnist-u20-alpha1.0-ratio0.5.json"

@@ -19,7 +19,8 @@ from fedgen.data.partition import (
     group_partition,
     per_user_test_split,
 )
-from fedgen.spec import DataSpec, PartitionSpec
+from fedgen.data_spec import DataSpec
+from fedgen.spec import PartitionSpec
 
 # 10 classes x 100 train samples, 10 classes x 23 test samples, interleaved.
 TRAIN_Y = np.arange(1000) % 10
