@@ -45,10 +45,13 @@ class Alternative:
 
 @dataclass(frozen=True)
 class FieldShape:
-    """What one dotted spec field may hold; `children` are the names under an object."""
+    """What one dotted spec field may hold; `children` are the names under an object;
+    `everywhere`: every spec has it (not only some algorithms' specs: algorithm.alpha is
+    FedDyn's)."""
 
     alternatives: tuple[Alternative, ...]
     children: tuple[str, ...] = ()
+    everywhere: bool = True
 
 
 def known_fields() -> Mapping[str, FieldShape]:
@@ -93,17 +96,23 @@ def _alternative(node: dict[str, Any]) -> Alternative:
 
 
 def _walk(
-    nodes: list[dict[str, Any]], defs: dict[str, Any], path: str, out: dict[str, FieldShape]
+    nodes: list[dict[str, Any]],
+    defs: dict[str, Any],
+    path: str,
+    out: dict[str, FieldShape],
+    everywhere: bool = True,
 ) -> None:
     flat = _flatten(nodes, defs)
     merged: dict[str, list[dict[str, Any]]] = {}
-    for node in flat:  # an object's fields: every alternative's (the algorithms' union)
-        for name, sub in node.get("properties", {}).items():
+    objects = [n for n in flat if "properties" in n]
+    for node in objects:  # an object's fields: every alternative's (the algorithms' union)
+        for name, sub in node["properties"].items():
             merged.setdefault(name, []).append(sub)
     alternatives = tuple(dict.fromkeys(_alternative(n) for n in flat))
-    out[path] = FieldShape(alternatives, tuple(merged))
+    out[path] = FieldShape(alternatives, tuple(merged), everywhere)
     for name, subs in merged.items():
-        _walk(subs, defs, f"{path}.{name}" if path else name, out)
+        always = everywhere and all(name in n["properties"] for n in objects)
+        _walk(subs, defs, f"{path}.{name}" if path else name, out, always)
 
 
 def _holds(alt: Alternative, value: Scalar) -> bool:
@@ -137,14 +146,16 @@ def _shown(value: Scalar) -> str:
 
 def nearest(field: str, fields: Mapping[str, FieldShape]) -> list[str]:
     """The known fields nearest to `field`: by the whole dotted path, then by the last name
-    (`alpha` -> partition.alpha)."""
+    (`alpha` -> partition.alpha). Among paths of one last name, fields every spec has come
+    before those of some algorithms only (partition.alpha before FedDyn's algorithm.alpha),
+    then the shorter path."""
     last = field.rsplit(".", 1)[-1]
     by_last: dict[str, list[str]] = {}
     for path in fields:
         by_last.setdefault(path.rsplit(".", 1)[-1], []).append(path)
     found = difflib.get_close_matches(field, list(fields), n=MAX_SUGGESTIONS, cutoff=0.6)
     for name in difflib.get_close_matches(last, list(by_last), n=MAX_SUGGESTIONS, cutoff=0.7):
-        found += sorted(by_last[name], key=lambda p: (p.count("."), p))
+        found += sorted(by_last[name], key=lambda p: (not fields[p].everywhere, p.count("."), p))
     return list(dict.fromkeys(found))[:MAX_SUGGESTIONS]
 
 
