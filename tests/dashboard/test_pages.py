@@ -16,13 +16,17 @@ from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab
 
 
-def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any]) -> None:
+def test_runs_page_lists_runs(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
     """The Runs page shows all runs with the signed-in user and no exception."""
+    # Prepare: the session's lab also holds runs other tests left (500: one page of them all)
+    with lab.client() as c:
+        ids = [r["id"] for r in c.get("/runs", params={"limit": 500}).json()["data"]]
     # Execute
-    at = open_page(app_path, "app_pages/runs.py")
+    at = open_page(app_path, "app_pages/runs.py", {"runs_per_page": 500})
     # Assert
     assert not at.exception
-    assert "runs 1–5 of 5, newest first" in texts(at)
+    assert set(lab_env["run_ids"]) | {lab_env["queued_id"]} <= set(ids)
+    assert f"runs 1–{len(ids)} of {len(ids)}, newest first" in texts(at)
     assert "Signed in as **alice**" in texts(at)
     assert len(at.dataframe) >= 1
 
