@@ -17,7 +17,7 @@ from dashboard.client import LabClient
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
 from tests.support.apptest import open_page, texts
-from tests.support.dashboard_lab import Lab
+from tests.support.dashboard_lab import Lab, tiny_spec
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 CAPS = {
@@ -115,10 +115,15 @@ def test_lab_page_shows_what_each_worker_runs(
 
 
 @pytest.fixture
-def waiting_runs(monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any]) -> str:
-    """The seeded queued run waits for a worker with emnist-letters (as the API says)."""
+def waiting_runs(
+    monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any], lab: Lab
+) -> Iterator[str]:
+    """A queued run of this test's own (another test may cancel the seeded one) waits for a
+    worker with emnist-letters (as the API says)."""
+    with lab.client() as c:
+        queued = c.post("/runs", json={"spec": tiny_spec(seed=8)}).raise_for_status().json()
     real = LabClient.list_runs
-    run_id = lab_env["queued_id"]
+    run_id = str(queued["id"])
 
     def with_reason(self: LabClient, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
@@ -127,7 +132,9 @@ def waiting_runs(monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any]) -> st
         return body.model_copy(update={"data": runs})
 
     monkeypatch.setattr(LabClient, "list_runs", with_reason)
-    return run_id
+    yield run_id
+    with lab.client() as c:
+        c.delete(f"/runs/{run_id}")  # the session's lab keeps its seeded run counts
 
 
 def test_runs_page_says_what_a_queued_run_waits_for(
