@@ -89,6 +89,9 @@ def set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     _merge_into(target, _nest(dotted, value), "")
 
 
+_LEAF = (str, int, float, bool, type(None), tuple)  # exact types: neither Mapping nor list
+
+
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """{"a": {"b": 1}, "tags": ["x"]} -> {"a.b": 1, "tags": ("x",)}.
 
@@ -97,7 +100,9 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in d.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if type(value) in _LEAF:  # the common case, without the slow ABC check below
+            out[name] = value
+        elif isinstance(value, Mapping):
             out.update(flatten(value, f"{name}."))
         elif isinstance(value, list):
             out[name] = tuple(value)
@@ -108,6 +113,30 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
+
+
+_PLAIN = (str, int, bool, type(None))  # equal (type, value) means equal JSON text
+
+
+def _quick(value: Any) -> Any:
+    """A hashable stand-in: equal stand-ins imply equal `_canonical` texts (not conversely).
+
+    Much cheaper than the JSON text for the plain values a flattened spec holds; a float
+    stands as its repr (the JSON text but for NaN and the infinities' spelling).
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))
+    return _canonical(value)
+
+
+def _differs(values: list[Any]) -> bool:
+    """Whether the values' canonical JSON texts differ (the quick stand-ins rule most out)."""
+    if len({_quick(v) for v in values}) <= 1:
+        return False
+    return len({_canonical(v) for v in values}) > 1
 
 
 def _spec_dict(spec: Mapping[str, Any] | ExperimentSpec) -> Mapping[str, Any]:
@@ -134,7 +163,7 @@ def differing_fields(
     """
     pool = list(flats)
     candidates = group_fields(pool, ignore) if fields is None else list(fields)
-    out = [f for f in candidates if len({_canonical(d[f]) for d in pool if f in d}) > 1]
+    out = [f for f in candidates if _differs([d[f] for d in pool if f in d])]
     return sorted(out, key=lambda f: (f != "algorithm.name", f))
 
 

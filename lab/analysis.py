@@ -21,11 +21,8 @@ from sqlalchemy.orm import Session
 
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.csv_cells import SafeWriter
-from fedgen.fidelity import resolve
-from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import (
     differing_fields,
-    flatten,
     group_items,
     group_key,
     group_label,
@@ -42,6 +39,7 @@ from fedgen.stats import (
     summarize_curve,
 )
 from fedgen.status import RunStatus
+from lab import curve_cache, spec_cache
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
@@ -53,10 +51,9 @@ def _nan_none(x: float) -> float | None:
 
 def flat_spec(run: Run) -> dict[str, Any]:
     """A run's spec, canonical (every default written out) and flattened to dotted fields."""
-    try:
-        return flatten(parse_spec(run.spec).model_dump(mode="json"))
-    except SpecError:  # a row from an older schema: a group of its own
-        return {"invalid": str(run.id)}
+    flat = spec_cache.flat_spec(run.spec)
+    # None: a row from an older schema, a group of its own.
+    return {"invalid": str(run.id)} if flat is None else flat
 
 
 @dataclass
@@ -128,7 +125,7 @@ def sweep_summary(
     """
     runs = sweeps_repo.runs_of_sweep(session, sweep_id)
     groups = group_runs(runs, by)
-    curves = metrics_repo.acc_curves(session, [r.id for r in groups_finished(groups)])
+    curves = curve_cache.acc_curves(session, groups_finished(groups))
     rows = [_summary_row(g, _counted(g, curves)) for g in groups]
     return {"group_by": by, "groups": rows, "warnings": warnings_of(groups)}
 
@@ -150,12 +147,11 @@ def _counted(group: RunGroup, curves: dict[uuid.UUID, list[float]]) -> _Counted:
     for r in group.finished:
         if not curves.get(r.id):
             continue
-        spec = ExperimentSpec.model_validate(r.spec)
-        timing = resolve(spec).eval_timing
-        out.reported.append(reported_curve(curves[r.id], timing, spec.rounds))
-        out.summaries.append(summarize_curve(curves[r.id], timing, spec.rounds))
+        timing, rounds = spec_cache.eval_profile(r.spec)
+        out.reported.append(reported_curve(curves[r.id], timing, rounds))
+        out.summaries.append(summarize_curve(curves[r.id], timing, rounds))
         out.runs.append(r)
-        out.last_rounds.append(spec.rounds)
+        out.last_rounds.append(rounds)
     return out
 
 
@@ -369,7 +365,7 @@ def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: CurveSta
     if missing:
         errors.append((name, f"unknown run ids: {', '.join(missing)}"))
     finished = [r for r in found if r.status == RunStatus.SUCCEEDED]
-    curves = metrics_repo.acc_curves(session, [r.id for r in finished])
+    curves = curve_cache.acc_curves(session, finished)
     values: list[float] = []
     used: list[Run] = []
     summaries: list[CurveSummary] = []
@@ -377,14 +373,13 @@ def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: CurveSta
     for r in finished:
         if not curves.get(r.id):
             continue
-        spec = ExperimentSpec.model_validate(r.spec)
-        timing = resolve(spec).eval_timing
-        v = curve_statistic(curves[r.id], statistic, timing, spec.rounds)
+        timing, last = spec_cache.eval_profile(r.spec)
+        v = curve_statistic(curves[r.id], statistic, timing, last)
         if not math.isnan(v):
             values.append(v)
             used.append(r)
-            summaries.append(summarize_curve(curves[r.id], timing, spec.rounds))
-            rounds.append(spec.rounds)
+            summaries.append(summarize_curve(curves[r.id], timing, last))
+            rounds.append(last)
     if not missing and len(values) < 2:
         others = Counter(r.status for r in found if r not in used)
         left = f" ({', '.join(f'{n} {s}' for s, n in sorted(others.items()))} not counted)"

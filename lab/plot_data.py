@@ -34,8 +34,6 @@ from typing import Any, Literal
 from sqlalchemy.orm import Session
 
 from fedgen.csv_cells import SafeWriter
-from fedgen.fidelity import resolve
-from fedgen.spec import ExperimentSpec
 from fedgen.specdict import (
     SHORT_NAMES,
     differing_fields,
@@ -47,9 +45,9 @@ from fedgen.specdict import (
 )
 from fedgen.stats import mean_std, reported_curve, summarize_curve
 from fedgen.status import RunStatus
+from lab import curve_cache, spec_cache
 from lab.analysis import flat_spec
 from lab.models import Run
-from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
 
 Interval = Literal["std", "ci95"]
@@ -99,8 +97,8 @@ def _num(value: Any) -> float | None:
 
 def _from_curve(run: Run, curve: Sequence[float]) -> dict[str, Any]:
     """A summary's accuracy figures from a stored curve (a row the runner left no summary on)."""
-    spec = ExperimentSpec.model_validate(run.spec)
-    s = summarize_curve(curve, resolve(spec).eval_timing, spec.rounds)
+    timing, rounds = spec_cache.eval_profile(run.spec)
+    s = summarize_curve(curve, timing, rounds)
     return {
         "final_acc": s.final,
         "final_round": s.final_round,
@@ -112,8 +110,8 @@ def _from_curve(run: Run, curve: Sequence[float]) -> dict[str, Any]:
 
 def _time_to_target(run: Run, curve: Sequence[float], target: float) -> tuple[float, bool] | None:
     """(first round with accuracy >= target, False) or (last evaluated round, True: censored)."""
-    spec = ExperimentSpec.model_validate(run.spec)
-    values = reported_curve(curve, resolve(spec).eval_timing, spec.rounds)
+    timing, rounds = spec_cache.eval_profile(run.spec)
+    values = reported_curve(curve, timing, rounds)
     if not values:
         return None
     for rnd, acc in enumerate(values):
@@ -129,7 +127,7 @@ def run_values(
     done = [r for r in runs if r.status == RunStatus.SUCCEEDED]
     if statistic == "time_to_target":
         assert target is not None
-        curves = metrics_repo.acc_curves(session, [r.id for r in done])
+        curves = curve_cache.acc_curves(session, done)
         out: dict[str, RunValue] = {}
         for r in done:
             found = _time_to_target(r, curves.get(r.id) or [], target)
@@ -138,7 +136,7 @@ def run_values(
         return out
     key = SUMMARY_FIELD[statistic]
     lacking = {r.id for r in done if _num((r.summary or {}).get(key)) is None}
-    curves = metrics_repo.acc_curves(session, list(lacking)) if lacking else {}
+    curves = curve_cache.acc_curves(session, [r for r in done if r.id in lacking])
     out = {}
     for r in done:
         summary = r.summary or {}
