@@ -165,6 +165,17 @@ class Run(Base):
             postgresql_ops={"spec_search": "jsonb_path_ops"},
             sqlite_where=text("0"),
         ),
+        # q= and tag= (lab.repository.run_list) match LIKE '%...%' on these expressions:
+        # pg_trgm GIN indexes on Postgres (migration 0013, which skips them without pg_trgm).
+        *(
+            Index(name, text(f"{expr} gin_trgm_ops"), postgresql_using="gin").ddl_if(
+                dialect="postgresql"
+            )
+            for name, expr in (
+                ("ix_runs_note_trgm", "lower(note)"),
+                ("ix_runs_tags_trgm", "lower(tags_csv)"),
+            )
+        ),
     )
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     spec: Mapped[dict[str, Any]]

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import ColumnElement, and_, func, or_
 from sqlalchemy.orm import Session
 
 from lab.models import Run, User
@@ -92,6 +92,12 @@ def decode_cursor(text: str) -> Cursor:
     return Cursor(at, uuid.UUID(bytes=raw[8:]))
 
 
+def _like_within(tag: str) -> str:
+    """A LIKE pattern (escape `/`) matching `,tag,` anywhere, its wildcards literal."""
+    escaped = tag.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%,{escaped},%"
+
+
 def conditions(
     session: Session, filters: RunFilters, *, with_status: bool = True
 ) -> list[ColumnElement[bool]]:
@@ -106,6 +112,11 @@ def conditions(
         conds.append(Run.dataset == f.dataset)
     if f.tag:
         conds.append(Run.tags_csv.contains(f",{f.tag},", autoescape=True))
+        if f.tag.isascii():
+            # Implied by the test above (both sides lowered by the database, letter by
+            # letter for ASCII), but Postgres can answer it from the trigram index on
+            # lower(tags_csv) (migration 0013) instead of scanning every run.
+            conds.append(func.lower(Run.tags_csv).like(func.lower(_like_within(f.tag)), "/"))
     if f.owner:
         conds.append(User.name == f.owner)
     if f.sweep_id:
