@@ -54,7 +54,7 @@ test: install data services browser lint
 # processes and no real training (those are marked browser, postgres or slow).
 CHECK_MARKERS := not slow and not browser and not postgres
 check: lint
-	$(VENV)/bin/pytest -q -m "$(CHECK_MARKERS)"
+	$(VENV)/bin/pytest -q -n 2 -m "$(CHECK_MARKERS)"
 
 demo: install data
 	@$(PY) -m scripts.demo
