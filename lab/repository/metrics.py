@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -425,7 +424,12 @@ def user_rows(
         stmt.order_by(RoundUsers.round).execution_options(yield_per=64)
     ):
         users = sorted(unpack_users(data), key=lambda u: u.user)
-        out.extend({"round": rnd, **asdict(u)} for u in users[: limit - len(out)])
+        # Shallow: the fields are plain numbers, and asdict's deep copy was most of the time
+        # of a 20-user run's 4,020 rows.
+        out.extend(
+            {"round": rnd, **{f: getattr(u, f) for f in USER_FIELDS}}
+            for u in users[: limit - len(out)]
+        )
         if len(out) >= limit:
             break
     return out
