@@ -2,8 +2,8 @@
 note and tags above them (editable by its owner or an admin).
 
 Each tick of the fragment opens GET /runs/{id}/events?since_round=<last cached round>, takes
-what the server has (rounds after that one, then the status) and lets go after about a
-second without news, so one request per tick replaces polling its metrics and its users.
+what the server has (rounds after that one, then the status) and lets go after 0.3 s
+without news, so one request per tick replaces polling its metrics and its users.
 Per-user rows are fetched only when new rounds arrived; the run itself (where it ran: its
 segments, why it waits) at most every 5 s.
 """
@@ -98,9 +98,10 @@ def pull(w: Watch) -> str:
     c = ui.client()
     hist = st.session_state.get(w.hist)
     since = last_round(hist)
-    # The first tick only takes what the server has (the page draws at once); later ticks
-    # wait up to a second for new rounds.
-    events = c.events(w.run_id, since_round=since, wait_s=0.3 if hist is None else 1.0)
+    # Each tick takes what the server has and waits only briefly for more: the next tick
+    # (2 s on) asks again from the last round, so a longer wait would only keep the script
+    # running (a second of every two) without showing rounds much sooner.
+    events = c.events(w.run_id, since_round=since, wait_s=0.3)
     payload = live_view.events_payload(events)
     if payload["rounds"] or hist is None:
         st.session_state[w.hist] = merge_history(hist, payload)
