@@ -41,10 +41,10 @@ def algorithm_block(
     """The `algorithm` mapping for `name` with only the parameters that algorithm accepts."""
     block: dict[str, Any] = {"name": name}
     for f in fields:
-        if _param_of(f, name) and f.path in values:
-            if values[f.path] is None and f.default is None:
+        if _param_of(f, name) and f.form_key in values:
+            if values[f.form_key] is None and f.default is None:
                 continue  # missing is the same as its null default
-            block[f.path.split(".", 1)[1]] = values[f.path]
+            block[f.path.split(".", 1)[1]] = values[f.form_key]
     return block
 
 
@@ -107,7 +107,7 @@ def build_sweep(
     }
     entries: list[dict[str, Any]] = []
     for name in names:
-        params = [f.path for f in fields if _param_of(f, name) and f.path in lists]
+        params = [f.form_key for f in fields if _param_of(f, name) and f.form_key in lists]
         for combo in itertools.product(*(lists[p] for p in params)):
             entries.append(algorithm_block(name, dict(zip(params, combo, strict=True)), fields))
     if len(entries) > 1:

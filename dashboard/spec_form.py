@@ -93,6 +93,8 @@ class FormField:
     algorithms; `folder` for data.folder.*, of data.name); `section`: data, algorithm, run or
     advanced. Bounds are the schema's (`exclusive_minimum` for `gt`); kind `names` (a count
     or class names) has the count's bounds, `min_items`/`max_items` and each name's lengths.
+    `key`: set where algorithms name a parameter alike with different schemas (FedProx's and
+    MOON's mu): each gets its own widget and value (`form_key`), the spec path stays `path`.
     """
 
     path: str
@@ -114,6 +116,12 @@ class FormField:
     pattern: str | None = None
     min_items: int | None = None
     max_items: int | None = None
+    key: str = ""
+
+    @property
+    def form_key(self) -> str:
+        """The field's own name in the form (widget key, values): `key`, else `path`."""
+        return self.key or self.path
 
 
 # -- help --------------------------------------------------------------------------------
@@ -392,6 +400,8 @@ def _algorithm_fields(
             p = dict(owners[[n for n, _ in owners].index(names_[0])][1])
             section = "algorithm" if key in MAIN_ALGORITHM_PARAMS else "advanced"
             found = _leaf(f"algorithm.{key}", p, p.get("default"), tuple(names_), section)
+            if found is not None and len(groups) > 1:  # one path, several schemas
+                found = replace(found, key=f"algorithm.{key}@{'+'.join(names_)}")
             if found is not None:
                 out.append(found)
     return out

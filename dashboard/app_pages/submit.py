@@ -126,13 +126,13 @@ class Form:
     def draw(self, f: FormField) -> None:
         """`f`'s widget when it applies to what is picked so far; its value in `values`."""
         if applies(f, self.picked):
-            self.values[f.path] = self.widget(f)
-            self.picked[f.path] = self.values[f.path] if self.in_list(f) else [self.values[f.path]]
+            value = self.values[f.form_key] = self.widget(f)
+            self.picked[f.path] = value if self.in_list(f) else [value]
 
     def widget(self, f: FormField) -> Any:
         """One input with the reason it is refused right below it (a list in sweep mode)."""
         as_list = self.in_list(f)
-        key = f"submit_{'sw' if as_list else 'one'}_{f.path}"
+        key = f"submit_{'sw' if as_list else 'one'}_{f.form_key}"
         value = self.listed(f, key) if as_list else single(f, key, self.dataset_label)
         chosen = value if as_list else [value]
         errors = self.local_errors
@@ -322,9 +322,9 @@ def build_body(form: Form, extra: dict[str, Any], sweep_name: str) -> Body:
         return Body(spec, spec)
     # A list-valued single field (class names) stays one value: only listed fields are lists.
     lists = {
-        f.path: form.values[f.path] if form.in_list(f) else [form.values[f.path]]
+        f.form_key: form.values[f.form_key] if form.in_list(f) else [form.values[f.form_key]]
         for f in form.fields
-        if f.path in form.values
+        if f.form_key in form.values
     }
     base, grid = build_sweep(lists, form.fields, form.defaults)
     base.update(extra)

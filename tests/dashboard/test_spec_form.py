@@ -78,6 +78,23 @@ def test_fields_take_choices_and_bounds_from_the_schema() -> None:
     )
 
 
+def test_a_parameter_named_alike_keeps_each_algorithms_value() -> None:
+    """A sweep over FedProx and MOON: each μ has its own widget and value, and each algorithm
+    entry gets its own (not the other algorithm's default)."""
+    fedprox, moon = param("mu", "fedprox"), param("mu", "moon")
+    assert fedprox.form_key != moon.form_key
+    assert fedprox.default != moon.default
+    chosen = {"algorithm.name": ["fedprox", "moon"], "data.name": [DEFAULTS["data"]["name"]]}
+    lists = {f.form_key: [f.default] for f in FIELDS if applies(f, chosen)}
+    lists["algorithm.name"] = ["fedprox", "moon"]
+    lists[moon.form_key] = [0.5, 2.0]
+    # Execute
+    _, grid = build_sweep(lists, FIELDS, DEFAULTS)
+    # Assert
+    mus = [(a["name"], a["mu"]) for a in grid["algorithm"]]
+    assert mus == [("fedprox", fedprox.default), ("moon", 0.5), ("moon", 2.0)]
+
+
 def test_execution_is_picked_in_the_form_and_starts_at_the_new_run_default() -> None:
     """`execution` offers the schema's three choices in the Training column and starts at
     what POST /runs gives a new run that names none, not at the schema's default (which
@@ -103,7 +120,7 @@ def test_untouched_values_build_the_defaults() -> None:
     """Every field at its default (FedAvg) builds GET /spec/defaults' spec less its nulls,
     which validates to exactly that spec (a missing field gets its null default)."""
     chosen = {"algorithm.name": ["fedavg"], "data.name": [DEFAULTS["data"]["name"]]}
-    values = {f.path: f.default for f in FIELDS if applies(f, chosen)}
+    values = {f.form_key: f.default for f in FIELDS if applies(f, chosen)}
     spec = {**build_spec(values, FIELDS, DEFAULTS), "tags": [], "note": ""}
     assert _nulls(spec) == []
     assert {k: v for k, v in flatten(DEFAULTS).items() if v is not None} == flatten(spec)
@@ -115,7 +132,7 @@ def test_left_out_nulls_give_the_same_spec(algorithm: str) -> None:
     """Every algorithm, its parameters at their defaults: no null is written, and the spec
     the API validates (hash included) is the one with every null written out."""
     chosen = {"algorithm.name": [algorithm], "data.name": [DEFAULTS["data"]["name"]]}
-    values = {f.path: f.default for f in FIELDS if applies(f, chosen)}
+    values = {f.form_key: f.default for f in FIELDS if applies(f, chosen)}
     spec = build_spec({**values, "algorithm.name": algorithm}, FIELDS, DEFAULTS)
     full = parse_spec({**DEFAULTS, "algorithm": {"name": algorithm}})
     assert _nulls(spec) == []
@@ -135,7 +152,7 @@ def test_sweep_grid_entries_and_base_have_no_null_fields() -> None:
     """FedAvg x FedGen with every field untouched: no `null` in the base or a grid entry
     (FedGen's ~28 knobs left to the profile), and the same runs as with the nulls written."""
     chosen = {"algorithm.name": ["fedavg", "fedgen"], "data.name": [DEFAULTS["data"]["name"]]}
-    lists = {f.path: [f.default] for f in FIELDS if applies(f, chosen)}
+    lists = {f.form_key: [f.default] for f in FIELDS if applies(f, chosen)}
     lists["algorithm.name"] = ["fedavg", "fedgen"]
     # Execute
     base, grid = build_sweep(lists, FIELDS, DEFAULTS)
@@ -226,27 +243,28 @@ def _numeric_bounds() -> list[tuple[str, float, float]]:
             continue
         eps = 1 if f.kind == "int" else 1e-6
         if f.minimum is not None:
-            out.append((f.path, f.minimum - eps, f.minimum))
+            out.append((f.form_key, f.minimum - eps, f.minimum))
         if f.exclusive_minimum is not None:
-            out.append((f.path, f.exclusive_minimum, f.exclusive_minimum + eps))
+            out.append((f.form_key, f.exclusive_minimum, f.exclusive_minimum + eps))
         if f.maximum is not None:
-            out.append((f.path, f.maximum + eps, f.maximum))
+            out.append((f.form_key, f.maximum + eps, f.maximum))
     return out
 
 
-@pytest.mark.parametrize(("path", "refused", "allowed"), _numeric_bounds())
-def test_check_refuses_exactly_what_the_spec_refuses(path: str, refused: float, allowed: float) -> None:  # fmt: skip
+@pytest.mark.parametrize(("key", "refused", "allowed"), _numeric_bounds())
+def test_check_refuses_exactly_what_the_spec_refuses(key: str, refused: float, allowed: float) -> None:  # fmt: skip
     """Every numeric bound: the form refuses the value just outside, as parse_spec does at that
     field, and accepts the bound (the limits are the schema's, not a second copy); the value
     built into the spec is the one entered, never a default."""
     # Prepare
-    f = BY_PATH[path]
+    f = next(f for f in FIELDS if f.form_key == key)
+    path = f.path
     algorithm = f.only[0] if f.only and f.only_of == "algorithm.name" else "fedavg"
     # a data.folder.* field: with the folder dataset and the folder's required fields
     folder = {"data.name": "folder", "data.folder.path": "imgs", "data.folder.classes": 3}
     extra = folder if f.only_of == "data.name" else {}
     # Execute
-    spec = build_spec({"algorithm.name": algorithm, **extra, path: refused}, FIELDS, DEFAULTS)
+    spec = build_spec({"algorithm.name": algorithm, **extra, key: refused}, FIELDS, DEFAULTS)
     # Assert
     assert get_dotted(spec, path) == refused
     with pytest.raises(SpecError) as exc:
