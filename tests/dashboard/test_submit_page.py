@@ -14,6 +14,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from fedgen.spec import parse_spec
 from fedgen.specdict import flatten
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
@@ -123,6 +124,27 @@ def test_synthetic_fields_only_for_the_synthetic_dataset(
     assert SYNTHETIC_KEYS <= synthetic
     assert sent["synthetic_samples"] == 500
     assert _number_keys(at) & SYNTHETIC_KEYS == set()
+
+
+def test_sweep_over_algorithms_naming_a_parameter_alike(
+    app_path: str, lab_env: dict[str, Any]
+) -> None:
+    """FedProx x MOON (both have a μ, with other defaults): one widget each, and each grid
+    entry holds its own algorithm's μ."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    # Execute
+    at.multiselect(key="submit_sw_algorithm.name").set_value(["fedprox", "moon"]).run()
+    # Assert
+    assert not at.exception
+    body = yaml.safe_load(at.code[0].value)
+    want = {
+        n: parse_spec({"algorithm": {"name": n}}).algorithm.model_dump()["mu"]
+        for n in ("fedprox", "moon")
+    }
+    assert want["fedprox"] != want["moon"]
+    assert {a["name"]: a["mu"] for a in body["grid"]["algorithm"]} == want
 
 
 def test_sweep_yaml_has_no_null_fields(app_path: str, lab_env: dict[str, Any]) -> None:
