@@ -1,6 +1,6 @@
 """The Runs page's algorithm and dataset filters offer what the server knows (its schema, as
 the Submit form does), not what the dashboard saw when it started: a plugin algorithm
-installed on the server (examples/plugins/fedavgm, `tests.support.plugin_site`) after the page was
+installed on the server (examples/plugins/lrdecay, `tests.support.plugin_site`) after the page was
 first opened is listed once its cached choices expire, and a link filtering by it keeps it."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_runs_filter_lists_a_plugin_algorithm(
     # Prepare: the dashboard was started, and its Runs page opened, before the install.
     before = AppTest.from_file(app_path, default_timeout=30)
     before.run()
-    site = install_example(tmp_path / "fedavgm")
+    site = install_example(tmp_path / "lrdecay")
     loaders.spec_source.clear()  # as a minute later: the page's cached choices have expired
     loaders.spec_choices.clear()
     try:
@@ -35,16 +35,16 @@ def test_runs_filter_lists_a_plugin_algorithm(
             at.run()
             offered = list(at.selectbox(key="runs_alg").options)
             linked = AppTest.from_file(app_path, default_timeout=30)
-            linked.query_params["algorithm"] = "fedavgm"
+            linked.query_params["algorithm"] = "fedavg-decay"
             linked.run()
     finally:
         st.cache_data.clear()  # no later page sees the plugin from the cache
     # Assert
-    assert "fedavgm" not in before.selectbox(key="runs_alg").options
+    assert "fedavg-decay" not in before.selectbox(key="runs_alg").options
     assert not at.exception
-    assert "fedavgm" in offered
+    assert "fedavg-decay" in offered
     assert {"fedavg", "fedgen"} <= set(offered)
     assert "synthetic" in at.selectbox(key="runs_data").options
     assert not linked.exception
-    assert linked.selectbox(key="runs_alg").value == "fedavgm"  # not dropped as unknown
-    assert dict(linked.query_params) == {"algorithm": "fedavgm"}
+    assert linked.selectbox(key="runs_alg").value == "fedavg-decay"  # not dropped as unknown
+    assert dict(linked.query_params) == {"algorithm": "fedavg-decay"}
