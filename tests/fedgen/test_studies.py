@@ -209,7 +209,7 @@ def test_bad_overrides_and_unknown_names() -> None:
         StudyOverrides(seeds=0)
     with pytest.raises(ValueError, match="dataset"):
         StudyOverrides(dataset="cifar10")  # type: ignore[arg-type]
-    with pytest.raises(UnknownStudy, match="table1, table2"):
+    with pytest.raises(UnknownStudy, match="table1, table1-extended, table2"):
         plan("table9")
 
 
