@@ -138,12 +138,15 @@ def test_segments_add_cpu_seconds_and_keep_the_larger_peaks() -> None:
 def test_the_live_page_says_what_the_run_cost() -> None:
     """The Live page's caption: so far while it runs, nothing before it was measured."""
     from dashboard.live_view import cost_caption
+    from tests.support.factories import public_run
 
-    assert cost_caption({"status": "queued", "oom_count": 0}) is None
+    assert cost_caption(public_run(status="queued", oom_count=0)) is None
     running = {"status": "running", "cpu_s": 1234.56, "peak_rss_bytes": 3 * 2**30, "oom_count": 0}
-    assert cost_caption(running) == "Cost so far: 1,234.6 CPU s · peak memory 3.0 GiB"
+    assert cost_caption(public_run(**running)) == (
+        "Cost so far: 1,234.6 CPU s · peak memory 3.0 GiB"
+    )
     failed = {**running, "status": "failed", "gpu_peak_bytes": 2**29, "oom_count": 2}
-    assert cost_caption(failed) == (
+    assert cost_caption(public_run(**failed)) == (
         "Cost: 1,234.6 CPU s · peak memory 3.0 GiB · GPU peak 512.0 MiB · "
         "CUDA out of memory 2 times"
     )
