@@ -61,7 +61,6 @@ MAIN: dict[str, str] = {
     "batch_size": "run",
     "lr": "run",
     "seed": "run",
-    "execution": "run",
 }
 # Algorithm parameters that stay in the Algorithm column (the rest of them: Advanced).
 MAIN_ALGORITHM_PARAMS = ("mu", "variant", "reg_alpha", "preset", "gen_batch_size", "proxy")

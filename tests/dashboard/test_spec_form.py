@@ -96,12 +96,12 @@ def test_a_parameter_named_alike_keeps_each_algorithms_value() -> None:
 
 
 def test_execution_is_picked_in_the_form_and_starts_at_the_new_run_default() -> None:
-    """`execution` offers the schema's three choices in the Training column and starts at
+    """`execution` offers the schema's three choices (under Advanced) and starts at
     what POST /runs gives a new run that names none, not at the schema's default (which
     stays `sequential` so that old specs keep their hashes)."""
     execution = BY_PATH["execution"]
     assert set(execution.choices) == {"sequential", "batched", "auto"}
-    assert execution.section == "run"
+    assert execution.section == "advanced"
     assert "execution" not in SCHEMA_DEFAULTS  # dumped without it at the schema's default
     assert execution.default == "auto"
     assert build_spec({}, FIELDS, DEFAULTS)["execution"] == "auto"
