@@ -103,10 +103,10 @@ def test_folder_run_is_queued_with_its_spec(page: Any, stack: Stack, tmp_path: P
     assert run_id is not None
     with LabClient(stack.api_url, stack.token) as c:
         run = c.get_run(run_id.group(1))
-    assert run["status"] == "queued"
+    assert run.status == "queued"
     folder = {"path": str(shapes), "classes": list(CLASSES), "channels": 1, "image_size": SIDE}
-    assert run["spec"]["data"]["name"] == "folder"
-    assert run["spec"]["data"]["folder"] == folder
+    assert run.spec["data"]["name"] == "folder"
+    assert run.spec["data"]["folder"] == folder
 
 
 def test_server_error_is_shown_under_the_folder_field(page: Any) -> None:
