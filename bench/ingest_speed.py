@@ -23,13 +23,13 @@ import numpy as np
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from bench.scratch_db import scratch_database
+from fedgen.events import COMMON_METRICS, Checkpoint, RoundEvent, UserRoundMetrics
+from fedgen.sizes import format_bytes
 from lab.db import make_engine, make_sessionmaker
 from lab.models import Run
 from lab.repository import runs as runs_repo
 from lab.repository import users as users_repo
-from bench.scratch_db import scratch_database
-from fedgen.events import COMMON_METRICS, Checkpoint, RoundEvent, UserRoundMetrics
-from fedgen.sizes import format_bytes
 from worker.sink import DbSink
 
 METRICS = (

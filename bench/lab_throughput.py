@@ -39,15 +39,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from api.service import Submitter, submit_run  # noqa: E402
+from bench.scratch_db import scratch_database  # noqa: E402
+from fedgen.spec import parse_spec  # noqa: E402
+from fedgen.status import TERMINAL  # noqa: E402
 from lab.config import Settings  # noqa: E402
 from lab.db import make_engine, make_sessionmaker, session_scope  # noqa: E402
 from lab.models import Run  # noqa: E402
 from lab.queue import Sender  # noqa: E402
 from lab.repository import users as users_repo  # noqa: E402
-from api.service import Submitter, submit_run  # noqa: E402
-from bench.scratch_db import scratch_database  # noqa: E402
-from fedgen.spec import parse_spec  # noqa: E402
-from fedgen.status import TERMINAL  # noqa: E402
 from worker.slots import usable_cores  # noqa: E402
 
 PG_DEFAULT = os.environ.get(

@@ -17,12 +17,12 @@ import time
 import httpx
 from sqlalchemy import insert, update
 
+from bench.scratch_db import scratch_database
+from fedgen.events import COMMON_METRICS
 from lab.db import make_engine, make_sessionmaker
 from lab.models import RoundMetrics, Run
 from lab.repository import runs as runs_repo
 from lab.repository import users as users_repo
-from bench.scratch_db import scratch_database
-from fedgen.events import COMMON_METRICS
 
 METRICS = list(COMMON_METRICS)
 
