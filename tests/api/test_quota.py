@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from fedgen.execution_spec import with_new_run_defaults
 from fedgen.sizes import footprint_estimate, format_bytes, round_bytes
 from fedgen.spec import ExperimentSpec
 from lab import trash
@@ -29,7 +30,8 @@ SIZE = r"\d+(\.\d)? (B|KiB|MiB|GiB)"
 
 
 def _estimate(spec: dict[str, Any], settings: Settings) -> int:
-    parsed = ExperimentSpec.model_validate(spec)
+    """The estimate of `spec` as the lab submits it (with the new-run defaults applied)."""
+    parsed = ExperimentSpec.model_validate(with_new_run_defaults(spec))
     return footprint_estimate(parsed, settings.keep_full_checkpoints).total
 
 

@@ -31,7 +31,16 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the Dockerfile's build stage copies: everything the wheel is built from.
-SOURCES = ("pyproject.toml", "README.md", "fedgen", "api", "worker", "dashboard", "migrations")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "fedgen",
+    "lab",
+    "api",
+    "worker",
+    "dashboard",
+    "migrations",
+)
 # The build stage's `pip wheel` (offline here, hence no build isolation) and its RUN line.
 WHEEL_ARGS = ("wheel", "--no-deps", "--no-build-isolation")
 WHEEL_CMD = f"pip {' '.join(WHEEL_ARGS)} -w /wheels ."
