@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +35,7 @@ def test_api_sources_import_nothing_from_worker() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_building_the_app_loads_neither_worker_nor_celery(tmp_path: Path) -> None:
     """A fresh interpreter imports api.main and builds the app: no worker module, no Celery."""
     code = (

@@ -163,6 +163,7 @@ def test_a_shared_parameter_allows_each_algorithm_that_has_it(
     assert not _api_accepts({"algorithm": ["feddistill", "fedavg"], "algorithm.reg_alpha": [0.5]})
 
 
+@pytest.mark.slow
 def test_schemathesis_draws_sweep_bodies_the_schema_allows(
     client: TestClient, sweep_validator: jsonschema.protocols.Validator
 ) -> None:

@@ -59,6 +59,7 @@ def _end_while_open(client: TestClient, url: str, headers: dict, end: object) ->
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_revoking_a_token_ends_its_open_stream(
     client: TestClient, tokens: dict[str, str], session: Session
 ) -> None:
@@ -83,6 +84,7 @@ def test_revoking_a_token_ends_its_open_stream(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_an_expiring_token_ends_its_open_stream_and_its_stream_tokens(
     client: TestClient, tokens: dict[str, str], session: Session
 ) -> None:

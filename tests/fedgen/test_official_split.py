@@ -80,6 +80,7 @@ def test_cli_json_reproduces_the_official_test_vector(tmp_path, capsys) -> None:
         assert mine == theirs, f"user {theirs['user']} differs"
 
 
+@pytest.mark.slow
 def test_official_draws_give_the_official_test_set_size() -> None:
     """alpha 0.1: the official script's per-user test sets hold 5,000 samples (fedgen draws: other)."""
     ds = _fashion_mnist()

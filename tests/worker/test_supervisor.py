@@ -155,6 +155,7 @@ def test_a_killed_child_is_restarted_and_the_others_keep_their_pids(
 
 
 @pytest.mark.parametrize("code", [3, 0])
+@pytest.mark.slow
 def test_a_crash_looping_child_backs_off_and_the_others_keep_running(
     supervised: Callable[..., Supervised], code: int
 ) -> None:

@@ -60,6 +60,7 @@ def test_declaration() -> None:
     assert decl.problems(spec.data) == []  # written on first use: nothing to check before
 
 
+@pytest.mark.slow
 def test_a_run_on_shapes_writes_the_files_and_learns(tmp_path: Path) -> None:
     """The first load writes the files under the data root; FedAvg beats chance (1/3)."""
     spec = parse_spec(
