@@ -252,7 +252,9 @@ def _numeric_bounds() -> list[tuple[str, float, float]]:
 
 
 @pytest.mark.parametrize(("key", "refused", "allowed"), _numeric_bounds())
-def test_check_refuses_exactly_what_the_spec_refuses(key: str, refused: float, allowed: float) -> None:  # fmt: skip
+def test_check_refuses_exactly_what_the_spec_refuses(
+    key: str, refused: float, allowed: float
+) -> None:
     """Every numeric bound: the form refuses the value just outside, as parse_spec does at that
     field, and accepts the bound (the limits are the schema's, not a second copy); the value
     built into the spec is the one entered, never a default."""

@@ -39,16 +39,25 @@ NEW: dict[str, dict[str, Any]] = {
 }
 # (field, a value out of its bounds, the words of pydantic's message naming the limit)
 OUT_OF_BOUNDS: dict[str, list[tuple[str, Any, str]]] = {
-    "scaffold": [("global_lr", 0.0, "greater than 0"), ("global_lr", 11.0, "less than or equal to 10")],
+    "scaffold": [
+        ("global_lr", 0.0, "greater than 0"),
+        ("global_lr", 11.0, "less than or equal to 10"),
+    ],
     "feddyn": [("alpha", 0.0, "greater than 0"), ("alpha", 10.5, "less than or equal to 10")],
     "moon": [("mu", -0.1, "greater than or equal to 0"), ("temperature", 0.0, "greater than 0")],
-    "fednova": [("local_steps_spread", -1, "greater than or equal to 0"),
-                ("local_steps_spread", 1001, "less than or equal to 1000")],
-    "fedadam": [("beta1", 1.0, "less than 1"), ("beta2", -0.1, "greater than or equal to 0"),
-                ("tau", 0.0, "greater than 0"), ("server_lr", 0.0, "greater than 0")],
+    "fednova": [
+        ("local_steps_spread", -1, "greater than or equal to 0"),
+        ("local_steps_spread", 1001, "less than or equal to 1000"),
+    ],
+    "fedadam": [
+        ("beta1", 1.0, "less than 1"),
+        ("beta2", -0.1, "greater than or equal to 0"),
+        ("tau", 0.0, "greater than 0"),
+        ("server_lr", 0.0, "greater than 0"),
+    ],
     "fedyogi": [("beta2", 1.0, "less than 1"), ("tau", 11.0, "less than or equal to 10")],
     "fedavgm": [("server_momentum", 1.0, "less than 1"), ("server_lr", 0.0, "greater than 0")],
-}  # fmt: skip
+}
 KEYS = ("test_acc", "test_loss", "train_loss", "bytes_up", "bytes_down")
 
 
@@ -128,8 +137,9 @@ def test_every_users_state_is_in_the_checkpoint_and_restored(name: str) -> None:
     sim.round(1)
     sim.round(2)
     saved = checkpoint.from_bytes(checkpoint.to_bytes(sim.full_state(2)))["algorithm"]
-    per_user = next(v for k, v in saved.items() if isinstance(v, list) and k != "user_local"
-                    and k != "streams")  # fmt: skip
+    per_user = next(
+        v for k, v in saved.items() if isinstance(v, list) and k != "user_local" and k != "streams"
+    )
     assert len(per_user) == spec.partition.num_users
     other = Simulation(spec)
     other.algo.load_state_dict(saved)
