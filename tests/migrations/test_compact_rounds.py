@@ -11,12 +11,10 @@ import json
 import math
 import shutil
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import Engine, text
@@ -24,32 +22,8 @@ from sqlalchemy import Engine, text
 from lab.db import make_engine, make_sessionmaker
 from lab.repository import metrics as metrics_repo
 from migrations.apply import alembic_config
-from tests.support.needs import needs
-from tests.support.postgres import PG_BASE
 
 USER_COLUMNS = ("user", "test_acc", "test_loss", "num_test", "selected", "train_ms", "train_loss")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def bare_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database (no migration applied): a new SQLite file or a new Postgres schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'lab.db'}"
-        return
-    schema = f"t_mig_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(PG_BASE, pool_size=1)
-    try:
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:
-        admin.dispose()
-        needs(False, f"PostgreSQL at {PG_BASE} ({type(exc).__name__})")
-    try:
-        yield f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def _filler(column: sa.Column[Any]) -> Any:

@@ -5,43 +5,16 @@ of its user count), its other rows survive, and a downgrade takes the columns of
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from alembic import command
 from sqlalchemy import Engine, inspect, text
 
 from lab.db import make_engine
 from migrations.apply import alembic_config
-from tests.support.needs import needs
-from tests.support.postgres import PG_BASE
 
 # The figures migration 0011 writes down (fedgen.sizes' at that revision).
 BASE, PER_USER = 400, 18
 AT = "2026-12-01 00:00:00"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own (a file, or a fresh Postgres schema) to migrate by hand."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'lab.db'}"
-        return
-    schema = f"q_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(PG_BASE, pool_size=1)
-    try:
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:
-        admin.dispose()
-        needs(False, f"PostgreSQL at {PG_BASE} ({type(exc).__name__})")
-    try:
-        yield f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def _id(engine: Engine, value: uuid.UUID) -> object:
@@ -102,10 +75,10 @@ def _stored(engine: Engine, run_id: uuid.UUID) -> int:
         return int(c.execute(q, {"r": _id(engine, run_id)}).scalar_one())
 
 
-def test_upgrade_fills_stored_bytes_and_downgrade_removes_the_columns(url: str) -> None:
-    cfg = alembic_config(url)
+def test_upgrade_fills_stored_bytes_and_downgrade_removes_the_columns(bare_url: str) -> None:
+    cfg = alembic_config(bare_url)
     command.upgrade(cfg, "0010")
-    engine = make_engine(url)
+    engine = make_engine(bare_url)
     done, queued = _seed(engine)
 
     command.upgrade(cfg, "0011")
@@ -118,7 +91,7 @@ def test_upgrade_fills_stored_bytes_and_downgrade_removes_the_columns(url: str) 
         assert c.execute(text("SELECT quota_bytes FROM users")).scalar() is None
     command.downgrade(cfg, "0010")
     engine.dispose()
-    engine = make_engine(url)
+    engine = make_engine(bare_url)
     columns = {c["name"] for c in inspect(engine).get_columns("runs")}
     assert not {"stored_bytes", "estimated_bytes"} & columns
     assert "quota_bytes" not in {c["name"] for c in inspect(engine).get_columns("users")}
