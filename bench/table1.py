@@ -8,7 +8,7 @@ of each seed, pooled over seeds; `fedgen.stats.pooled_top5`). Runs are spread ov
 
     python bench/table1.py [--rounds 200] [--seeds 0,1,2] [--alphas 0.05,0.1,1]
                            [--algorithms fedavg,...] [--jobs 2] [--profile official]
-                           [--save curves.json]
+                           [--save curves.json] [--execution sequential,batched]
 
 With `--save`, each finished run is written to the file at once and runs already in
 it (same algorithm, alpha, seed, rounds and profile) are not run again: an
@@ -43,10 +43,12 @@ from fedgen.stats import (
     summarize_curve,
 )
 
+Job = tuple[str, float, int, int, str, str]
 
-def one_run(job: tuple[str, float, int, int, str]) -> tuple[str, float, int, list[float], float]:
-    """Run one cell's seed; returns (algorithm, alpha, seed, accuracy curve, wall seconds)."""
-    algorithm, alpha, seed, rounds, profile = job
+
+def one_run(job: Job) -> tuple[str, float, int, str, list[float], float]:
+    """Run one cell's seed; returns (algorithm, alpha, seed, execution, accuracy curve, wall s)."""
+    algorithm, alpha, seed, rounds, profile, execution = job
     torch.set_num_threads(1)
     spec = parse_spec(
         {
@@ -60,6 +62,7 @@ def one_run(job: tuple[str, float, int, int, str]) -> tuple[str, float, int, lis
             "rounds": rounds,
             "seed": seed,
             "checkpoint_every": 0,
+            "execution": execution,
         }
     )
     sink = MemorySink()
@@ -69,6 +72,7 @@ def one_run(job: tuple[str, float, int, int, str]) -> tuple[str, float, int, lis
         algorithm,
         alpha,
         seed,
+        execution,
         [e.metrics["test_acc"] for e in sink.events],
         time.perf_counter() - t0,
     )
@@ -147,58 +151,91 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--profile", default="official", choices=["official", "paper"])
     p.add_argument("--save", default="", help="also write every accuracy curve to this JSON file")
+    p.add_argument(
+        "--execution",
+        default="sequential",
+        help="comma-separated spec executions (sequential, batched); with two, also a table "
+        "of their agreement (issue 33)",
+    )
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     alphas = [float(a) for a in args.alphas.split(",")]
     algos = args.algorithms.split(",")
+    executions = args.execution.split(",")
     # Slowest algorithms first (their declared cost), so the processes finish together.
-    jobs = [
-        (a, al, s, args.rounds, args.profile)
+    jobs: list[Job] = [
+        (a, al, s, args.rounds, args.profile, ex)
         for a in sorted(algos, key=lambda a: -get_algorithm(a).ms_per_round)
         for al in alphas
         for s in seeds
+        for ex in executions
     ]
     t0 = time.perf_counter()
-    results: dict[tuple[str, float], list[list[float]]] = {}
-    walls: dict[str, list[float]] = {}
+    results: dict[tuple[str, float, str], list[list[float]]] = {}
+    walls: dict[tuple[str, str], list[float]] = {}
     saved = _load_saved(args.save, args.rounds, args.profile)
-    done = {(r["algorithm"], r["alpha"], r["seed"]): r for r in saved}
-    todo = [j for j in jobs if (j[0], j[1], j[2]) not in done]
+    # Entries saved before the execution field existed ran sequentially.
+    done = {
+        (r["algorithm"], r["alpha"], r["seed"], r.get("execution", "sequential")): r for r in saved
+    }
+    todo = [j for j in jobs if (j[0], j[1], j[2], j[5]) not in done]
     if done:
         print(f"{len(jobs) - len(todo)} of {len(jobs)} runs read from {args.save}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for i, (algo, alpha, seed, curve, wall) in enumerate(pool.map(one_run, todo), 1):
+        for i, (algo, alpha, seed, ex, curve, wall) in enumerate(pool.map(one_run, todo), 1):
             entry = {
                 "algorithm": algo,
                 "alpha": alpha,
                 "seed": seed,
+                "execution": ex,
                 "acc": [round(a, 5) for a in curve],
                 "wall_s": round(wall, 1),
             }
-            done[(algo, alpha, seed)] = entry
+            done[(algo, alpha, seed, ex)] = entry
             saved.append(entry)
-            if (
-                args.save
-            ):  # after every run, so an interrupted grid loses at most the runs in flight
+            if args.save:  # after every run: an interrupted grid loses only the runs in flight
                 _write_saved(args.save, args.rounds, args.profile, saved)
             print(
-                f"[{i}/{len(todo)}] {algo} alpha={alpha:g} seed={seed}: "
+                f"[{i}/{len(todo)}] {algo} alpha={alpha:g} seed={seed} {ex}: "
                 f"{_final_text(curve, eval_timing(algo, args.profile), args.rounds)} ({wall:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
-    for algo, alpha, seed, _, _ in jobs:
-        entry = done[(algo, alpha, seed)]
-        results.setdefault((algo, alpha), []).append(entry["acc"])
+    for algo, alpha, seed, _, _, ex in jobs:
+        entry = done[(algo, alpha, seed, ex)]
+        results.setdefault((algo, alpha, ex), []).append(entry["acc"])
         if "wall_s" in entry:
-            walls.setdefault(algo, []).append(entry["wall_s"])
+            walls.setdefault((algo, ex), []).append(entry["wall_s"])
     print(
         f"Fashion-MNIST, {args.rounds} rounds, seeds {seeds}, profile {args.profile}; "
         f"commit {_commit()}, {platform.node()} ({platform.machine()}), {args.jobs} jobs x 1 thread; "
         f"total {time.perf_counter() - t0:.0f} s"
     )
+    for ex in executions:
+        _print_tables(results, algos, alphas, ex, args.profile, args.rounds, len(executions) > 1)
+    if len(executions) == 2:
+        _print_agreement(results, algos, alphas, executions, args.profile, args.rounds)
+    print(
+        "\nseconds per run: "
+        + ", ".join(
+            f"{label(a)}{f' ({ex})' if len(executions) > 1 else ''} {sum(w) / len(w):.0f}"
+            for (a, ex), w in walls.items()
+        )
+    )
+
+
+def _print_tables(
+    results: dict[tuple[str, float, str], list[list[float]]],
+    algos: list[str],
+    alphas: list[float],
+    execution: str,
+    profile: str,
+    rounds: int,
+    named: bool,
+) -> None:
     for title, idx in (("final accuracy (%)", 0), ("top-5 statistic (%)", 1)):
-        print(f"\n**{title}**, mean ± std over seeds\n")
+        where = f", execution {execution}" if named else ""
+        print(f"\n**{title}**{where}, mean ± std over seeds\n")
         if idx == 0:
             print(
                 "Final = the last round the algorithm's protocol evaluates; '@N' marks a "
@@ -208,14 +245,41 @@ def main() -> None:
         print("|---|" + "---|" * len(algos))
         for alpha in alphas:
             cells: list[Any] = [
-                _cell(results[(a, alpha)], eval_timing(a, args.profile), args.rounds)[idx]
+                _cell(results[(a, alpha, execution)], eval_timing(a, profile), rounds)[idx]
                 for a in algos
             ]
             print(f"| {alpha:g} | " + " | ".join(cells) + " |")
-    print(
-        "\nseconds per run: "
-        + ", ".join(f"{label(a)} {sum(w) / len(w):.0f}" for a, w in walls.items())
-    )
+
+
+def _print_agreement(
+    results: dict[tuple[str, float, str], list[list[float]]],
+    algos: list[str],
+    alphas: list[float],
+    executions: list[str],
+    profile: str,
+    rounds: int,
+) -> None:
+    """Issue 33's check: the two executions' top-5 means differ by at most one seed std."""
+    a_ex, b_ex = executions
+    print(f"\n**agreement of {a_ex} and {b_ex}**: top-5 statistic (%), mean ± std over seeds\n")
+    print(f"| alpha | algorithm | {a_ex} | {b_ex} | Δ | larger std | within one std |")
+    print("|---|---|---|---|---|---|---|")
+    for alpha in alphas:
+        for algo in algos:
+            stats = []
+            for ex in executions:
+                shown = [
+                    [100 * x for x in reported_curve(c, eval_timing(algo, profile), rounds)]
+                    for c in results[(algo, alpha, ex)]
+                ]
+                stats.append(pooled_top5(shown))
+            (ma, sa), (mb, sb) = stats
+            delta, std = mb - ma, max(sa, sb)
+            verdict = "yes" if abs(delta) <= std else "no"
+            print(
+                f"| {alpha:g} | {label(algo)} | {ma:.2f} ± {sa:.2f} | {mb:.2f} ± {sb:.2f} | "
+                f"{delta:+.2f} | {std:.2f} | {verdict} |"
+            )
 
 
 if __name__ == "__main__":

@@ -210,6 +210,7 @@ _builtin(
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 2),  # m and v
+    batchable=True,  # FedAvg's clients; only the server step differs
 )
 _builtin(
     name="fedyogi",
@@ -221,6 +222,7 @@ _builtin(
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 2),  # m and v
+    batchable=True,  # FedAvg's clients; only the server step differs
 )
 _builtin(
     name="fedavgm",
@@ -232,4 +234,5 @@ _builtin(
     shares=ALL_OR_PREDICTOR,
     in_paper=False,
     kept_on_server=("shared", 1),  # the velocity
+    batchable=True,  # FedAvg's clients; only the server step differs
 )

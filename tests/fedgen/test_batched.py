@@ -34,6 +34,10 @@ AGREEMENT: list[tuple[str, dict[str, Any], int]] = [
     ("fedgen-predictor", {"algorithm": FEDGEN, "share": "predictor"}, 2),
     # Batches of 64 exceed some users' data: stacks of different batch shapes.
     ("fedgen-small-users", {"algorithm": FEDGEN, "batch_size": 64}, 2),
+    # The server optimisers train FedAvg's clients (their moments move on the server).
+    ("fedavgm", {"algorithm": {"name": "fedavgm", "server_momentum": 0.9}}, 2),
+    ("fedadam", {"algorithm": {"name": "fedadam"}}, 2),
+    ("fedyogi", {"algorithm": {"name": "fedyogi"}, "share": "predictor"}, 2),
 ]
 
 
