@@ -1,13 +1,13 @@
 """Which execution a run uses and how many clients each batched computation holds.
 
 `choose`: the spec's `execution` (`fedgen.execution_spec`) against what this process has.
-`auto` picks `batched` on a GPU or with 2+ CPU threads, `sequential` on one thread: on the
-2-core machine issue 33's probe (grouped convolutions, contiguous layout) stacked 10
-official-CNN clients 1.5x faster than one after another with 2 threads but 0.78x with 1,
-since one small model cannot keep two threads busy and K of them can. The channels-last
-stacks here used less CPU than sequential even on 1 thread (10 FedAvg users: 0.21 vs 0.50
-CPU s, a loaded machine, 2026-12-03); the 1-thread rule stays the issue's until a quiet
-machine measures it. `batched` falls back to `sequential`, saying why,
+`auto` picks `batched` on a GPU or with 2+ CPU threads, `sequential` on one thread, as
+issue 33 asks of 1-thread slots (its probe, grouped convolutions, ran 0.78x there). The
+channels-last stacks here are faster even on one thread: on the quiet 2-core machine,
+2026-12-03, `bench/round_speed.py --threads 1 --execution auto,sequential,batched` measured
+batched 1.76x (FedAvg) and 1.72x (FedGen) per round at 10 users, and with 2 threads 2.24x /
+2.05x at 10 users and 2.83x / 2.46x at 50. A spec that wants the faster path on one thread
+says `execution: batched`. `batched` falls back to `sequential`, saying why,
 for an algorithm not declared `batchable` or a model `fedgen.batched` cannot stack.
 
 `chunk_size`: `batch_clients: auto` takes as many clients per computation as a quarter of
@@ -67,7 +67,7 @@ def choose(
         return "batched", "auto: a GPU"
     if threads >= 2:
         return "batched", f"auto: {threads} CPU threads"
-    return "sequential", "auto: 1 CPU thread (batched is slower there)"
+    return "sequential", "auto: 1 CPU thread (a 1-thread slot runs sequential)"
 
 
 def free_memory(device: torch.device) -> int | None:
