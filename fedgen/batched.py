@@ -67,14 +67,21 @@ def unsupported(model: SplitModel) -> str | None:
 
 
 class StackedClients:
-    """K clients' models as stacked tensors (leaf parameters with a leading client axis)."""
+    """K clients' models as stacked tensors (leaf parameters with a leading client axis).
 
-    def __init__(self, model: SplitModel, states: list[Tensors]) -> None:
+    `users` names the client of each stack entry (user indices, in stack order), so that
+    per-user state kept beside the model (SCAFFOLD's c_i, FedDyn's g_k) stacks alike.
+    """
+
+    def __init__(self, model: SplitModel, states: list[Tensors], users: list[int]) -> None:
         reason = unsupported(model)
         if reason is not None:
             raise ValueError(f"model cannot be batched: {reason}")
+        if len(users) != len(states):
+            raise ValueError(f"users: {len(users)} given for {len(states)} stacked states")
         self.model = model
         self.k = len(states)
+        self.users = list(users)
         names = [n for n, _ in model.named_parameters()]
         self.params: Tensors = {
             n: torch.stack([s[n].detach() for s in states]).requires_grad_() for n in names

@@ -169,6 +169,7 @@ _builtin(
     in_paper=False,
     kept_per_user="params",  # c_i
     kept_on_server=("params", 1),  # c
+    batchable=True,
 )
 _builtin(
     name="feddyn",
@@ -180,6 +181,7 @@ _builtin(
     in_paper=False,
     kept_per_user="params",  # g_k
     kept_on_server=("params", 1),  # h
+    batchable=True,
 )
 _builtin(
     name="moon",

@@ -15,6 +15,9 @@ Algorithm 1 (cited by its steps; we did not have the PDF to number them):
 The mean over the round's users is the paper's uniform one (h's derivation needs it),
 not `fidelity.aggregation`; shared BatchNorm statistics are averaged as in FedAvg. Every
 user's g_k (zeros at the start, as in the paper) and h are part of the full checkpoint.
+
+Under `execution: batched` the stacked clients' gradients get their own −g_k (stacked in the
+stack's client order) and α (θ − θ^{t−1}); each g_k is then updated as sequentially.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from fedgen.algorithms import client_state as cs
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import FedDynParams
+from fedgen.batched import StackedClients
 from fedgen.client import GradHook
 from fedgen.federated import UserData
 
@@ -41,29 +45,41 @@ class FedDyn(Algorithm[FedDynParams]):
         self.grads: list[cs.Tensors] = cs.per_user(self.fed, self.h)
 
     def grad_hook(self, user: UserData, server_round: int) -> GradHook | None:  # noqa: ARG002
-        alpha = self.params.alpha
         work = dict(self.fed.work.named_parameters())
         params: list[torch.Tensor] = [work[k] for k in self.keys]
-        anchor = [p.detach().clone() for p in params]  # θ^{t−1} as received
-        g_k = [self.grads[user.index][k] for k in self.keys]
+        return _dynamic(params, [self.grads[user.index][k] for k in self.keys], self.params.alpha)
 
-        def hook(grads: list[torch.Tensor]) -> None:
-            with torch.no_grad():
-                torch._foreach_sub_(grads, g_k)
-                diff = torch._foreach_sub(params, anchor)
-                torch._foreach_add_(grads, diff, alpha=alpha)
-
-        return hook
+    def batched_grad_hook(self, stack: StackedClients, server_round: int) -> GradHook:  # noqa: ARG002
+        # The stacks hold every client's θ, and their values now θ^{t−1}; g_k in stack order.
+        g = [torch.stack([self.grads[u][k] for u in stack.users]) for k in self.keys]
+        return _dynamic(stack.trainable, g, self.params.alpha)
 
     def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
-        state = self.fed.global_model.state_dict()
-        before = {k: state[k].detach().clone() for k in self.keys}
+        before = self._received()
         upload = super().client_update(user, server_round, lr)
+        self._update_grad_state(user, upload, before)
+        return upload
+
+    def client_update_batch(
+        self, users: list[UserData], server_round: int, lrs: list[float]
+    ) -> list[ClientUpload]:
+        before = self._received()
+        uploads = super().client_update_batch(users, server_round, lrs)
+        for user, upload in zip(users, uploads, strict=True):
+            self._update_grad_state(user, upload, before)
+        return uploads
+
+    def _received(self) -> cs.Tensors:
+        """θ^{t−1}: the global parameters every client of this round starts from."""
+        state = self.fed.global_model.state_dict()
+        return {k: state[k].detach().clone() for k in self.keys}
+
+    def _update_grad_state(self, user: UserData, upload: ClientUpload, before: cs.Tensors) -> None:
+        """g_k ← g_k − α (θ_k^t − θ^{t−1}), in place."""
         g_k = self.grads[user.index]
         with torch.no_grad():
             for k in self.keys:
                 g_k[k].sub_(upload.params[k] - before[k], alpha=self.params.alpha)
-        return upload
 
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         alpha, m = self.params.alpha, len(self.data.users)
@@ -89,3 +105,16 @@ class FedDyn(Algorithm[FedDynParams]):
         self.fed.load_state_dict(state)
         cs.restore_into(self.h, state["feddyn_h"])
         cs.restore_all(self.grads, state["feddyn_grads"])
+
+
+def _dynamic(params: list[torch.Tensor], g_k: list[torch.Tensor], alpha: float) -> GradHook:
+    """grad += −g_k + α (θ − θ^{t−1}), θ^{t−1} the parameters as received (now)."""
+    anchor = [p.detach().clone() for p in params]
+
+    def hook(grads: list[torch.Tensor]) -> None:
+        with torch.no_grad():
+            torch._foreach_sub_(grads, g_k)
+            diff = torch._foreach_sub(params, anchor)
+            torch._foreach_add_(grads, diff, alpha=alpha)
+
+    return hook

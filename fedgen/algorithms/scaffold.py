@@ -14,6 +14,9 @@ The model's Δy mean follows `fidelity.aggregation` (with η_g = 1 SCAFFOLD's mo
 is FedAvg's); c stays the mean of all N users' c_i, as line 17 keeps it. Every user's
 c_i exists from the start (zeros, as the paper initialises them) and, with c, is part of
 the full checkpoint. Both directions carry twice FedAvg's bytes (model and variate).
+
+Under `execution: batched` each stacked client's gradient gets its own c − c_i (stacked in
+the stack's client order) and c_i⁺ is computed from its trained y_i as sequentially.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from fedgen.algorithms import client_state as cs
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import ScaffoldParams
+from fedgen.batched import StackedClients
 from fedgen.client import GradHook
 from fedgen.federated import UserData
 
@@ -54,9 +58,38 @@ class Scaffold(Algorithm[ScaffoldParams]):
 
         return hook
 
+    def batched_grad_hook(self, stack: StackedClients, server_round: int) -> GradHook:  # noqa: ARG002
+        # Each stacked client's own c − c_i, in the stack's client order.
+        correction = [
+            torch.stack([self.c[k] - self.c_users[u][k] for u in stack.users]) for k in self.keys
+        ]
+
+        def hook(grads: list[torch.Tensor]) -> None:
+            torch._foreach_add_(grads, correction)
+
+        return hook
+
     def client_update(self, user: UserData, server_round: int, lr: float) -> ClientUpload:
-        x = {k: v.detach().clone() for k, v in self.fed.global_model.state_dict().items()}
+        x = self._received()
         upload = super().client_update(user, server_round, lr)
+        self._new_variate(user, upload, x, lr)
+        return upload
+
+    def client_update_batch(
+        self, users: list[UserData], server_round: int, lrs: list[float]
+    ) -> list[ClientUpload]:
+        x = self._received()
+        uploads = super().client_update_batch(users, server_round, lrs)
+        for user, upload, lr in zip(users, uploads, lrs, strict=True):
+            self._new_variate(user, upload, x, lr)
+        return uploads
+
+    def _received(self) -> cs.Tensors:
+        """x: the global model every client of this round starts from."""
+        return {k: v.detach().clone() for k, v in self.fed.global_model.state_dict().items()}
+
+    def _new_variate(self, user: UserData, upload: ClientUpload, x: cs.Tensors, lr: float) -> None:
+        """Line 12 (option II) for `user` after its K steps; Δc_i joins its upload."""
         steps = self.spec.local_steps
         c_i = self.c_users[user.index]
         with torch.no_grad():
@@ -65,7 +98,6 @@ class Scaffold(Algorithm[ScaffoldParams]):
             }
             upload.extras.update({DELTA_C + k: new[k] - c_i[k] for k in self.keys})
         self.c_users[user.index] = new
-        return upload
 
     def server_update(self, uploads: list[ClientUpload], server_round: int) -> dict[str, float]:  # noqa: ARG002
         state = self.fed.global_model.state_dict()

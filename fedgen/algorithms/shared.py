@@ -105,7 +105,9 @@ class Federation:
 
     def stack(self, users: list[UserData]) -> StackedClients:
         """`users`' models as they hold them after the broadcast, stacked (`execution: batched`)."""
-        return StackedClients(self.work, [self.user_tensors(u.index) for u in users])
+        return StackedClients(
+            self.work, [self.user_tensors(u.index) for u in users], [u.index for u in users]
+        )
 
     def upload_from_state(self, user: UserData, state: Tensors, loss: torch.Tensor) -> ClientUpload:
         """Keep `user`'s local part of its trained `state` and package the shared part."""

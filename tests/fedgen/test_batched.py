@@ -38,7 +38,21 @@ AGREEMENT: list[tuple[str, dict[str, Any], int]] = [
     ("fedavgm", {"algorithm": {"name": "fedavgm", "server_momentum": 0.9}}, 2),
     ("fedadam", {"algorithm": {"name": "fedadam"}}, 2),
     ("fedyogi", {"algorithm": {"name": "fedyogi"}, "share": "predictor"}, 2),
+    # Gradient corrections from state kept per client (seeded non-zero: see KEPT).
+    ("scaffold", {"algorithm": {"name": "scaffold"}}, 2),
+    # Each client its own lr (per-user clocks below): c_i⁺ divides by the client's K·η_l.
+    ("scaffold-own-lrs", {"algorithm": {"name": "scaffold"}, "lr_decay": 0.5}, 3),
+    ("feddyn", {"algorithm": {"name": "feddyn", "alpha": 0.1}}, 2),
 ]
+# The algorithm state an agreement case starts non-zero and compares after the round (per
+# user where it is a list): at zeros, as a fresh run holds it, SCAFFOLD's c − c_i and
+# FedDyn's g_k would correct nothing, and a wrongly ordered stack of them would pass.
+KEPT: dict[str, tuple[str, ...]] = {
+    "scaffold": ("scaffold_c", "scaffold_c_users"),
+    "feddyn": ("feddyn_h", "feddyn_grads"),
+}
+# Users' last trained rounds (the official per-user lr clock) set before a case's round.
+LR_CLOCKS: dict[str, list[int]] = {"scaffold-own-lrs": [2, 0, 1, 0, 2]}
 
 
 def _max_rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -61,13 +75,40 @@ def _client_rel_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> 
     return _max_rel_diff(fa, fb)
 
 
+def _seed_kept_state(sims: list[Simulation], keys: tuple[str, ...]) -> None:
+    """Load the same random values of the kept state `keys` into every simulation."""
+    gen = torch.Generator().manual_seed(7)
+    state = sims[0].algo.state_dict()
+
+    def noise(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        # About the gradients' size, so the correction matters but keeps the run tame.
+        return {k: 0.1 * torch.randn(v.shape, generator=gen) for k, v in t.items()}
+
+    for key in keys:
+        value = state[key]
+        state[key] = [noise(t) for t in value] if isinstance(value, list) else noise(value)
+    for sim in sims:
+        sim.algo.load_state_dict(state)
+
+
+def _kept_rel_diffs(seq: Simulation, bat: Simulation, keys: tuple[str, ...]) -> dict[str, float]:
+    """Per kept-state entry (per user where it is a list), the relative difference."""
+    a, b = seq.algo.state_dict(), bat.algo.state_dict()
+    out: dict[str, float] = {}
+    for key in keys:
+        if isinstance(a[key], list):
+            for i, (ta, tb) in enumerate(zip(a[key], b[key], strict=True)):
+                out[f"{key}[{i}]"] = _client_rel_diff(ta, tb)
+        else:
+            out[key] = _client_rel_diff(a[key], b[key])
+    return out
+
+
 @pytest.mark.parametrize(
-    ("overrides", "server_round"),
-    [(o, r) for _, o, r in AGREEMENT],
-    ids=[c for c, _, _ in AGREEMENT],
+    ("case", "overrides", "server_round"), AGREEMENT, ids=[c for c, _, _ in AGREEMENT]
 )
 def test_batched_round_agrees_with_sequential_per_client(
-    overrides: dict[str, Any], server_round: int
+    case: str, overrides: dict[str, Any], server_round: int
 ) -> None:
     # lr 0.01: a tame run (at tiny_spec's 0.05 FedGen's losses reach 50-150 and any
     # reordering of float sums grows round over round).
@@ -75,10 +116,15 @@ def test_batched_round_agrees_with_sequential_per_client(
     seq = Simulation(tiny_spec(**spec))
     bat = Simulation(tiny_spec(**spec, execution="batched", batch_clients=3))
     assert (seq.execution.mode, bat.execution.mode) == ("sequential", "batched")
+    kept = KEPT.get(overrides["algorithm"]["name"], ())
+    _seed_kept_state([seq, bat], kept)
+    if case in LR_CLOCKS:
+        seq.lr_clock, bat.lr_clock = list(LR_CLOCKS[case]), list(LR_CLOCKS[case])
     chosen = [4, 0, 2, 1]
     ups_s, _, lrs_s = seq.train_sequential(chosen, server_round)
     ups_b, _, lrs_b = bat.train_batched(chosen, server_round)
     assert lrs_s == lrs_b
+    assert case not in LR_CLOCKS or len(set(lrs_b)) > 1
     assert [u.user for u in ups_b] == chosen
     for us, ub in zip(ups_s, ups_b, strict=True):
         assert _client_rel_diff(us.params, ub.params) <= 1e-4, us.user
@@ -91,6 +137,10 @@ def test_batched_round_agrees_with_sequential_per_client(
             assert torch.equal(us.label_counts, ub.label_counts)
         local_s, local_b = seq.algo.fed.user_local[us.user], bat.algo.fed.user_local[us.user]
         assert _client_rel_diff(local_s, local_b) <= 1e-4, us.user
+        assert _client_rel_diff(us.extras, ub.extras) <= 1e-4, us.user  # SCAFFOLD's Δc_i
+    # Every user's kept state (the chosen users' updated, the others' untouched).
+    for entry, diff in _kept_rel_diffs(seq, bat, kept).items():
+        assert diff <= 1e-4, entry
     # The local steps really moved the models (a no-op would agree too).
     start = seq.algo.fed.global_state()
     moved = max(_max_rel_diff(start[k], ups_b[0].params[k]) for k in ups_b[0].params)
@@ -120,7 +170,9 @@ def test_batched_runs_repeat_bit_for_bit(algorithm: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "algorithm", [{"name": "fedprox", "mu": 0.1}, FEDGEN], ids=["fedprox", "fedgen"]
+    "algorithm",
+    [{"name": "fedprox", "mu": 0.1}, FEDGEN, {"name": "scaffold"}],
+    ids=["fedprox", "fedgen", "scaffold"],
 )
 def test_batched_resume_equals_uninterrupted(algorithm: dict[str, Any]) -> None:
     spec = tiny_spec(algorithm=algorithm, execution="batched", rounds=4, checkpoint_every=2)
