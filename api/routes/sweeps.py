@@ -22,7 +22,7 @@ from api.schemas.sweeps import SweepCreate, SweepPublic, SweepsPublic, SweepSumm
 from api.schemas.trash import SweepRestored
 from fedgen.specdict import group_fields
 from fedgen.stats import PlotStatistic
-from lab import analysis, plot_data, trash
+from lab import analysis, plot_data, sweep_cache, trash
 from lab.models import Sweep
 from lab.repository import sweeps as sweeps_repo
 from lab.repository.annotations import tags_of
@@ -182,7 +182,7 @@ def sweep_summary(
             " (each must be a field of this sweep's specs; 422 names the unknown ones)",
         ),
     ] = None,
-) -> SweepSummary | PlainTextResponse:
+) -> Response:
     """Runs grouped by every field but the seed: mean ± std of final and top-5 accuracy.
 
     n counts the succeeded runs only; the others are counted and listed apart (`excluded`).
@@ -191,28 +191,45 @@ def sweep_summary(
     """
     sweep, _ = _load(session, sweep_id)
     by = [f.strip() for f in group_by.split(",") if f.strip()] if group_by else None
-    if by is not None:
-        known = set(
-            group_fields(
-                analysis.flat_spec(r) for r in sweeps_repo.runs_of_sweep(session, sweep.id)
-            )
-        )
-        unknown = [f for f in by if f not in known]
-        if unknown:
-            raise FieldErrors(
-                [
-                    (
-                        "group_by",
-                        f"unknown field(s) {', '.join(unknown)}; fields of this sweep: "
-                        f"{', '.join(sorted(known))}",
-                    )
-                ]
-            )
-    summary = analysis.sweep_summary(session, sweep.id, by)
-    rows = summary["groups"]
+
+    def compute() -> bytes:
+        if by is not None:
+            _check_group_by(session, sweep, by)
+        summary = analysis.sweep_summary(session, sweep.id, by)
+        if format == "csv":
+            return analysis.summary_csv(summary["groups"]).encode()
+        public = {"sweep_id": str(sweep.id), "name": sweep.name, **summary}
+        return SweepSummary.model_validate(public).model_dump_json(by_alias=True).encode()
+
+    key = ("summary", format, tuple(by) if by is not None else None, sweep.name)
+    body = sweep_cache.answer(session, sweep.id, key, compute)
     if format == "csv":
-        return _csv(analysis.summary_csv(rows), f"sweep-{sweep.id}.csv")
-    return SweepSummary.model_validate({"sweep_id": str(sweep.id), "name": sweep.name, **summary})
+        return _csv(body.decode(), f"sweep-{sweep.id}.csv")
+    return _json(body)
+
+
+def _check_group_by(session: Session, sweep: Sweep, by: list[str]) -> None:
+    """422 naming the `group_by` fields that no spec of the sweep has, listing those it has."""
+    known = set(
+        group_fields(analysis.flat_spec(r) for r in sweeps_repo.runs_of_sweep(session, sweep.id))
+    )
+    unknown = [f for f in by if f not in known]
+    if unknown:
+        raise FieldErrors(
+            [
+                (
+                    "group_by",
+                    f"unknown field(s) {', '.join(unknown)}; fields of this sweep: "
+                    f"{', '.join(sorted(known))}",
+                )
+            ]
+        )
+
+
+def _json(body: bytes) -> Response:
+    """A JSON answer already serialized as the route's response model would be (a cached one:
+    `lab.sweep_cache`), sent without validating it again."""
+    return Response(body, media_type="application/json")
 
 
 _DOTTED = Query(
@@ -246,7 +263,7 @@ def sweep_plot_data(
         Query(gt=0.0, le=1.0, description="accuracy to reach (a fraction, 0 < target <= 1)"),
     ] = None,
     format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
-) -> PlotData | PlainTextResponse:
+) -> Response:
     """A statistic against the swept field `x`, one series per value of `by`, over seeds.
 
     Each point: mean, std, the bar's ends lo/hi, n succeeded runs of n_total, their ids and
@@ -255,10 +272,18 @@ def sweep_plot_data(
     `warnings`. 422 names `x` or `by` (listing the fields that vary) or a missing `target`.
     """
     sweep, _ = _load(session, sweep_id)
-    try:
-        data = plot_data.plot_data(session, sweep.id, x, by, statistic, interval, target)
-    except plot_data.PlotDataError as exc:
-        raise FieldErrors(exc.errors) from None
+
+    def compute() -> bytes:
+        try:
+            data = plot_data.plot_data(session, sweep.id, x, by, statistic, interval, target)
+        except plot_data.PlotDataError as exc:
+            raise FieldErrors(exc.errors) from None
+        if format == "csv":
+            return plot_data.plot_csv(data).encode()
+        return PlotData.model_validate(data).model_dump_json(by_alias=True).encode()
+
+    key = ("plot-data", format, x, by, statistic, interval, target)
+    body = sweep_cache.answer(session, sweep.id, key, compute)
     if format == "csv":
-        return _csv(plot_data.plot_csv(data), f"sweep-{sweep.id}-plot.csv")
-    return PlotData.model_validate(data)
+        return _csv(body.decode(), f"sweep-{sweep.id}-plot.csv")
+    return _json(body)
