@@ -3,6 +3,7 @@ summary and plot data (JSON or CSV)."""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Literal
@@ -33,17 +34,24 @@ GROUP_BY_PATTERN = rf"^ *{_FIELD} *(, *{_FIELD} *)*$"
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
 
 
-def _public(session: Session, sweep: Sweep, owner: str) -> SweepPublic:
-    runs = sweeps_repo.runs_of_sweep(session, sweep.id)
+def _public(
+    session: Session,
+    sweep: Sweep,
+    owner: str,
+    runs: list[tuple[uuid.UUID, str]] | None = None,
+) -> SweepPublic:
+    """The sweep as the API shows it; `runs`: its runs' (id, status), read when not given."""
+    if runs is None:
+        runs = sweeps_repo.run_states(session, [sweep.id])[sweep.id]
     return SweepPublic(
         id=str(sweep.id),
         name=sweep.name,
         owner=owner,
         base=sweep.base,
         grid=sweep.grid,
-        run_ids=[str(r.id) for r in runs],
+        run_ids=[str(rid) for rid, _ in runs],
         count=len(runs),
-        status_counts=dict(Counter(r.status for r in runs)),
+        status_counts=dict(Counter(status for _, status in runs)),
         tags=tags_of(sweep.tags_csv),
         note=sweep.note,
         annotated_by=sweep.annotated_by,
@@ -78,7 +86,8 @@ def list_sweeps(
     """Sweeps, newest first."""
     deps.check_page_size(limit, settings)
     rows, count = sweeps_repo.list_sweeps(session, limit, offset, q=q or None)
-    return SweepsPublic(data=[_public(session, s, o) for s, o in rows], count=count)
+    states = sweeps_repo.run_states(session, [s.id for s, _ in rows])
+    return SweepsPublic(data=[_public(session, s, o, states[s.id]) for s, o in rows], count=count)
 
 
 def _load(session: Session, sweep_id: str) -> tuple[Sweep, str]:

@@ -71,6 +71,25 @@ def runs_of_sweep(session: Session, sweep_id: uuid.UUID) -> list[Run]:
     return list(session.scalars(stmt))
 
 
+def run_states(
+    session: Session, sweep_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[tuple[uuid.UUID, str]]]:
+    """(id, status) of the runs of each sweep outside the trash, in creation order, in one
+    query: a page of sweeps lists its runs without loading them (specs and all)."""
+    out: dict[uuid.UUID, list[tuple[uuid.UUID, str]]] = {sid: [] for sid in sweep_ids}
+    if not sweep_ids:
+        return out
+    stmt = (
+        select(Run.sweep_id, Run.id, Run.status)
+        .where(Run.sweep_id.in_(sweep_ids), Run.deleted_at.is_(None))
+        .order_by(Run.sweep_id, Run.created_at, Run.id)
+    )
+    for sweep_id, run_id, status in session.execute(stmt):
+        if sweep_id is not None:  # always (the IN above); narrows the column's type
+            out[sweep_id].append((run_id, status))
+    return out
+
+
 def runs_for_timing(
     session: Session, sweep_id: uuid.UUID | None, algorithm: str | None
 ) -> list[Run]:

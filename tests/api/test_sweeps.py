@@ -86,3 +86,27 @@ def test_summary_groups_by_everything_but_seed(
 
 
 # The timing table (one row per setting): tests/api/test_comparable.py
+
+
+def test_sweep_list_counts_each_sweeps_runs_outside_the_trash(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """GET /sweeps and GET /sweeps/{id} list each sweep's own runs with their status counts;
+    a trashed run is in neither."""
+    # Prepare
+    alice = session.query(User).filter_by(name="alice").one()
+    first, first_runs = create_sweep_runs(session, alice, {"seed": [0, 1, 2]})
+    second, second_runs = create_sweep_runs(session, alice, {"seed": [0, 1]})
+    seed_rounds(session, first_runs[1], [0.1, 0.2])
+    assert client.delete(f"{API}/runs/{first_runs[2].id}", headers=auth).status_code == 204
+    # Execute
+    listed = {s["id"]: s for s in client.get(f"{API}/sweeps", headers=auth).json()["data"]}
+    one = client.get(f"{API}/sweeps/{first}", headers=auth).json()
+    # Assert
+    assert sorted(listed[str(first)]["run_ids"]) == sorted(str(r.id) for r in first_runs[:2])
+    assert listed[str(first)]["status_counts"] == {"queued": 1, "succeeded": 1}
+    assert sorted(listed[str(second)]["run_ids"]) == sorted(str(r.id) for r in second_runs)
+    assert listed[str(second)]["count"] == 2
+    assert {k: one[k] for k in ("run_ids", "count", "status_counts")} == {
+        k: listed[str(first)][k] for k in ("run_ids", "count", "status_counts")
+    }
