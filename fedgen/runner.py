@@ -1,15 +1,20 @@
-"""The round loop: `run(spec, sink, resume_from=None, should_stop=None)`.
+"""The round loop: `run(spec, sink, resume_from=None, should_stop=None)`, and `run_twins`.
 
 Each round: sample users, let each selected user train locally, let the server
 aggregate (and train whatever it trains), evaluate, emit one `RoundEvent`.
 Round 0 reports the initial model. Checkpoints ride on the round's event, so a
 sink can store a round's metrics and its checkpoint together or not at all.
+`run_twins` trains once for specs that differ only in the test protocol and reports
+each round to every one of them, evaluated under its own protocol
+(`fedgen.protocol_twins`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,7 @@ from fedgen.execution import Execution, choose, chunk_size, chunks, client_bytes
 from fedgen.federated import FederatedData
 from fedgen.fidelity import Fidelity, resolve
 from fedgen.models.cnn import ModelConfig
+from fedgen.protocol_twins import check_twins
 from fedgen.spec import ExperimentSpec
 from fedgen.stats import curve_statistic, summarize_curve
 from fedgen.versions import versions
@@ -205,6 +211,11 @@ class Simulation:
         return self.spec.lr * decay**t
 
     def round(self, server_round: int) -> RoundEvent:
+        """Train round `server_round` and evaluate it: its event (without checkpoints)."""
+        return self.evaluated(self.train(server_round))
+
+    def train(self, server_round: int) -> Trained:
+        """Sample, train the chosen users, aggregate: everything of the round but evaluation."""
         spec, algo, device = self.spec, self.algo, self.device
         t_round = time.perf_counter()
         chosen = self.sampler.choice(len(self.data.users), spec.users_per_round, replace=False)
@@ -216,9 +227,7 @@ class Simulation:
         t_server = time.perf_counter()
         alg_metrics = algo.server_update(uploads, server_round)
         _sync(device)
-        t_eval = time.perf_counter()
-        ev = algo.evaluate()
-        t_end = time.perf_counter()
+        t_trained = time.perf_counter()
         # Every upload carries its loss (a 0-d tensor): one host sync reads them all.
         losses = torch.stack([_train_loss(u) for u in uploads]).tolist()
         selected = {
@@ -231,12 +240,38 @@ class Simulation:
             "train_loss": float(np.mean(losses)) if losses else float("nan"),
             "time_train_ms": float(sum(user_ms)),
             "time_user_ms": float(np.mean(user_ms)),
-            "time_server_ms": (t_eval - t_server) * 1e3,
-            "time_eval_ms": (t_end - t_eval) * 1e3,
-            "time_total_ms": (t_end - t_round) * 1e3,
-            **alg_metrics,
+            "time_server_ms": (t_trained - t_server) * 1e3,
         }
-        return self._event(server_round, ev, metrics, selected)
+        return Trained(server_round, metrics, alg_metrics, selected, (t_trained - t_round) * 1e3)
+
+    def evaluated(self, trained: Trained) -> RoundEvent:
+        """The trained round's event under this simulation's protocol (`as_twin` sets it)."""
+        t_eval = time.perf_counter()
+        ev = self.algo.evaluate()
+        eval_ms = (time.perf_counter() - t_eval) * 1e3
+        metrics = {
+            **trained.metrics,
+            "time_eval_ms": eval_ms,
+            "time_total_ms": trained.ms + eval_ms,
+            **trained.alg_metrics,
+        }
+        return self._event(trained.round, ev, metrics, trained.selected)
+
+    @contextmanager
+    def as_twin(self, twin: Twin) -> Iterator[None]:
+        """Evaluate, checkpoint and summarise as `twin` (its spec, fidelity and history).
+
+        Twins differ only in the test protocol, which the algorithms read through their
+        `fid` when they evaluate (`fedgen.protocol_twins`); training is shared.
+        """
+        algo = self.algo
+        saved = (self.spec, self.fid, self.history, algo.fid, algo.fed.fid)
+        self.spec, self.fid, self.history = twin.spec, twin.fid, twin.history
+        algo.fid = algo.fed.fid = twin.fid
+        try:
+            yield
+        finally:
+            self.spec, self.fid, self.history, algo.fid, algo.fed.fid = saved
 
     def train_sequential(
         self, chosen: list[int], server_round: int
@@ -310,6 +345,28 @@ class Simulation:
         )
 
 
+@dataclass
+class Trained:
+    """A round trained but not yet evaluated: its metrics so far (the runner's, the
+    algorithm's), the selected users' (ms, loss), and the ms it took."""
+
+    round: int
+    metrics: dict[str, float]
+    alg_metrics: dict[str, float]
+    selected: dict[int, tuple[float, float]]
+    ms: float
+
+
+@dataclass
+class Twin:
+    """One spec of a shared training: where it reports, its fidelity, its accuracy history."""
+
+    spec: ExperimentSpec
+    sink: Sink
+    fid: Fidelity
+    history: list[float] = field(default_factory=list)
+
+
 def run(
     spec: ExperimentSpec,
     sink: Sink,
@@ -325,19 +382,64 @@ def run(
     sim = Simulation(spec)
     if resume_from is not None:
         sim.restore(resume_from)
-    sink.on_start(sim.info())
+    (summary,) = _drive(sim, [Twin(spec, sink, sim.fid, sim.history)], should_stop, t_start)
+    return summary
+
+
+def run_twins(
+    specs: Sequence[ExperimentSpec],
+    sinks: Sequence[Sink],
+    should_stop: Callable[[], bool] | None = None,
+) -> list[RunSummary]:
+    """Train once for specs that differ only in `partition.test_protocol` and evaluate
+    every round under each one's protocol: each sink gets the events a separate `run` of
+    its spec would report (timings aside). ValueError if the specs are not such twins
+    (`fedgen.protocol_twins.check_twins`) or the sinks do not pair with them.
+    """
+    if len(sinks) != len(specs):
+        raise ValueError(f"run_twins: {len(specs)} specs but {len(sinks)} sinks")
+    check_twins(specs)
+    t_start = time.perf_counter()
+    sim = Simulation(specs[0])
+    twins = [Twin(spec, sink, resolve(spec)) for spec, sink in zip(specs, sinks, strict=True)]
+    return _drive(sim, twins, should_stop, t_start)
+
+
+def _drive(
+    sim: Simulation,
+    twins: list[Twin],
+    should_stop: Callable[[], bool] | None,
+    t_start: float,
+) -> list[RunSummary]:
+    """The round loop: train each round once, then report it to every twin."""
+    spec = sim.spec
+    for twin in twins:
+        with sim.as_twin(twin):
+            twin.sink.on_start(sim.info())
     if sim.next_round == 0:
-        ev0 = sim.initial_event()
-        sink.on_round(RoundEvent(0, ev0.metrics, ev0.users, sim.checkpoints_for(0)))
+        for twin in twins:
+            with sim.as_twin(twin):
+                ev0 = sim.initial_event()
+                twin.sink.on_round(RoundEvent(0, ev0.metrics, ev0.users, sim.checkpoints_for(0)))
         sim.next_round = 1
     status = "completed"
     for r in range(sim.next_round, spec.rounds + 1):
         if should_stop is not None and should_stop():
             status = "stopped"
             break
-        event = sim.round(r)
-        sink.on_round(RoundEvent(r, event.metrics, event.users, sim.checkpoints_for(r)))
+        trained = sim.train(r)
+        for twin in twins:
+            with sim.as_twin(twin):
+                event = sim.evaluated(trained)
+                twin.sink.on_round(
+                    RoundEvent(r, event.metrics, event.users, sim.checkpoints_for(r))
+                )
         sim.next_round = r + 1
-    summary = sim.summary(status, time.perf_counter() - t_start)
-    sink.on_finish(summary)
-    return summary
+    wall_s = time.perf_counter() - t_start
+    summaries = []
+    for twin in twins:
+        with sim.as_twin(twin):
+            summary = sim.summary(status, wall_s)
+        twin.sink.on_finish(summary)
+        summaries.append(summary)
+    return summaries

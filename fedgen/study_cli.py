@@ -6,7 +6,10 @@ fedgen study run NAME [overrides] [--jobs J] [--out DIR]
                                        run the sweep locally (J processes, one torch thread
                                        each), a line per finished run ('completed · final
                                        70.42% @199 · best … · top-5 …', docs/metrics.md),
-                                       then the study's table with verdicts
+                                       then the study's table with verdicts; runs that
+                                       differ only in the test protocol share one training
+                                       (`fedgen.runner.run_twins`), each still in its own
+                                       run directory
 
 Overrides: --dataset D, --seeds N (seeds 0..N-1), --rounds R; the paper's original by
 default. `run` keeps finished runs: run it again with the same --out to resume a study.
@@ -20,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ from pydantic import ValidationError
 
 from fedgen.data.registry import dataset_names
 from fedgen.events import RunSummary
+from fedgen.protocol_twins import twin_groups
 from fedgen.spec import (
     ExperimentSpec,
     SpecError,
@@ -60,11 +65,12 @@ def cmd_list(_args: argparse.Namespace) -> int:
     for p in rows:
         print(
             f"{p.study.name:<{width}}  {p.dataset:<14} {p.runs:>4}  "
-            f"{format_duration(p.est_cpu_s):>8}  {p.study.title}"
+            f"{format_duration(p.est_local_cpu_s):>8}  {p.study.title}"
         )
     print(
         "\nest. CPU: one core, the paper's 200 rounds and 3 seeds; an estimate from measured "
-        "per-algorithm round times (the machine's speed varies); divide by --jobs for wall time."
+        "per-algorithm round times (the machine's speed varies); divide by --jobs for wall time. "
+        "Runs that differ only in the test protocol share one training and count once."
     )
     return 0
 
@@ -80,7 +86,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(
         f"\ndataset {p.dataset} (paper: {s.paper_dataset}), {p.seeds} seeds, {p.rounds} rounds: "
-        f"{p.runs} runs, est. CPU {format_duration(p.est_cpu_s)} on one core (estimate)\n"
+        f"{p.runs} runs in {len(twin_groups(p.specs))} trainings, est. CPU "
+        f"{format_duration(p.est_local_cpu_s)} on one core (estimate)\n"
     )
     print("sweep:")
     sweep = {"name": p.sweep.name, "base": p.sweep.base, "grid": p.sweep.grid}
@@ -95,23 +102,37 @@ def _run_dir(out: Path, i: int, spec: ExperimentSpec) -> Path:
     return out / f"{i:03d}-{spec.algorithm.name}-s{spec.seed}-{spec.result_hash()[:8]}"
 
 
-def _execute(job: tuple[str, str, int]) -> tuple[str, str, float]:
-    """Run one spec into its directory (in a worker process); (dir, status or error, seconds)."""
-    spec_json, root, threads = job
+Job = tuple[list[tuple[str, str]], int]  # ([(spec JSON, run directory)], torch threads)
+
+
+def _execute(job: Job) -> list[tuple[str, str, float]]:
+    """Run one group of protocol twins (in a worker process), one training for all, each
+    into its directory: (dir, status or error, seconds) per run."""
+    runs, threads = job
     import torch  # the heavy import only where runs happen
 
     from fedgen.rundir import DirectorySink
-    from fedgen.runner import run
+    from fedgen.runner import run, run_twins
 
     if threads:
         torch.set_num_threads(threads)
-    spec = parse_spec(json.loads(spec_json))
+    specs = [parse_spec(json.loads(spec_json)) for spec_json, _ in runs]
+    roots = [root for _, root in runs]
     t0 = time.perf_counter()
     try:
-        summary = run(spec, DirectorySink(Path(root), spec))
-    except Exception as exc:  # one failed run must not lose the others' results
-        return root, f"failed: {type(exc).__name__}: {exc}", time.perf_counter() - t0
-    return root, run_line(summary, spec.rounds), time.perf_counter() - t0
+        sinks = [DirectorySink(Path(r), s) for r, s in zip(roots, specs, strict=True)]
+        if len(specs) == 1:
+            summaries = [run(specs[0], sinks[0])]
+        else:
+            summaries = run_twins(specs, sinks)
+    except Exception as exc:  # one failed training must not lose the others' results
+        wall = time.perf_counter() - t0
+        return [(r, f"failed: {type(exc).__name__}: {exc}", wall) for r in roots]
+    wall = time.perf_counter() - t0
+    return [
+        (r, run_line(summary, spec.rounds), wall)
+        for r, spec, summary in zip(roots, specs, summaries, strict=True)
+    ]
 
 
 def run_line(summary: RunSummary, rounds: int) -> str:
@@ -160,24 +181,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("runs") / f"study-{p.study.name}-{p.dataset}")
     out.mkdir(parents=True, exist_ok=True)
     dirs = [_run_dir(out, i, spec) for i, spec in enumerate(p.specs)]
-    todo = [
-        (spec.model_dump_json(), str(d), 1 if args.jobs > 1 else 0)
-        for spec, d in zip(p.specs, dirs, strict=True)
-        if not (d / "summary.json").exists()
+    pending = [i for i, d in enumerate(dirs) if not (d / "summary.json").exists()]
+    threads = 1 if args.jobs > 1 else 0
+    # Pending runs that differ only in the test protocol train once (a done twin's
+    # partner trains alone).
+    jobs: list[Job] = [
+        ([(p.specs[pending[k]].model_dump_json(), str(dirs[pending[k]])) for k in group], threads)
+        for group in twin_groups([p.specs[i] for i in pending])
     ]
     print(
         f"study {p.study.name} v{p.study.version} on {p.dataset}: {p.runs} runs "
-        f"({p.runs - len(todo)} already done in {out}), {args.jobs} jobs; "
-        f"est. CPU {format_duration(p.est_cpu_s)} (estimate)",
+        f"({p.runs - len(pending)} already done in {out}); the {len(pending)} to run need "
+        f"{len(jobs)} training{'s' if len(jobs) != 1 else ''} (runs that differ only in the "
+        f"test protocol share one), {args.jobs} jobs; "
+        f"est. CPU {format_duration(p.est_local_cpu_s)} for all (estimate)",
         file=sys.stderr,
         flush=True,
     )
     t0 = time.perf_counter()
     if args.jobs == 1:
-        failed = _report(map(_execute, todo), len(todo))
+        failed = _report(chain.from_iterable(map(_execute, jobs)), len(pending))
     else:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            failed = _report(pool.map(_execute, todo), len(todo))
+            failed = _report(chain.from_iterable(pool.map(_execute, jobs)), len(pending))
     wall = time.perf_counter() - t0
     table = study_table(
         p.study, p.dataset, [load_result(d) for d in dirs if (d / "spec.json").exists()]

@@ -145,6 +145,7 @@ _builtin(
     paper_label="FedDFusion",
     batchable=True,
     server_rng=True,
+    trains_by_protocol=True,
 )
 _builtin(
     name="fedgen",

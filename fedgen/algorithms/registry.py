@@ -71,6 +71,10 @@ class AlgorithmDecl:
     timing_fields: tuple[str, ...] = ()
     # the algorithm timing ratios are taken against (Table 3: FedAvg)
     timing_reference: bool = False
+    # its training reads `partition.test_protocol` (FedDF validates its distillation as the
+    # run evaluates), so runs differing only in the protocol cannot share one training
+    # (`fedgen.protocol_twins`)
+    trains_by_protocol: bool = False
     # checkpoint contents besides the shared model (fedgen.sizes): every user keeps its whole
     # model; per-user and global label logits; the server's own torch RNG state
     personal_model: bool = False

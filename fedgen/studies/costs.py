@@ -1,12 +1,18 @@
 """Studies' CPU-time estimate: each algorithm's declared ms per round, scaled by dataset and model.
 
+Runs that differ only in the test protocol share one training (`fedgen.protocol_twins`):
+`estimate_trainings_cpu_s` counts each such group once.
+
 The VM's speed varies about 2x from day to day, and the dataset and model factors are
 guesses: `estimate_cpu_s` is an estimate, not a measurement. `format_duration` writes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fedgen.algorithms.registry import get_algorithm
+from fedgen.protocol_twins import twin_groups
 from fedgen.spec import ExperimentSpec
 
 # Each algorithm's ms per round on one core at the paper setting is its declaration's
@@ -33,6 +39,12 @@ def estimate_cpu_s(spec: ExperimentSpec) -> float:
         * (0.3 + 0.7 * work)
     )
     return ms * spec.rounds / 1000.0
+
+
+def estimate_trainings_cpu_s(specs: Sequence[ExperimentSpec]) -> float:
+    """Estimated CPU seconds of `specs` run as `fedgen study run` runs them: one training
+    per group of protocol twins (their extra evaluations are not counted)."""
+    return sum(max(estimate_cpu_s(specs[i]) for i in group) for group in twin_groups(specs))
 
 
 def format_duration(seconds: float) -> str:
