@@ -133,10 +133,24 @@ def _quick(value: Any) -> Any:
 
 
 def _differs(values: list[Any]) -> bool:
-    """Whether the values' canonical JSON texts differ (the quick stand-ins rule most out)."""
-    if len({_quick(v) for v in values}) <= 1:
+    """Whether the values' canonical JSON texts differ: whether one differs from the first's.
+
+    A value whose quick stand-in equals the first's has its text too; the first text that
+    differs answers, so a field that varies costs a few texts, not one per value.
+    """
+    if not values:
         return False
-    return len({_canonical(v) for v in values}) > 1
+    first = values[0]
+    quick = _quick(first)
+    text: str | None = None
+    for value in values:
+        if _quick(value) == quick:
+            continue
+        if text is None:
+            text = _canonical(first)
+        if _canonical(value) != text:
+            return True
+    return False
 
 
 def _spec_dict(spec: Mapping[str, Any] | ExperimentSpec) -> Mapping[str, Any]:

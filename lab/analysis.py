@@ -123,7 +123,7 @@ def sweep_summary(
     not the runs' last round `last_round`; "best" is the highest accuracy over the same rounds.
     Returns {"group_by", "groups", "warnings"}; each group lists its unfinished runs apart.
     """
-    runs = sweeps_repo.runs_of_sweep(session, sweep_id)
+    runs = sweeps_repo.runs_of_sweep(session, sweep_id, analysis=True)
     groups = group_runs(runs, by)
     curves = curve_cache.acc_curves(session, groups_finished(groups))
     rows = [_summary_row(g, _counted(g, curves)) for g in groups]

@@ -273,7 +273,7 @@ def plot_data(
         raise PlotDataError(
             [("target", "required with statistic=time_to_target: an accuracy, 0 < target <= 1")]
         )
-    runs = sweeps_repo.runs_of_sweep(session, sweep_id)
+    runs = sweeps_repo.runs_of_sweep(session, sweep_id, analysis=True)
     flats = {str(r.id): flat_spec(r) for r in runs}
     varying = differing_fields(flats.values())
     x_field, by_field = resolve_field(x), resolve_field(by)

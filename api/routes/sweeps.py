@@ -220,7 +220,10 @@ def sweep_summary(
 def _check_group_by(session: Session, sweep: Sweep, by: list[str]) -> None:
     """422 naming the `group_by` fields that no spec of the sweep has, listing those it has."""
     known = set(
-        group_fields(analysis.flat_spec(r) for r in sweeps_repo.runs_of_sweep(session, sweep.id))
+        group_fields(
+            analysis.flat_spec(r)
+            for r in sweeps_repo.runs_of_sweep(session, sweep.id, analysis=True)
+        )
     )
     unknown = [f for f in by if f not in known]
     if unknown:
