@@ -4,7 +4,8 @@ Also where the run ran: its segments (the first start, then each resume) as a ta
 sentence, and why a queued run waits. And the run's state in words: the issue's states beyond
 the stored status (claimed: running with no round stored yet; cancelling: running with a
 cancel asked), the round a failed or cancelled run stopped at, and a worker's error split into
-its message and its traceback. The files its data was read from (`data_files_frame`).
+its message and its traceback. The files its data was read from (`data_files_frame`) and how
+its clients trained (`execution_caption`).
 Charts show accuracy in percent (as the tables do), times in seconds, and name their axes
 in words with units. No Streamlit, no network.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from api.schemas.runs import DataFile, RunPublic, Segment
+from api.schemas.runs import DataFile, RunInfoPublic, RunPublic, Segment
 from dashboard import charts
 from dashboard.lab_view import short_version
 from dashboard.run_state import state, stopped_at
@@ -199,6 +200,18 @@ def cost_caption(run: RunPublic) -> str | None:
     if not parts:
         return None
     return ("Cost so far: " if run.status in ACTIVE else "Cost: ") + " · ".join(parts)
+
+
+def execution_caption(info: RunInfoPublic) -> str | None:
+    """How a round's clients trained, e.g. `Clients trained batched, 10 per computation
+    (auto: 2 CPU threads)`; None before a worker recorded it."""
+    if info.execution is None:
+        return None
+    how = info.execution
+    if info.execution == "batched" and info.batch_clients:
+        how += f", {info.batch_clients} per computation"
+    why = f" ({info.execution_reason})" if info.execution_reason else ""
+    return f"Clients trained {how}{why}"
 
 
 def data_files_label(files: list[DataFile]) -> str:

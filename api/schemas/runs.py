@@ -241,6 +241,14 @@ class RunInfoPublic(BaseModel):
     data_files: list[DataFile] = Field(default_factory=list)
     """The files the run's data was read from (empty before it started, for generated data,
     and for runs started before this was recorded)."""
+    execution: Literal["sequential", "batched"] | None = None
+    """How a round's clients trained: one after another or as one stacked computation (the
+    spec's `execution` resolved by the worker; null before it started and for runs started
+    before this was recorded)."""
+    execution_reason: str | None = None
+    """Why, e.g. `auto: 2 CPU threads` or `the algorithm's client update does not batch`."""
+    batch_clients: int | None = None
+    """Under `batched`, the clients per computation (null under `sequential`)."""
 
 
 class StreamToken(BaseModel):

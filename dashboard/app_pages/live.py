@@ -158,12 +158,16 @@ def where_it_ran(w: Watch, run: RunPublic) -> None:
                 ),
             },
         )
-    data_files(w)
+    info_part(w)
 
 
-def data_files(w: Watch) -> None:
-    """The files the run's data was read from (its info), when it recorded any."""
+def info_part(w: Watch) -> None:
+    """How its clients trained and the files its data was read from (its info), when the
+    run recorded them."""
     info = ui.try_call(loaders.info, w.url, w.token, w.run_id)
+    trained = live_view.execution_caption(info) if info else None
+    if trained:
+        st.caption(trained)
     files = info.data_files if info else []
     if not files:
         return

@@ -122,7 +122,11 @@ def test_users_info_checkpoints_and_sse(
         client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["label_histogram"]
         == [[5, 5]] * 3
     )
-    assert client.get(f"{API}/runs/{run.id}/info", headers=auth).json()["pending"] is False
+    started = client.get(f"{API}/runs/{run.id}/info", headers=auth).json()
+    assert started["pending"] is False
+    # What the worker picked for the round's clients (the fake's RunInfo: sequential).
+    assert (started["execution"], started["batch_clients"]) == ("sequential", None)
+    assert before.json()["execution"] is None
     ckpts = client.get(f"{API}/runs/{run.id}/checkpoints", headers=auth).json()["data"]
     assert [c["round"] for c in ckpts] == [2, 3]  # the newest 2 full ones are kept
     dl = client.get(f"{API}/runs/{run.id}/checkpoints/{ckpts[-1]['id']}/download", headers=auth)

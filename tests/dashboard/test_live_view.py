@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from api.schemas.runs import DataFile, Segment
+from api.schemas.runs import DataFile, RunInfoPublic, Segment
 from dashboard import live_view, run_failures
 from dashboard.frames import metrics_frame
 from tests.support.factories import public_run
@@ -263,3 +263,23 @@ def test_data_files_table_and_title() -> None:
         f"Data files: 2 read ({live_view.format_bytes(2_000_048)})"
     )
     assert live_view.data_files_frame([]).empty
+
+
+def test_execution_caption_says_how_clients_trained_and_why() -> None:
+    def info(**kw: object) -> RunInfoPublic:
+        base = {"run_id": "r", "status": "succeeded", "pending": False, "spec_hash": "h"}
+        return RunInfoPublic.model_validate(
+            {**base, "num_users": 20, "device": "cpu", "versions": {}, **kw}
+        )
+
+    assert live_view.execution_caption(info()) is None  # started before it was recorded
+    batched = info(execution="batched", execution_reason="auto: 2 CPU threads", batch_clients=10)
+    assert live_view.execution_caption(batched) == (
+        "Clients trained batched, 10 per computation (auto: 2 CPU threads)"
+    )
+    seq = info(
+        execution="sequential", execution_reason="the algorithm's client update does not batch"
+    )
+    assert live_view.execution_caption(seq) == (
+        "Clients trained sequential (the algorithm's client update does not batch)"
+    )

@@ -125,19 +125,30 @@ def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
 
 
 def test_live_page_lists_the_data_files(app_path: str, lab_env: dict[str, Any], lab: Lab) -> None:
-    """A run whose info records the files it read shows them in a "Data files" expander."""
+    """A run whose info records the files it read shows them in a "Data files" expander, and
+    how its clients trained in a caption."""
     # Prepare: what a worker records (a fake runner's info has none)
     run_id = lab_env["run_ids"][3]
     files = [{"root": "/lab/data", "path": "MNIST/raw/t", "size": 4096, "sha256": "ef" * 32}]
     with lab.app.state.sessionmaker() as s:
         row = s.get(Run, uuid.UUID(run_id))
-        row.info = {**row.info, "data_files": files}
+        row.info = {
+            **row.info,
+            "data_files": files,
+            "execution": "batched",
+            "execution_reason": "auto: 2 CPU threads",
+            "batch_clients": 10,
+        }
         s.commit()
     # Execute
     at = open_page(app_path, "app_pages/live.py", {"live_run_id": run_id})
     # Assert
     assert not at.exception
     assert any(e.label.startswith("Data files: 1 read") for e in at.expander)
+    assert any(
+        c.value == "Clients trained batched, 10 per computation (auto: 2 CPU threads)"
+        for c in at.caption
+    )
     shown = [d.value for d in at.dataframe if "sha256" in d.value]
     assert len(shown) == 1
     assert shown[0].to_dict("records") == [
