@@ -207,7 +207,7 @@ def execution_caption(info: RunInfoPublic) -> str | None:
     (auto: 2 CPU threads)`; None before a worker recorded it."""
     if info.execution is None:
         return None
-    how = info.execution
+    how: str = info.execution
     if info.execution == "batched" and info.batch_clients:
         how += f", {info.batch_clients} per computation"
     why = f" ({info.execution_reason})" if info.execution_reason else ""
