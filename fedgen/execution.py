@@ -85,8 +85,11 @@ def free_memory(device: torch.device) -> int | None:
     return None
 
 
-def client_bytes(model: SplitModel, input_shape: tuple[int, int, int], rows: int) -> int:
-    """Estimated bytes of one client in a batched step: parameters and activations."""
+def client_bytes(
+    model: SplitModel, input_shape: tuple[int, int, int], rows: int, state_copies: int = 0
+) -> int:
+    """Estimated bytes of one client in a batched step: parameters (with `state_copies` more
+    parameter-sized stacks the algorithm keeps) and activations."""
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     sizes: list[int] = []
     hooks = [
@@ -104,7 +107,7 @@ def client_bytes(model: SplitModel, input_shape: tuple[int, int, int], rows: int
         for h in hooks:
             h.remove()
     per_row = sum(sizes) * 4
-    return PARAM_COPIES * params + ACTIVATION_COPIES * per_row * rows
+    return (PARAM_COPIES + state_copies) * params + ACTIVATION_COPIES * per_row * rows
 
 
 def chunk_size(

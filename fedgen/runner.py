@@ -96,7 +96,12 @@ class Simulation:
         )
         if mode == "sequential":
             return Execution(mode, reason)
-        per_client = client_bytes(model, self.data.input_shape, self.spec.batch_size)
+        per_client = client_bytes(
+            model,
+            self.data.input_shape,
+            self.spec.batch_size,
+            get_algorithm(self.spec.algorithm.name).batched_state_copies,
+        )
         chunk = chunk_size(
             self.spec.batch_clients,
             self.spec.users_per_round,

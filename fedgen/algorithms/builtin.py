@@ -171,6 +171,7 @@ _builtin(
     kept_per_user="params",  # c_i
     kept_on_server=("params", 1),  # c
     batchable=True,
+    batched_state_copies=1,  # c − c_i per stacked client
 )
 _builtin(
     name="feddyn",
@@ -183,6 +184,7 @@ _builtin(
     kept_per_user="params",  # g_k
     kept_on_server=("params", 1),  # h
     batchable=True,
+    batched_state_copies=2,  # g_k and the anchor per stacked client
 )
 _builtin(
     name="moon",

@@ -60,6 +60,9 @@ class AlgorithmDecl:
     # Its client update can run as one computation for many users (`execution: batched`,
     # `Algorithm.client_update_batch`); False: it always runs one user after another.
     batchable: bool = False
+    # Parameter-sized stacks its batched step keeps beyond FedAvg's (SCAFFOLD's c − c_i: 1;
+    # FedDyn's g_k and anchor: 2): `batch_clients: auto` sizes chunks with them.
+    batched_state_copies: int = 0
     # What the lab reads here instead of branching on the algorithm's name:
     # its server trains a generator whose checkpoints the Inspect page shows
     has_generator: bool = False

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fedgen.events import MemorySink, RoundEvent
-from fedgen.execution import choose, chunk_size
+from fedgen.execution import choose, chunk_size, client_bytes
 from fedgen.runner import Simulation, run
 from fedgen.spec import SpecError, parse_spec
 from tests.support.specs import tiny_spec
@@ -254,3 +254,17 @@ def test_fedgen_run_gives_new_runs_auto_and_keeps_what_a_spec_says() -> None:
     assert sweep["base"]["execution"] == "auto"
     varied = {"name": "s", "grid": {"execution": ["sequential", "batched"]}}
     assert _new_run_defaults(varied) == varied
+
+
+def test_chunk_estimate_counts_the_state_an_algorithm_stacks() -> None:
+    """SCAFFOLD's and FedDyn's batched steps stack per-client state: auto chunks count it."""
+    from fedgen.algorithms.registry import get_algorithm
+
+    sim = Simulation(tiny_spec())
+    model, shape = sim.algo.fed.global_model, sim.data.input_shape
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    plain = client_bytes(model, shape, 8)
+    assert client_bytes(model, shape, 8, state_copies=2) - plain == 2 * params
+    assert get_algorithm("feddyn").batched_state_copies == 2
+    assert get_algorithm("scaffold").batched_state_copies == 1
+    assert get_algorithm("fedavg").batched_state_copies == 0
