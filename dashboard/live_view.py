@@ -203,14 +203,14 @@ def cost_caption(run: RunPublic) -> str | None:
 
 
 def execution_caption(info: RunInfoPublic) -> str | None:
-    """How a round's clients trained, e.g. `Clients trained batched, 10 per computation
-    (auto: 2 CPU threads)`; None before a worker recorded it."""
+    """How a round's clients trained, e.g. `Clients trained batched, 10 per computation ·
+    auto: 2 CPU threads`; None before a worker recorded it."""
     if info.execution is None:
         return None
     how: str = info.execution
     if info.execution == "batched" and info.batch_clients:
         how += f", {info.batch_clients} per computation"
-    why = f" ({info.execution_reason})" if info.execution_reason else ""
+    why = f" · {info.execution_reason}" if info.execution_reason else ""
     return f"Clients trained {how}{why}"
 
 

@@ -275,11 +275,11 @@ def test_execution_caption_says_how_clients_trained_and_why() -> None:
     assert live_view.execution_caption(info()) is None  # started before it was recorded
     batched = info(execution="batched", execution_reason="auto: 2 CPU threads", batch_clients=10)
     assert live_view.execution_caption(batched) == (
-        "Clients trained batched, 10 per computation (auto: 2 CPU threads)"
+        "Clients trained batched, 10 per computation · auto: 2 CPU threads"
     )
     seq = info(
         execution="sequential", execution_reason="the algorithm's client update does not batch"
     )
     assert live_view.execution_caption(seq) == (
-        "Clients trained sequential (the algorithm's client update does not batch)"
+        "Clients trained sequential · the algorithm's client update does not batch"
     )

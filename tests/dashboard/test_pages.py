@@ -146,7 +146,7 @@ def test_live_page_lists_the_data_files(app_path: str, lab_env: dict[str, Any], 
     assert not at.exception
     assert any(e.label.startswith("Data files: 1 read") for e in at.expander)
     assert any(
-        c.value == "Clients trained batched, 10 per computation (auto: 2 CPU threads)"
+        c.value == "Clients trained batched, 10 per computation · auto: 2 CPU threads"
         for c in at.caption
     )
     shown = [d.value for d in at.dataframe if "sha256" in d.value]
