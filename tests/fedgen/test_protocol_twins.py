@@ -19,7 +19,7 @@ from fedgen.spec import ExperimentSpec
 from fedgen.studies import layouts, registry
 from fedgen.studies.registry import StudyOverrides, plan
 from fedgen.study_cli import load_result
-from tests.support.specs import tiny_spec
+from tests.support.specs import BASELINES_32, tiny_spec
 
 # Every algorithm of the table1-extended study with small parameters (as the baseline tests).
 ALGORITHMS: dict[str, dict[str, Any]] = {
@@ -27,13 +27,7 @@ ALGORITHMS: dict[str, dict[str, Any]] = {
     "fedprox": {"name": "fedprox"},
     "fedgen": {"name": "fedgen", "gen_batch_size": 16},
     "feddf": {"name": "feddf", "proxy_size": 200, "distill_steps": 10, "distill_batch_size": 32},
-    "scaffold": {"name": "scaffold", "global_lr": 1.0},
-    "feddyn": {"name": "feddyn", "alpha": 0.01},
-    "moon": {"name": "moon", "mu": 1.0, "temperature": 0.5},
-    "fednova": {"name": "fednova", "local_steps_spread": 3},
-    "fedadam": {"name": "fedadam", "server_lr": 0.03, "tau": 0.001},
-    "fedyogi": {"name": "fedyogi", "server_lr": 0.03, "tau": 0.001},
-    "fedavgm": {"name": "fedavgm", "server_momentum": 0.5, "server_lr": 0.5},
+    **BASELINES_32,
 }
 # FedDF's early stopping validates as the run evaluates: its training reads the protocol.
 TRAINS_BY_PROTOCOL = {"feddf"}

@@ -24,19 +24,10 @@ from fedgen.events import MemorySink, RoundEvent
 from fedgen.runner import Simulation, run
 from fedgen.sizes import checkpoint_estimate, estimate_checkpoint_bytes
 from fedgen.spec import SpecError
-from tests.support.specs import tiny_spec
+from tests.support.specs import BASELINES_32, tiny_spec
 
 pytestmark = pytest.mark.slow  # the issue-32 baselines learn and resume: real training
 
-NEW: dict[str, dict[str, Any]] = {
-    "scaffold": {"name": "scaffold", "global_lr": 1.0},
-    "feddyn": {"name": "feddyn", "alpha": 0.01},
-    "moon": {"name": "moon", "mu": 1.0, "temperature": 0.5},
-    "fednova": {"name": "fednova", "local_steps_spread": 3},
-    "fedadam": {"name": "fedadam", "server_lr": 0.03, "tau": 0.001},
-    "fedyogi": {"name": "fedyogi", "server_lr": 0.03, "tau": 0.001},
-    "fedavgm": {"name": "fedavgm", "server_momentum": 0.5, "server_lr": 0.5},
-}
 # (field, a value out of its bounds, the words of pydantic's message naming the limit)
 OUT_OF_BOUNDS: dict[str, list[tuple[str, Any, str]]] = {
     "scaffold": [
@@ -62,7 +53,7 @@ KEYS = ("test_acc", "test_loss", "train_loss", "bytes_up", "bytes_down")
 
 
 def _spec(name: str, **kw: Any) -> Any:
-    return tiny_spec(**{"algorithm": NEW[name], "rounds": 6, **kw})
+    return tiny_spec(**{"algorithm": BASELINES_32[name], "rounds": 6, **kw})
 
 
 def _records(events: list[RoundEvent]) -> list[tuple[Any, ...]]:
@@ -77,12 +68,15 @@ def _records(events: list[RoundEvent]) -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
+@pytest.mark.parametrize("name", sorted(BASELINES_32))
 def test_validate_accepts_the_parameters(name: str, tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"algorithm": NEW[name]}))
+    path.write_text(yaml.safe_dump({"algorithm": BASELINES_32[name]}))
     assert cli_main(["validate", str(path)]) == 0
-    assert _spec(name).algorithm.model_dump() == {**_spec(name).algorithm.model_dump(), **NEW[name]}
+    assert _spec(name).algorithm.model_dump() == {
+        **_spec(name).algorithm.model_dump(),
+        **BASELINES_32[name],
+    }
     capsys.readouterr()
 
 
@@ -94,7 +88,7 @@ def test_out_of_bounds_values_are_refused_naming_the_field(
     name: str, field: str, value: Any, limit: str
 ) -> None:
     with pytest.raises(SpecError, match=rf"algorithm\.{name}\.{field}: .*{limit}"):
-        tiny_spec(algorithm={**NEW[name], field: value})
+        tiny_spec(algorithm={**BASELINES_32[name], field: value})
 
 
 _UNINTERRUPTED: dict[str, MemorySink] = {}
@@ -110,7 +104,7 @@ def _uninterrupted(name: str) -> MemorySink:
     return _UNINTERRUPTED[name]
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
+@pytest.mark.parametrize("name", sorted(BASELINES_32))
 def test_it_learns(name: str) -> None:
     sink = _uninterrupted(name)
     accs = [e.metrics["test_acc"] for e in sink.events]
@@ -118,7 +112,7 @@ def test_it_learns(name: str) -> None:
     assert all(math.isfinite(e.metrics["train_loss"]) for e in sink.events[1:])
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
+@pytest.mark.parametrize("name", sorted(BASELINES_32))
 def test_resume_equals_uninterrupted_bit_for_bit(name: str) -> None:
     full = _uninterrupted(name)
     ckpt = next(c for e in full.events if e.round == 2 for c in e.checkpoints if c.kind == "full")
@@ -166,7 +160,7 @@ def _assert_equal(a: Any, b: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "share"), [*((n, "all") for n in sorted(NEW)), ("fedadam", "predictor")]
+    ("name", "share"), [*((n, "all") for n in sorted(BASELINES_32)), ("fedadam", "predictor")]
 )
 def test_checkpoint_estimate_within_ten_percent_above_the_real_size(name: str, share: str) -> None:
     spec = _spec(name, share=share, partition={"num_users": 8}, users_per_round=3)
@@ -238,7 +232,7 @@ def test_neutral_settings_are_fedavg(name: str, neutral: dict[str, Any]) -> None
     after round 1, so only its first round is compared."""
     rounds = 1 if name == "scaffold" else 4
     got, want = MemorySink(), MemorySink()
-    run(tiny_spec(algorithm={**NEW[name], **neutral}, rounds=rounds), got)
+    run(tiny_spec(algorithm={**BASELINES_32[name], **neutral}, rounds=rounds), got)
     run(tiny_spec(algorithm={"name": "fedavg"}, rounds=rounds), want)
     accs = [e.metrics["test_acc"] for e in got.events]
     assert accs == pytest.approx([e.metrics["test_acc"] for e in want.events], abs=1e-3)

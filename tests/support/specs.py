@@ -21,3 +21,16 @@ def tiny_spec(**overrides: Any) -> ExperimentSpec:
         "checkpoint_every": 2,
     }
     return parse_spec(merge(base, overrides))
+
+
+# Issue 32's baselines with small parameters, as their tests and the protocol-twin tests
+# run them on tiny specs.
+BASELINES_32: dict[str, dict[str, Any]] = {
+    "scaffold": {"name": "scaffold", "global_lr": 1.0},
+    "feddyn": {"name": "feddyn", "alpha": 0.01},
+    "moon": {"name": "moon", "mu": 1.0, "temperature": 0.5},
+    "fednova": {"name": "fednova", "local_steps_spread": 3},
+    "fedadam": {"name": "fedadam", "server_lr": 0.03, "tau": 0.001},
+    "fedyogi": {"name": "fedyogi", "server_lr": 0.03, "tau": 0.001},
+    "fedavgm": {"name": "fedavgm", "server_momentum": 0.5, "server_lr": 0.5},
+}
