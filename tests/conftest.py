@@ -6,13 +6,12 @@ Tests marked `postgres` fail (not skip) when CI=true and the server is unreachab
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.main import create_app
@@ -20,8 +19,7 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from migrations.apply import upgrade
 from tests.support.factories import create_user
-from tests.support.needs import needs
-from tests.support.postgres import PG_BASE, truncate
+from tests.support.postgres import scratch_schema, truncate
 
 
 @pytest.fixture(scope="session")
@@ -35,22 +33,9 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A uniquely named schema in the `test` database, migrated, dropped at the end."""
-    schema = f"t_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(PG_BASE, pool_size=1)
-    try:
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:
-        admin.dispose()
-        needs(False, f"PostgreSQL at {PG_BASE} ({type(exc).__name__})")
-    url = f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    try:
+    with scratch_schema("t_") as (url, _schema):
         upgrade(url)
         yield url
-    finally:
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
-from tests.support.needs import needs
+from tests.support.postgres import PG_BASE, scratch_schema
 
 pytestmark = pytest.mark.slow
 
@@ -44,10 +43,6 @@ SOURCES = (
 # The build stage's `pip wheel` (offline here, hence no build isolation) and its RUN line.
 WHEEL_ARGS = ("wheel", "--no-deps", "--no-build-isolation")
 WHEEL_CMD = f"pip {' '.join(WHEEL_ARGS)} -w /wheels ."
-# The image's site-packages (python:3.11-slim, installed with its pip), as compose names it.
-PG_BASE = os.environ.get(
-    "FEDGEN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 
 
 @dataclass(frozen=True)
@@ -196,16 +191,7 @@ def test_db_upgrade_sqlite(installed: Installed) -> None:
 def test_db_upgrade_postgres(installed: Installed) -> None:
     """`fedgen-lab db upgrade` brings a new Postgres schema to the repository's head revision."""
     # Prepare
-    schema = f"w_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_BASE)
-    try:
-        with admin.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:
-        admin.dispose()
-        needs(False, f"PostgreSQL at {PG_BASE} ({type(exc).__name__})")
-    url = f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    try:
+    with scratch_schema("w_") as (url, schema):
         # Execute
         proc = installed.run(
             str(installed.venv / "bin" / "fedgen-lab"), "db", "upgrade", db_url=url
@@ -213,15 +199,15 @@ def test_db_upgrade_postgres(installed: Installed) -> None:
 
         # Assert
         assert proc.returncode == 0, proc.stderr
-        with admin.connect() as c:
-            versions = sorted(
-                c.execute(text(f'SELECT version_num FROM "{schema}".alembic_version')).scalars()
-            )
+        engine = create_engine(PG_BASE)
+        try:
+            with engine.connect() as c:
+                versions = sorted(
+                    c.execute(text(f'SELECT version_num FROM "{schema}".alembic_version')).scalars()
+                )
+        finally:
+            engine.dispose()
         assert versions == _repo_heads()
-    finally:
-        with admin.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def _stages() -> list[list[str]]:
