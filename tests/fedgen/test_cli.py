@@ -241,7 +241,7 @@ def test_study_run_reports_each_run_in_the_one_format(tmp_path) -> None:
     from fedgen.study_cli import _execute
 
     spec = parse_spec({**TINY, "rounds": 2})
-    root, line, _ = _execute((spec.model_dump_json(), str(tmp_path / "r"), 0))
+    [(root, line, _)] = _execute(([(spec.model_dump_json(), str(tmp_path / "r"))], 0))
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert line.startswith(f"completed · final {100 * saved['final_acc']:.2f}% @1 · best ")
     assert re.search(r" · top-5 \d+\.\d\d ± \d+\.\d\d%$", line)
