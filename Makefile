@@ -47,8 +47,9 @@ services:
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save ""
 	@for i in $$(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 
+# Both cores (CI has 2): tests that share a machine-wide resource run in one xdist group.
 test: install data services browser lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
 
 # The fast loop: lint, then the tests that need no browser, no Postgres, no lab or worker
 # processes and no real training (those are marked browser, postgres or slow).

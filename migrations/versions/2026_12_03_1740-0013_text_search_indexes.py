@@ -44,8 +44,11 @@ def _trgm_schema() -> str | None:
     try:
         with bind.begin_nested():  # a failed CREATE would otherwise abort the migration
             bind.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"))
-    except DBAPIError:  # not installed on the server, or no right to create it
-        return None
+    except DBAPIError:
+        # Not installed on the server, no right to create it, or another database session
+        # created it meanwhile (two schemas migrating at once: a unique violation), which the
+        # second look finds.
+        pass
     found = bind.execute(find).scalar()
     return None if found is None else str(found)
 

@@ -129,6 +129,10 @@ def test_timeout_stops_schemathesis_and_cleans_up(
     assert not _alive(_api_pid(out))
 
 
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.postgres
 @pytest.mark.slow
 @pytest.mark.timeout(300)
@@ -145,6 +149,9 @@ def test_a_signal_stops_the_run_and_cleans_up(sig: signal.Signals, code: int) ->
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # As from a terminal: an xdist worker (or a background shell) starts children with
+        # SIGINT ignored, and Python keeps an inherited SIG_IGN, so Ctrl-C would not arrive.
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     assert proc.stdout is not None
     seen = []
