@@ -47,9 +47,10 @@ services:
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save ""
 	@for i in $$(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 
-# Both cores (CI has 2): tests that share a machine-wide resource run in one xdist group.
+# Both cores (CI has 2), a test file per worker: a file's tests run in order, as they were
+# written (some share a module-scoped lab and build on each other's rounds).
 test: install data services browser lint
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 # The fast loop: lint, then the tests that need no browser, no Postgres, no lab or worker
 # processes and no real training (those are marked browser, postgres or slow).

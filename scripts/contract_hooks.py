@@ -7,9 +7,10 @@ can satisfy; a GPU device no live worker serves; a full checkpoint within
 FEDGEN_MAX_CHECKPOINT_BYTES; a data.root or data.folder.path inside the lab's data roots
 (FEDGEN_DATA_ROOTS); a grid's product at most 1000 runs; a summary's `group_by`
 naming fields the sweep has; a `where` clause naming a spec field, with a value its type
-can hold), nor that a clone's `changes` are merged over the run's own
-spec, which those rules then apply to (its `changes.algorithm` parameters too: the run's own
-algorithm must have them). A request that satisfies the schema and breaks one of those
+can hold; a page's `limit` within FEDGEN_MAX_PAGE_SIZE; a runs page by `cursor` or by
+`offset`, not both, and its cursor one a page gave), nor that a clone's `changes` are merged
+over the run's own spec, which those rules then apply to (its `changes.algorithm` parameters
+too: the run's own algorithm must have them). A request that satisfies the schema and breaks one of those
 rules is answered 422 by design, so such requests are not generated. Only those: any other
 refusal of a schema-valid body is still reported. (Which `algorithm.<param>` keys a sweep
 may have is in the schema itself, SweepGrid and SweepCreate.) For a clone the hooks read the
@@ -38,6 +39,7 @@ from fedgen.specdict import NON_GROUP_FIELDS, flatten, merge
 from fedgen.sweep import SweepSpec, expand
 from lab.config import Settings
 from lab.plot_data import resolve_field
+from lab.repository.run_list import decode_cursor
 from lab.repository.spec_filter import field_problems, parse_where
 from lab.webhook_targets import TargetRefused, check_target
 
@@ -45,6 +47,7 @@ from lab.webhook_targets import TargetRefused, check_target
 MAX_GENERATED_SWEEP_RUNS = 20
 MAX_BODY_BYTES = Settings().max_body_bytes
 MAX_CHECKPOINT_BYTES = Settings().max_checkpoint_bytes
+MAX_PAGE_SIZE = Settings().max_page_size
 
 
 # The dotted fields of every spec (an empty spec's, flattened), and group_by's pattern.
@@ -184,6 +187,26 @@ def _where_ok(query: Any) -> bool:
     return not field_problems(parsed)
 
 
+def _page_ok(query: Any) -> bool:
+    """A page's `limit` is within FEDGEN_MAX_PAGE_SIZE; a runs page is asked for by `cursor`
+    or by `offset`, and its cursor is one a page gave (others: 422 naming the field)."""
+    if not isinstance(query, dict):
+        return True
+    limit = query.get("limit")
+    if isinstance(limit, int) and limit > MAX_PAGE_SIZE:
+        return False
+    cursor = query.get("cursor")
+    if not isinstance(cursor, str):
+        return True
+    if query.get("offset") not in (None, 0):
+        return False
+    try:
+        decode_cursor(cursor)
+    except ValueError:
+        return False
+    return True
+
+
 def _webhook_ok(url: Any) -> bool:
     # The schema's pattern cannot bound the port (at most 65535), refuse a host of dots only,
     # nor say whether the host resolves to public addresses; the contract's
@@ -203,9 +226,12 @@ def _webhook_ok(url: Any) -> bool:
 def filter_case(context: schemathesis.HookContext, case: schemathesis.Case) -> bool:
     """Drop cases that break only a documented rule the schema cannot express: a cross-field
     rule of the spec, an oversized sweep, a body over the size limit, a `group_by` field the
-    sweep does not have (a summary's `group_by`, a plot's `x` and `by`), a webhook URL with a port out of range. A case hook, so it applies in
-    every phase (coverage included)."""
+    sweep does not have (a summary's `group_by`, a plot's `x` and `by`), a page past the page
+    size limit or asked for both ways, a webhook URL with a port out of range. A case hook, so
+    it applies in every phase (coverage included)."""
     path = case.operation.path
+    if not _page_ok(case.query):
+        return False
     if path.endswith("/summary"):
         return _group_by_ok(case.query)
     if path.endswith("/plot-data"):

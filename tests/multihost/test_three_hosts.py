@@ -43,9 +43,7 @@ from tests.support.needs import needs
 from tests.support.netns import Lab
 from tests.support.procs import wait_for
 
-# One xdist worker runs these one after another: two labs set up at once could both take
-# subnet 10.77.0 (tests/support/netns._free_subnet reads which are in use, then adds one).
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("netns")]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 ROUNDS, CHECKPOINT_EVERY = 30, 5
 # The workers run with the default FEDGEN_KEEP_GENERATOR_CHECKPOINTS.
