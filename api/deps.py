@@ -52,12 +52,12 @@ def get_session_factory(request: Request) -> sessionmaker[Session]:
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
-SessionDep = Annotated[Session, Depends(get_session)]
+# Committed when the handler returns, before the response is sent (FastAPI's default scope
+# for a `yield` dependency, "request", would commit after it: a client could be told 2xx for a
+# write that then failed, or read the old state right after its own write). A streaming
+# response (SSE, downloads) outlives its handler: it must not pin the session either.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
-
-# Streaming responses (SSE, downloads) outlive their handler: their session must close when the
-# handler returns, not when the stream ends, or each open stream pins a pooled connection.
-StreamSessionDep = Annotated[Session, Depends(get_session, scope="function")]
 CredsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
@@ -159,17 +159,6 @@ def load_run(run_id: str, session: SessionDep, _user: UserDep) -> Run:
 
 
 RunDep = Annotated[Run, Depends(load_run)]
-
-
-def load_run_for_stream(
-    run_id: str, request: Request, session: StreamSessionDep, creds: CredsDep
-) -> Run:
-    """`load_run` for streaming handlers: authenticated and loaded in a handler-scoped session."""
-    authenticate(request, session, creds)
-    return _run_or_404(session, run_id)
-
-
-StreamRunDep = Annotated[Run, Depends(load_run_for_stream)]
 
 
 def require_owner(owner_id: uuid.UUID, user: User, what: str) -> None:

@@ -11,8 +11,6 @@ from api.deps import (
     SessionDep,
     SessionFactoryDep,
     SettingsDep,
-    StreamRunDep,
-    StreamSessionDep,
     parse_uuid,
 )
 from api.schemas.checkpoints import CheckpointPublic, CheckpointsPublic, PrunedPublic
@@ -57,9 +55,9 @@ def list_checkpoints(run: RunDep, session: SessionDep, settings: SettingsDep) ->
     },
 )
 def download_checkpoint(
-    run: StreamRunDep,
+    run: RunDep,
     ckpt_id: str,
-    session: StreamSessionDep,
+    session: SessionDep,
     settings: SettingsDep,
     factory: SessionFactoryDep,
 ) -> StreamingResponse:

@@ -27,7 +27,6 @@ from api.deps import (
     CredsDep,
     RunDep,
     SessionDep,
-    StreamSessionDep,
     authenticate_token,
     parse_uuid,
 )
@@ -79,7 +78,7 @@ def _poll(request: Request, run_id: uuid.UUID, after: int, token_id: uuid.UUID |
     return _Polled(st[0] if st else None, rows, ok)
 
 
-def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID) -> uuid.UUID:
+def _check_stream_token(session: SessionDep, token: str, run_id: uuid.UUID) -> uuid.UUID:
     """The API token a stream token was minted from; 401 for a malformed, forged or expired
     stream token or one whose API token is revoked or expired; 403 for another run's."""
     claim = parse_stream_token(token)
@@ -101,7 +100,7 @@ def _check_stream_token(session: StreamSessionDep, token: str, run_id: uuid.UUID
 def load_stream_run(
     run_id: str,
     request: Request,
-    session: StreamSessionDep,
+    session: SessionDep,
     creds: CredsDep,
     token: Annotated[
         str | None,
