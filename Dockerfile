@@ -6,11 +6,14 @@ WORKDIR /src
 RUN pip install --no-cache-dir "setuptools>=68" wheel
 COPY pyproject.toml README.md ./
 COPY fedgen ./fedgen
+COPY vocab ./vocab
 COPY lab ./lab
 COPY api ./api
 COPY worker ./worker
 COPY dashboard ./dashboard
 COPY migrations ./migrations
+COPY fedgen_lab ./fedgen_lab
+COPY admin ./admin
 RUN pip wheel --no-deps --no-build-isolation -w /wheels .
 
 # The image: the wheel installed with its extras, no source tree (the working folder is empty).

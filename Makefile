@@ -64,13 +64,13 @@ demo: install data
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy fedgen lab api worker dashboard
+	$(VENV)/bin/mypy fedgen vocab fedgen_lab lab api worker dashboard admin
 
 # Schemathesis, every check, against a live `fedgen-lab api` on a scratch Postgres schema;
 # non-zero on any failure, under 1000 generated cases (CONTRACT_EXAMPLES per operation/phase)
 # or past CONTRACT_TIMEOUT_S (stopped, exit 124); output as it comes, clean-up on every exit.
 CONTRACT_EXAMPLES ?= 30
-CONTRACT_TIMEOUT_S ?= 1200
+CONTRACT_TIMEOUT_S ?= 1800
 contract: install services
 	$(PY) -m scripts.contract --max-examples $(CONTRACT_EXAMPLES) --min-cases 1000 --timeout-s $(CONTRACT_TIMEOUT_S)
 

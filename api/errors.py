@@ -1,12 +1,13 @@
-"""Error bodies: every 422 is {"detail": [{"loc", "msg", "type", "field"}]} (api.schemas.errors.ValidationErrorBody); nothing malformed gives a 500.
+"""Error bodies: every 422 is {"detail": [{"loc", "msg", "type", "field"}]} (vocab.schemas.errors.ValidationErrorBody); nothing malformed gives a 500.
 
 A database that cannot be reached (down, restarting, pool exhausted) is answered once, here,
 for every route: 503 {"detail": "database unavailable (<error class>); retry later"} with
 `Retry-After`, never a plain-text 500.
 
-A JSON body that is not UTF-8 (RFC 8259), or that nests arrays and objects deeper than
-MAX_JSON_DEPTH, is a 422 naming the problem (`JsonBodyCheck`), not FastAPI's plain 400 "There
-was an error parsing the body" nor a RecursionError further on.
+A JSON body that is not UTF-8 (RFC 8259; UTF-16 too), that nests arrays and objects deeper than
+MAX_JSON_DEPTH, or that holds a NUL, a lone surrogate or an integer longer than Python reads
+(api/input_text.py), is a 422 naming the problem (`JsonBodyCheck`), not FastAPI's plain 400
+"There was an error parsing the body", a 500 from the database nor a RecursionError further on.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import exc as sa_exc
 
+from api.input_text import body_value_problems
 from fedgen.spec import format_validation_error
 from lab.db import is_unavailable
 
@@ -89,9 +92,43 @@ def _request_validation(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": out}, status_code=422)
 
 
-def _field_errors(_req: Request, exc: Exception) -> JSONResponse:
+def _query_names(route: Any) -> frozenset[str]:
+    """The query parameters of a matched route, a query model's fields included."""
+    names: set[str] = set()
+    stack = [route.dependant] if isinstance(route, APIRoute) else []
+    while stack:  # the route's own parameters and its dependencies'
+        dependant = stack.pop()
+        stack.extend(dependant.dependencies)
+        for param in dependant.query_params:
+            names.add(param.alias)
+            model = param.field_info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(f.alias or n for n, f in model.model_fields.items())
+    return frozenset(names)
+
+
+def _in_query(req: Request, field: str) -> bool:
+    """`field` (dotted) came from the query: it is one of the route's query parameters, or the
+    request has no body to have come from."""
+    route = req.scope.get("route")
+    if route is not None:
+        if id(route) not in _QUERY_NAMES:  # routes live as long as the process (v1_routes)
+            _QUERY_NAMES[id(route)] = _query_names(route)
+        if field.split(".")[0] in _QUERY_NAMES[id(route)]:
+            return True
+    return req.method in ("GET", "HEAD")
+
+
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _field_errors(req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FieldErrors)
-    return JSONResponse({"detail": field_detail(exc.errors)}, status_code=422)
+    detail = field_detail(exc.errors)
+    for item in detail:  # a query parameter's error says so in its loc, as FastAPI's own do
+        if item["loc"][0] == "body" and _in_query(req, item["field"]):
+            item["loc"][0] = "query"
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
 def _pydantic(_req: Request, exc: Exception) -> JSONResponse:
@@ -129,38 +166,54 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-def json_body_problem(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any] | None:
-    """The 422 entry for a JSON body that is not UTF-8 or nests too deep; None otherwise
-    (a body that is malformed in another way is left to FastAPI's own 422)."""
-    encoding = json.detect_encoding(body)  # what json.loads, and so FastAPI, decodes with
+def json_body_problems(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> list[dict[str, Any]]:
+    """The 422 items for a JSON body that is not UTF-8 (UTF-16 and UTF-32 included, which
+    json.loads would read), nests deeper than `max_depth`, or holds a string the lab cannot
+    store or an overlong integer (api/input_text.py); empty otherwise (a body that is malformed
+    in another way is left to FastAPI's own 422)."""
+    encoding = json.detect_encoding(body)  # what json.loads, and so FastAPI, would decode with
+    if encoding not in ("utf-8", "utf-8-sig"):
+        name = encoding.upper()
+        return [
+            {
+                "loc": ["body"],
+                "msg": f"(body): the body is {name} (by its first bytes); a JSON body must be "
+                "UTF-8",
+                "type": "json_invalid",
+                "field": "(body)",
+            }
+        ]
     try:
-        text = body.decode(encoding, "surrogatepass")
+        text = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        name = encoding.upper().removesuffix("-SIG")
-        return {
-            "loc": ["body", str(exc.start)],
-            "msg": f"(body): malformed JSON: invalid {name} at byte {exc.start} ({exc.reason}); "
-            "a JSON body must be UTF-8",
-            "type": "json_invalid",
-            "field": "(body)",
-        }
+        return [
+            {
+                "loc": ["body", str(exc.start)],
+                "msg": f"(body): malformed JSON: invalid UTF-8 at byte {exc.start} ({exc.reason}); "
+                "a JSON body must be UTF-8",
+                "type": "json_invalid",
+                "field": "(body)",
+            }
+        ]
     if text.count("[") + text.count("{") <= max_depth:
-        return None  # cannot nest deeper: no need to parse it twice
+        return body_value_problems(text)  # cannot nest deeper: no need to parse it for that
     try:
         too_deep = _too_deep(json.loads(text), max_depth)
     except RecursionError:
         too_deep = True
     except ValueError:
-        return None
+        too_deep = False  # malformed, or an overlong integer: body_value_problems says which
     if not too_deep:
-        return None
-    return {
-        "loc": ["body"],
-        "msg": f"(body): JSON nested deeper than {max_depth} levels of arrays and objects "
-        "(the limit)",
-        "type": "value_error",
-        "field": "(body)",
-    }
+        return body_value_problems(text)
+    return [
+        {
+            "loc": ["body"],
+            "msg": f"(body): JSON nested deeper than {max_depth} levels of arrays and objects "
+            "(the limit)",
+            "type": "value_error",
+            "field": "(body)",
+        }
+    ]
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -172,7 +225,8 @@ def _is_json(content_type: str | None) -> bool:
 
 
 class JsonBodyCheck:
-    """422 for a JSON body that is not UTF-8 or nests deeper than MAX_JSON_DEPTH.
+    """422 for a JSON body that is not UTF-8, nests deeper than MAX_JSON_DEPTH, or holds a
+    string the lab cannot store or an overlong integer (`json_body_problems`).
 
     Only for the operations the OpenAPI document gives a request body (so a 404, a 405 or a
     route that takes no body answers as before); a pure ASGI middleware that reads the body
@@ -214,9 +268,9 @@ class JsonBodyCheck:
             if not msg.get("more_body"):
                 break
         body = b"".join(chunks)
-        problem = json_body_problem(body) if body else None
-        if problem is not None:
-            await JSONResponse({"detail": [problem]}, status_code=422)(scope, receive, send)
+        problems = json_body_problems(body) if body else []
+        if problems:
+            await JSONResponse({"detail": problems}, status_code=422)(scope, receive, send)
             return
         replayed = False
 

@@ -8,7 +8,8 @@ ADDRESS_FACTOR times that (a guesser cycling tokens); both only ever refuse a to
 failed, never a valid one, so a stranger cannot lock members out. An empty bucket answers
 429 with `Retry-After` (seconds) and the usual JSON error body.
 
-Open event streams are counted per API token (StreamSlots, FEDGEN_MAX_STREAMS_PER_TOKEN).
+Open event streams are counted per API token (StreamSlots, FEDGEN_MAX_STREAMS_PER_TOKEN) and
+per member over all their tokens (FEDGEN_MAX_STREAMS_PER_USER), so minting tokens gives no more.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from typing import Any
 
 from fastapi import HTTPException, status
 
+#: The longest request target (path and query, as sent) uvicorn's HTTP parser, httptools, reads:
+#: a longer one is answered 400 "Invalid HTTP request received." before the app sees it. The
+#: query limits of each operation keep a valid request under it (tests/api/test_url_limit.py).
+MAX_URL_BYTES = (1 << 16) - 1
 PERIODS_S = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 MAX_KEYS = 10_000  # buckets kept; the least recently used beyond this are forgotten (= full)
 
@@ -162,7 +167,7 @@ def too_many(what: str, retry_after: int) -> HTTPException:
 
 ADDRESS_FACTOR = 5  # the per-address failure budget, in multiples of FEDGEN_AUTH_FAIL_RATE
 PREFIX_CHARS = 12  # of the presented token: "fgl_" and 8 random characters
-STREAM_RETRY_S = 5  # the Retry-After of a stream refused for FEDGEN_MAX_STREAMS_PER_TOKEN
+STREAM_RETRY_S = 5  # the Retry-After of a stream refused for FEDGEN_MAX_STREAMS_PER_*
 
 
 def failure_key(address: str, presented: str | None) -> str:
@@ -216,38 +221,64 @@ class StreamSlot:
     """One open stream's place; `release` gives it back (idempotent: called from the stream's
     end and again from the response's background task, whichever runs)."""
 
-    def __init__(self, slots: StreamSlots, key: str) -> None:
+    def __init__(self, slots: StreamSlots, keys: tuple[str, ...]) -> None:
         self._slots = slots
-        self._key = key
+        self._keys = keys
         self._held = True
 
     def release(self) -> None:
         """Give the place back (once)."""
         if self._held:
             self._held = False
-            self._slots._release(self._key)
+            for key in self._keys:
+                self._slots._release(key)
+
+
+def _streams_full(what: str, n: int, setting: str, limit: int) -> HTTPException:
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        f"{what} {n} event streams open, the most {setting} ({limit}) allows; close one, retry "
+        f"after {STREAM_RETRY_S} s",
+        {"Retry-After": str(STREAM_RETRY_S)},
+    )
+
+
+def user_stream_key(user_key: str) -> str:
+    """The StreamSlots key that counts a member's streams over all their tokens."""
+    return f"user:{user_key}"
 
 
 class StreamSlots:
-    """Event streams open at once per API token, in this process (FEDGEN_MAX_STREAMS_PER_TOKEN)."""
+    """Event streams open at once, in this process: per API token (FEDGEN_MAX_STREAMS_PER_TOKEN)
+    and per member over all their tokens (FEDGEN_MAX_STREAMS_PER_USER)."""
 
     def __init__(self) -> None:
         self._open: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, key: str, limit: int) -> StreamSlot:
-        """A place for one more stream of `key`; 429 when `limit` are open."""
+    def acquire(
+        self, key: str, limit: int, user_key: str | None = None, user_limit: int = 0
+    ) -> StreamSlot:
+        """A place for one more stream of token `key` (and of member `user_key`); 429 when
+        `limit` of the token's or `user_limit` of the member's are open."""
+        member = None if user_key is None else user_stream_key(user_key)
+        keys = (key,) if member is None else (key, member)
         with self._lock:
             n = self._open.get(key, 0)
             if n >= limit:
-                raise HTTPException(
-                    status.HTTP_429_TOO_MANY_REQUESTS,
-                    f"this token has {n} event streams open, the most FEDGEN_MAX_STREAMS_PER_TOKEN "
-                    f"({limit}) allows; close one, retry after {STREAM_RETRY_S} s",
-                    {"Retry-After": str(STREAM_RETRY_S)},
-                )
-            self._open[key] = n + 1
-        return StreamSlot(self, key)
+                raise _streams_full("this token has", n, "FEDGEN_MAX_STREAMS_PER_TOKEN", limit)
+            if member is not None:
+                mine = self._open.get(member, 0)
+                if mine >= user_limit:
+                    raise _streams_full(
+                        "you have (over all your tokens)",
+                        mine,
+                        "FEDGEN_MAX_STREAMS_PER_USER",
+                        user_limit,
+                    )
+            for k in keys:
+                self._open[k] = self._open.get(k, 0) + 1
+        return StreamSlot(self, keys)
 
     def open_count(self, key: str) -> int:
         """Streams of `key` open now."""

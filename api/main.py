@@ -14,10 +14,11 @@ from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.routing import BaseRoute
 
-from api import docs_ui, errors
+from api import access_log, docs_ui, errors
+from api.input_text import QueryTextCheck
 from api.limits import BodyLimit, Limits
 from api.openapi import build_openapi
-from api.routes import misc
+from api.routes import health
 from api.v1 import API_PREFIX, v1_router
 from fedgen import plugins
 from lab.config import Settings, get_settings
@@ -83,6 +84,8 @@ def _add_middleware(app: FastAPI, s: Settings) -> None:
     """The middleware stack, innermost first (each added one wraps the ones before it)."""
     # Inside AllowedMethods: OPTIONS and 405 answer before a body is looked at.
     app.add_middleware(errors.JsonBodyCheck, paths=lambda: app.openapi().get("paths", {}))
+    # A NUL or lone surrogate in any query parameter: a 422 naming it, for every route.
+    app.add_middleware(QueryTextCheck)
     app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
     app.add_middleware(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
@@ -144,16 +147,17 @@ def create_app(
     app.state.broker_check = broker_check or sender.check
     app.state.settings_sse_poll_s = sse_poll_s
     app.state.limits = Limits(s.submit_rate, s.auth_fail_rate, s.webhook_test_rate)
+    access_log.install()  # stream tokens (`?token=`) never reach a log line
     errors.install(app)
     _add_middleware(app, s)
     app.router.routes.extend(v1_routes())  # authenticated unless declared public there
     docs_ui.install(app)
     # Probes also at the root, where load balancers and compose healthchecks look for them.
     app.add_api_route(
-        "/health", misc.health, methods=["GET"], tags=["health"], include_in_schema=False
+        "/health", health.health, methods=["GET"], tags=["health"], include_in_schema=False
     )
     app.add_api_route(
-        "/ready", misc.ready, methods=["GET"], tags=["health"], include_in_schema=False
+        "/ready", health.ready, methods=["GET"], tags=["health"], include_in_schema=False
     )
     # FastAPI's documented way to replace the schema generator; its type declares a method.
     app.openapi = lambda: build_openapi(app, s)  # type: ignore[method-assign]

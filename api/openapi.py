@@ -71,6 +71,17 @@ def _changes(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         "title": "AlgorithmChanges",
         "anyOf": [*algorithm["oneOf"], own],
     }
+    # `data`: the spec's data section without its if/then/else on `folder` (required with
+    # the name 'folder', null with another): changes are merged over a spec that may hold it.
+    data_ref = out["properties"]["data"]["$ref"]
+    data = {
+        k: v
+        for k, v in copy.deepcopy(_deref({"$ref": data_ref}, defs)).items()
+        if k not in ("if", "then", "else")
+    }
+    data["title"] = "DataChanges"
+    data["description"] = "Data fields merged over the run's own data section."
+    out["properties"]["data"] = data
     out["title"] = "SpecChanges"
     out["description"] = "Spec fields to merge over a run's spec; any subset of the spec."
     return out

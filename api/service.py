@@ -22,14 +22,11 @@ from sqlalchemy.orm import Session
 
 from api.budget import check_budget
 from api.errors import FieldErrors
-from api.schemas.annotations import AnnotationsUpdate
-from api.schemas.runs import RunPublic
-from fedgen.data.roots import allowed_roots, data_path_problems
 from fedgen.execution_spec import with_new_run_defaults
-from fedgen.sizes import checkpoint_estimate, format_bytes
+from fedgen.resources import format_bytes
+from fedgen.sizes import checkpoint_estimate
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import merge
-from fedgen.status import RunStatus
 from fedgen.sweep import SweepSpec, expand, grid_location
 from fedgen.versions import versions
 from lab import fairshare
@@ -43,6 +40,10 @@ from lab.repository import runs as runs_repo
 from lab.repository import sweeps as sweeps_repo
 from lab.repository.annotations import tags_of
 from lab.repository.workers import served_queues
+from vocab.data_roots import allowed_roots, data_path_problems
+from vocab.run_status import Priority, RunStatus
+from vocab.schemas.annotations import AnnotationsUpdate
+from vocab.schemas.runs import RunPublic
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +76,20 @@ def validate_spec(data: dict[str, Any], prefix: str = "spec.") -> ExperimentSpec
     return spec
 
 
-def check_data_paths(spec: ExperimentSpec, settings: Settings, prefix: str = "spec.") -> None:
+def check_data_paths(
+    spec: ExperimentSpec, settings: Settings, prefix: str = "spec.", *, detailed: bool = False
+) -> None:
     """422 naming `data.root` / `data.folder.path` when either resolves outside the lab's data
     roots (FEDGEN_DATA_ROOTS): no member's spec makes the server or a worker read other
-    folders. Checked before anything looks at the files (`host_warnings`)."""
-    problems = data_path_problems(spec.data, allowed_roots(settings.data_roots))
+    folders. Checked before anything looks at the files (`host_warnings`). A member is told
+    one message per field; `detailed` (an admin): the path, why, and the roots."""
+    problems = data_path_problems(spec.data, allowed_roots(settings.data_roots), detailed=detailed)
     if problems:
         raise FieldErrors(problems, prefix)
 
 
 def check_sweep_data_paths(
-    sweep: SweepSpec, specs: list[ExperimentSpec], settings: Settings
+    sweep: SweepSpec, specs: list[ExperimentSpec], settings: Settings, *, detailed: bool = False
 ) -> None:
     """`check_data_paths` of every run of a sweep: the grid value that set a refused path is
     named (`grid.data.root[1]`), else the base's field (`base.data.root`)."""
@@ -94,7 +98,7 @@ def check_sweep_data_paths(
     combos = itertools.product(*(range(len(sweep.grid[k])) for k in keys))
     errors: list[tuple[str, str]] = []
     for spec, idx in zip(specs, combos, strict=True):
-        for field, msg in data_path_problems(spec.data, roots):
+        for field, msg in data_path_problems(spec.data, roots, detailed=detailed):
             at = grid_location(keys, list(idx), field) or f"base.{field}"
             if (at, msg) not in errors:
                 errors.append((at, msg))
@@ -102,22 +106,91 @@ def check_sweep_data_paths(
         raise FieldErrors(errors)
 
 
-def host_warnings(spec: ExperimentSpec, prefix: str = "spec.") -> list[tuple[str, str]]:
+def _hide_data_root(spec: ExperimentSpec, text: str) -> str:
+    """`text` with the data root as this host resolves it (the default one lies under the
+    server's home) written as the spec gives it, or as "<data root>"."""
+    from fedgen.data.common import base_root
+
+    shown = spec.data.root or "<data root>"
+    base = base_root(spec.data)
+    for form in sorted({str(base), str(base.resolve(strict=False))}, key=len, reverse=True):
+        text = text.replace(form, shown)
+    return text
+
+
+def host_warnings(
+    spec: ExperimentSpec, prefix: str = "spec.", *, detailed: bool = False
+) -> list[tuple[str, str]]:
     """The dataset's own file check on this (the API's) host, for a dataset whose files each
-    spec names (`folder`): (field, message) pairs to show, not to refuse, since the worker that
-    runs the spec may be another host, with the files. Other datasets: nothing (the workers'
-    offers say who has them)."""
+    spec names (`folder`, or a CIFAR spec's `data.root`): (field, message) pairs to show, not to
+    refuse, since the worker that runs the spec may be another host, with the files. Other
+    datasets: nothing (the workers' offers say who has them). A member's messages show the data root as their spec gives it,
+    never where it resolves on the server; `detailed` (an admin): as resolved."""
     from fedgen.data.registry import get_dataset
 
     decl = get_dataset(spec.data.name)
-    if not decl.files_in_spec:
+    # A dataset whose check reads a spec's data.root (cifar10, cifar100) is checked when the
+    # spec names one: a missing or malformed file is named under `data.root`.
+    if not decl.files_in_spec and not (spec.data.root and decl.check is not None):
         return []
     try:
         problems = decl.problems(spec.data)
     except Exception as exc:  # a plugin's check must not turn a valid spec into a 500
         problems = [("data", f"the dataset's check failed: {type(exc).__name__}: {exc}")]
     where = "seen from the lab server's host; a worker on another host may have the files"
+    if not detailed:
+        problems = [(field, _hide_data_root(spec, msg)) for field, msg in problems]
     return [(f"{prefix}{field}", f"{msg}; {where}") for field, msg in problems]
+
+
+def check_data_files(
+    spec: ExperimentSpec, prefix: str = "spec.", *, detailed: bool = False
+) -> None:
+    """422 naming `data.root` when a spec names its own data root for a dataset whose check
+    reads it (cifar10, cifar100: `fedgen.data.cifar.cifar_check`) and a file there is missing
+    (unless `data.download` fetches it) or malformed. Run after `check_data_paths`, so only a
+    folder inside the lab's data roots is read, from this (the API's) host. A spec without
+    `data.root` reads the workers' own data roots: the workers' offers say who has the files
+    and dispatch waits for one. A member's message shows the root as their spec gives it."""
+    from fedgen.data.registry import get_dataset
+
+    decl = get_dataset(spec.data.name)
+    if decl.files_in_spec or not (spec.data.root and decl.check is not None):
+        return  # `folder`: its files are the worker's host's (warnings: host_warnings)
+    try:
+        problems = decl.problems(spec.data)
+    except Exception:  # a plugin's check must not turn a valid spec into a 500
+        log.exception("the dataset check of %s failed", spec.data.name)
+        return
+    if not detailed:
+        problems = [(field, _hide_data_root(spec, msg)) for field, msg in problems]
+    if problems:
+        raise FieldErrors(problems, prefix)
+
+
+def check_sweep_data_files(
+    sweep: SweepSpec, specs: list[ExperimentSpec], *, detailed: bool = False
+) -> None:
+    """`check_data_files` of every run of a sweep, each data section once: the grid value that
+    set a refused `data.root` is named (`grid.data.root[1]`), else `base.data.root`."""
+    keys = list(sweep.grid)
+    combos = itertools.product(*(range(len(sweep.grid[k])) for k in keys))
+    seen: set[str] = set()
+    errors: list[tuple[str, str]] = []
+    for spec, idx in zip(specs, combos, strict=True):
+        data = spec.data.model_dump_json()
+        if data in seen:
+            continue
+        seen.add(data)
+        try:
+            check_data_files(spec, "", detailed=detailed)
+        except FieldErrors as exc:
+            for field, msg in exc.errors:
+                at = grid_location(keys, list(idx), field) or f"base.{field}"
+                if (at, msg) not in errors:
+                    errors.append((at, msg))
+    if errors:
+        raise FieldErrors(errors)
 
 
 def partition_problem(spec: ExperimentSpec) -> str | None:
@@ -195,9 +268,9 @@ def check_checkpoint_size(sub: Submitter, specs: list[ExperimentSpec], prefix: s
             raise FieldErrors([(field, msg)], prefix)
 
 
-def check_priority(user: User, priority: str) -> None:
+def check_priority(user: User, priority: Priority) -> None:
     """403 naming the field unless the user may submit at this priority (high: admins only)."""
-    if priority == "high" and not user.is_admin:
+    if priority == Priority.HIGH and not user.is_admin:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "priority: 'high' is for admins only (use low or normal)"
         )
@@ -215,7 +288,7 @@ def _dispatch_now(sub: Submitter, queues: set[str]) -> None:
         log.exception("dispatch after submission failed; the workers' dispatcher will send")
 
 
-def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: str, **extra: Any) -> Run:
+def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: Priority, **extra: Any) -> Run:
     """A queued run row for `spec`, with the queue its device is served from."""
     return runs_repo.create_run(
         sub.session,
@@ -229,11 +302,16 @@ def _queued_row(sub: Submitter, spec: ExperimentSpec, priority: str, **extra: An
 
 
 def submit_run(
-    sub: Submitter, spec: ExperimentSpec, *, priority: str = "normal", prefix: str = "spec."
+    sub: Submitter,
+    spec: ExperimentSpec,
+    *,
+    priority: Priority = Priority.NORMAL,
+    prefix: str = "spec.",
 ) -> Run:
     """Insert a queued run (recording its queue), commit, then try to dispatch at once."""
     check_priority(sub.user, priority)
-    check_data_paths(spec, sub.settings, prefix)
+    check_data_paths(spec, sub.settings, prefix, detailed=bool(sub.user.is_admin))
+    check_data_files(spec, prefix, detailed=bool(sub.user.is_admin))
     check_checkpoint_size(sub, [spec], prefix)
     check_device_served(sub, [spec], prefix)
     [size] = check_budget(sub.session, sub.user, sub.settings, [spec], prefix)
@@ -244,7 +322,7 @@ def submit_run(
 
 
 def clone_run(
-    sub: Submitter, run: Run, changes: dict[str, Any], *, priority: str = "normal"
+    sub: Submitter, run: Run, changes: dict[str, Any], *, priority: Priority = Priority.NORMAL
 ) -> Run:
     """A new run from an existing run's spec with `changes` merged in.
 
@@ -262,7 +340,7 @@ def submit_sweep(
     base: dict[str, Any],
     grid: dict[str, Any],
     *,
-    priority: str = "normal",
+    priority: Priority = Priority.NORMAL,
 ) -> tuple[Sweep, list[Run]]:
     """Expand the grid (all specs validated first), insert sweep and runs, commit, dispatch.
     A base that names no `execution` gets the lab's default for new runs (`auto`)."""
@@ -273,7 +351,8 @@ def submit_sweep(
         specs = expand(sweep_spec, strict=True)
     except SpecError as exc:
         raise FieldErrors(exc.errors) from None
-    check_sweep_data_paths(sweep_spec, specs, sub.settings)
+    check_sweep_data_paths(sweep_spec, specs, sub.settings, detailed=bool(sub.user.is_admin))
+    check_sweep_data_files(sweep_spec, specs, detailed=bool(sub.user.is_admin))
     for i, spec in enumerate(specs):
         problem = partition_problem(spec)
         if problem is not None:
@@ -299,7 +378,7 @@ def withdraw_run(session: Session, run: Run, actor: audit.Actor) -> None:
 
     The rule: cancel stops the run (queued: at once; running: between rounds) and keeps every
     checkpoint it has committed (full, generator, final); they go only when the run is purged
-    from the trash (lab.trash). The worker's and the dispatcher's cancel paths keep them too.
+    from the trash (lab.trash_actions). The worker's and the dispatcher's cancel paths keep them too.
     """
     was = run.status
     runs_repo.request_cancel(session, run.id)

@@ -23,11 +23,14 @@ from api.routes import (
     checkpoints,
     difference,
     events,
+    health,
     metrics,
-    misc,
+    push,
     runs,
+    spec,
     studies,
     sweeps,
+    timing,
     tokens,
     trash,
     usage,
@@ -40,7 +43,10 @@ PUBLIC: tuple[str, ...] = ("/health", "/ready")
 SELF_AUTHENTICATED: tuple[str, ...] = ("/runs/{run_id}/events",)
 # Included in this order (the declared exceptions go first: no other path matches theirs).
 ROUTERS: tuple[APIRouter, ...] = (
-    misc.router,
+    health.router,
+    spec.router,
+    timing.router,
+    push.router,  # POST /runs/push before the run routes' /runs/{run_id} paths
     runs.router,
     metrics.router,
     difference.router,

@@ -27,6 +27,7 @@ Exit code 1 when a run fails or the CPU comparison is outside the tolerance.
     python bench/gpu.py [--rounds 200] [--compare-rounds 3] [--k 1,4,10] [--k-rounds 50]
                         [--k-algorithm fedgen] [--clients 100,1000] [--batched-rounds 200]
                         [--seq-rounds 3] [--batched-k 1,4] [--smoke]
+                        [--model resnet18] [--dataset cifar10]
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ def data_choice(smoke: bool) -> tuple[dict[str, Any], str]:
     return {"name": "synthetic", "synthetic_samples": 20000}, note
 
 
+# `--model` (every spec's model.name): set by main().
+MODEL: list[str] = ["official-cnn"]
+
+
 def spec_dict(
     algorithm: str, rounds: int, device: str, data: dict[str, Any], smoke: bool, seed: int = 0
 ) -> dict[str, Any]:
@@ -96,6 +101,7 @@ def spec_dict(
     return {
         "data": data,
         **setting,
+        "model": {"name": MODEL[0]},
         "algorithm": {"name": algorithm},
         "rounds": rounds,
         "batch_size": 32,
@@ -303,6 +309,13 @@ def main() -> int:
     p.add_argument("--seq-rounds", type=int, default=3, help="sequential rounds for the ratio")
     p.add_argument("--batched-k", default="1,4", help="batched runs at once (C = first)")
     p.add_argument("--smoke", action="store_true", help="every code path on the CPU, tiny runs")
+    p.add_argument("--model", default="official-cnn", help="a registered model (e.g. resnet18)")
+    p.add_argument(
+        "--dataset",
+        default="",
+        help="a dataset (files absent: random tensors of its shape, bench/stand_in.py); "
+        "default: Fashion-MNIST if present, else synthetic",
+    )
     a = p.parse_args()
     if a.smoke:
         # One thread: a shared CPU machine is the smoke test's home (no oversubscription).
@@ -322,6 +335,15 @@ def main() -> int:
         batched_rounds, seq_rounds = a.batched_rounds, a.seq_rounds
         batched_ks = [int(x) for x in a.batched_k.split(",") if x.strip()]
     data, note = data_choice(a.smoke)
+    MODEL[0] = a.model
+    if a.dataset:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from stand_in import stand_in
+
+        # The stand-in is registered in this process: the K-at-once children see it where
+        # they fork (Linux's default start method).
+        data = {"name": stand_in(a.dataset)}
+        note = f"{data['name']} (asked: {a.dataset}), model {a.model}"
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()
     print(
         f"bench/gpu.py: device {device} ({name}); torch {torch.__version__}; {cores()} cores;"

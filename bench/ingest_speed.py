@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bench.scratch_db import scratch_database
 from fedgen.events import COMMON_METRICS, Checkpoint, RoundEvent, UserRoundMetrics
-from fedgen.sizes import format_bytes
+from fedgen.resources import format_bytes
 from lab.db import make_engine, make_sessionmaker
 from lab.models import Run
 from lab.repository import runs as runs_repo

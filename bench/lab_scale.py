@@ -13,9 +13,11 @@ A run's DELETE (to the trash) and purge are timed once each. Then the dashboard'
 and a Compare of 20 runs in headless Chromium (time to usable: the table shown and the
 script idle; the chart's traces drawn), the median of 3 visits after a warm-up.
 
-Prints the database's size per run and, from a real 20-user, 200-round FedGen run
-(bench/storage_per_round.py: measure), the bytes stored per round; with --no-real-run, or
-without that module, the bytes per round of the seeded per-round tables (said so). Ends with
+Prints the database's size per run and, from a real 20-user, 200-round FedGen run submitted
+to a real API and run by a real worker (bench/storage_per_round.py: measure), what the database
+grows by per round (every table but the checkpoints', indexes and TOAST included, after VACUUM
+ANALYZE); with --no-real-run, or without that module, the bytes per round of the seeded
+per-round tables (said so). Ends with
 `N runs: slowest read p95 X ms (endpoint); pages Y ms; Z bytes per round`.
 """
 
@@ -54,7 +56,7 @@ DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 API = "/api/v1"
 DEEP = 10_000
 PAGE_VISITS = 3
-LAB_CLI = [sys.executable, "-c", "import sys; from worker.lab_cli import main; sys.exit(main())"]
+LAB_CLI = [sys.executable, "-c", "import sys; from admin.cli import main; sys.exit(main())"]
 
 
 def p95(values: list[float]) -> float:
@@ -72,8 +74,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(argv: list[str], env: dict[str, str], health: str, log: Path) -> Iterator[None]:
-    """A child process in its own process group, up once `health` answers; stopped on exit."""
+def serve(argv: list[str], env: dict[str, str], health: str | None, log: Path) -> Iterator[None]:
+    """A child process in its own process group, up once `health` answers (at once without
+    one: a worker); stopped on exit."""
     import signal
 
     with log.open("wb") as out:
@@ -82,7 +85,7 @@ def serve(argv: list[str], env: dict[str, str], health: str, log: Path) -> Itera
         )
         try:
             deadline = time.monotonic() + 120
-            while True:
+            while health is not None:
                 if proc.poll() is not None:
                     raise RuntimeError(f"{argv[-4:]} exited with {proc.returncode}; see {log}")
                 try:
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         per_round, said = seeded_per_round, " (seeded tables, not a real run)"
     else:
         per_round, said = real, ""
-        print(f"a real 20-user FedGen run stores {real:.0f} bytes per round")
+        print(f"a real 20-user FedGen run grows the database by {real:.0f} bytes per round")
     print(f"total {time.perf_counter() - started:.0f} s")
     worst = max(timed, key=lambda n: timed[n][1])
     shown_pages = f"{max(pages.values()):.0f} ms" if pages else "not timed"

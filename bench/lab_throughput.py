@@ -42,12 +42,12 @@ sys.path.insert(0, str(ROOT))
 from api.service import Submitter, submit_run  # noqa: E402
 from bench.scratch_db import scratch_database  # noqa: E402
 from fedgen.spec import parse_spec  # noqa: E402
-from fedgen.status import TERMINAL  # noqa: E402
 from lab.config import Settings  # noqa: E402
 from lab.db import make_engine, make_sessionmaker, session_scope  # noqa: E402
 from lab.models import Run  # noqa: E402
 from lab.queue import Sender  # noqa: E402
 from lab.repository import users as users_repo  # noqa: E402
+from vocab.run_status import TERMINAL  # noqa: E402
 from worker.slots import usable_cores  # noqa: E402
 
 PG_DEFAULT = os.environ.get(
@@ -128,7 +128,7 @@ def drain(
         t0 = time.perf_counter()
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "worker.lab_cli", "worker", "--slots", str(slots)]
+                [sys.executable, "-m", "worker", "--slots", str(slots)]
                 + (["--threads", str(threads)] if threads else [])
                 + ["--queues", "cpu", "--loglevel", "WARNING"]
                 + (["--embedded"] if broker == "sqlite" else []),  # the SQLite broker on purpose

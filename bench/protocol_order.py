@@ -4,7 +4,8 @@ Reads the JSON a study writes (`fedgen study run table1-extended ...` -> study.j
 under docs/results/studies/) whose rows come in pairs `<setting>, per-user test` and
 `<setting>, global test`, and prints per setting the methods ranked under each protocol and
 every pair of methods whose order flips, each difference marked `(within std)` when it is
-smaller than the larger of the two cells' seed stds.
+smaller than the larger of the two cells' std (the study's ± as it stores it: for the
+official top-5 statistic the std of the pooled top-5 rounds of every seed, not a std over seeds).
 
     python bench/protocol_order.py docs/results/studies/table1-extended-fashion-mnist.json
 """

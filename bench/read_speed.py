@@ -87,7 +87,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "worker.lab_cli",
+                "admin",
                 "api",
                 "--port",
                 str(a.port),

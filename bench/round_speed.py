@@ -16,6 +16,13 @@ not this process.
 
     python bench/round_speed.py [--rounds 20] [--warmup 3] [--algorithms fedavg,fedgen]
                                 [--device cpu] [--threads N] [--no-memory]
+                                [--model official-cnn] [--dataset fashion-mnist]
+                                [--local-steps 20] [--batch-size 32]
+
+`--model` and `--dataset` time another model and dataset (a dataset whose files are absent
+here, e.g. cifar10, is replaced by random tensors of its shape: `bench/stand_in.py`); the
+eager floor is then that model in a plain loop. `--local-steps` / `--batch-size` shorten a
+round of a large model on the CPU (the paper's T = 20, B = 32 by default).
 
 With `--execution sequential,batched` (issue 33) it times instead each algorithm's rounds
 under each execution, interleaved round by round in one process, at each of
@@ -44,6 +51,13 @@ from fedgen.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS, BATCH, USERS_PER_ROUND = 20, 32, 10
+# What `--model`, `--dataset`, `--local-steps`, `--batch-size` set (main() fills them in).
+SETTING: dict[str, Any] = {
+    "model": "official-cnn",
+    "dataset": "fashion-mnist",
+    "steps": STEPS,
+    "batch": BATCH,
+}
 
 
 def paper_spec(
@@ -54,13 +68,14 @@ def paper_spec(
     execution: str = "sequential",
 ) -> dict[str, Any]:
     return {
-        "data": {"name": "fashion-mnist"},
+        "data": {"name": SETTING["dataset"]},
+        "model": {"name": SETTING["model"]},
         "partition": {"num_users": max(20, users_per_round), "alpha": 0.1, "sampling_ratio": 0.5},
         "algorithm": {"name": algorithm},
         "execution": execution,
         "users_per_round": users_per_round,
-        "local_steps": STEPS,
-        "batch_size": BATCH,
+        "local_steps": SETTING["steps"],
+        "batch_size": SETTING["batch"],
         "rounds": rounds,
         "checkpoint_every": 0,
         "device": device,
@@ -68,28 +83,30 @@ def paper_spec(
 
 
 class Floor:
-    """The eager floor: the official CNN written out in plain torch, trained by a plain loop."""
+    """The eager floor: the run's model (official CNN by default) trained by a plain loop."""
 
     def __init__(self, device: torch.device, n: int = 3000) -> None:
-        torch.manual_seed(0)
+        from fedgen.data.registry import get_dataset
+        from fedgen.models.cnn import build_model
+        from fedgen.models.decl import ModelConfig
 
-        def conv_bn(cin: int, cout: int) -> list[nn.Module]:
-            return [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
-
-        self.model = nn.Sequential(
-            *conv_bn(1, 6), *conv_bn(6, 16), nn.Flatten(), nn.Linear(784, 32), nn.Linear(32, 10)
+        decl = get_dataset(SETTING["dataset"])
+        c, h, w = decl.shape
+        classes = decl.classes
+        self.model: nn.Module = build_model(
+            ModelConfig(SETTING["model"], c, h, classes, image_width=w), 0
         ).to(device)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
-        self.x = torch.randn(n, 1, 28, 28, device=device)
-        self.y = torch.randint(0, 10, (n,), device=device)
+        self.x = torch.randn(n, c, h, w, device=device)
+        self.y = torch.randint(0, classes, (n,), device=device)
         self.device = device
 
     def update(self) -> float:
-        """One user update (STEPS steps of BATCH), in ms."""
+        """One user update (T steps of B), in ms."""
         t0 = time.perf_counter()
         self.model.train()
-        for _ in range(STEPS):
-            idx = torch.randint(0, self.x.shape[0], (BATCH,), device=self.device)
+        for _ in range(SETTING["steps"]):
+            idx = torch.randint(0, self.x.shape[0], (SETTING["batch"],), device=self.device)
             loss = nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
             self.opt.zero_grad(set_to_none=True)
             loss.backward()  # type: ignore[no-untyped-call]
@@ -210,13 +227,31 @@ def main() -> None:
         help="compare executions instead, e.g. sequential,batched (first = the baseline)",
     )
     p.add_argument("--users-per-round", default=str(USERS_PER_ROUND), help="with --execution")
+    p.add_argument("--model", default="official-cnn", help="a registered model")
+    p.add_argument(
+        "--dataset", default="fashion-mnist", help="files absent: random tensors of its shape"
+    )
+    p.add_argument("--local-steps", type=int, default=STEPS, help="T of every update")
+    p.add_argument("--batch-size", type=int, default=BATCH, help="B of every step")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    from stand_in import stand_in
+
+    SETTING.update(
+        model=args.model,
+        dataset=stand_in(args.dataset),
+        steps=args.local_steps,
+        batch=args.batch_size,
+    )
     algorithms = args.algorithms.split(",")
     print(
         f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} "
         f"threads={torch.get_num_threads()} torch={torch.__version__} device={args.device}"
+    )
+    print(
+        f"setting: model={SETTING['model']} dataset={SETTING['dataset']} "
+        f"T={SETTING['steps']} B={SETTING['batch']}"
     )
     if args.execution:
         report_executions(args)
@@ -224,7 +259,8 @@ def main() -> None:
     floor_ms, seen = measure(algorithms, args.device, args.rounds, args.warmup)
     floor = statistics.median(floor_ms)
     print(
-        f"eager floor (plain PyTorch loop, official CNN, {STEPS} SGD steps of B={BATCH}): "
+        f"eager floor (plain PyTorch loop, {SETTING['model']}, {SETTING['steps']} SGD steps of "
+        f"B={SETTING['batch']}): "
         f"{floor:.2f} ms per update (median of {len(floor_ms)}, interleaved with the rounds)"
     )
     print(
@@ -249,7 +285,9 @@ def main() -> None:
         print(
             f"peak GPU memory (this process): {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
         )
-    if not args.no_memory:
+    if SETTING["dataset"].startswith("random-"):
+        print("(no `fedgen run` memory figure: the random stand-in exists in this process only)")
+    elif not args.no_memory:
         for name in algorithms:
             rss = fedgen_run_peak_rss_mib(name, args.device)
             print(f"`fedgen run` peak resident memory, {name}, 3 rounds: {rss:.0f} MiB")

@@ -1,59 +1,59 @@
-"""Bytes a real run stores per round outside its checkpoints: round and per-user figures together.
+"""Bytes a real run grows the lab's database by per round, checkpoints left out, from outside.
 
 A real 20-user FedGen run on Fashion-MNIST (the official CNN; few local steps, so 200 rounds take
 minutes on 2 cores; on a host without Fashion-MNIST's files under --data-root, $FEDGEN_DATA or
-Debian's folder, the synthetic dataset, said so: the rows a round stores have the same shape)
-goes through the worker's own write path (worker.sink.DbSink ->
-lab.repository.metrics.write_round) into a scratch Postgres schema. The per-round tables (every
-table with a `round` column except the checkpoints': `per_round_tables`) are sized (heap, TOAST
-and indexes: `stored_bytes`) after a 10-round run and after a 200-round run;
-bytes per round = (growth of the 200-round run - growth of the 10-round run) / 190, so what a run
-stores once (its first pages) cancels out. A 2-round run first gives every table and index its
-first pages, which would otherwise count against the 10-round run.
+Debian's folder, the synthetic dataset, said so: the rows a round stores have the same shape) is
+submitted over HTTP to the real API (`fedgen-lab api`) and run by a real worker (`fedgen-lab
+worker`, Redis broker) on a scratch Postgres schema: every write a run causes counts (its rounds,
+its run row's per-round updates and what they leave in the runs table's indexes, audit rows,
+workers' heartbeats...), not only the rows `write_round` inserts. After each run the database
+is vacuumed (VACUUM ANALYZE) and every table except the checkpoints' is sized with
+pg_total_relation_size (heap, TOAST, indexes and their maps: `database_bytes`).
+Bytes per round = (growth of the 200-round run - growth of the 10-round run) / 190, so what a
+run stores once (its run row, its first pages) cancels out. A 2-round run first gives every
+table and index its first pages, which would otherwise count against the 10-round run.
 
     python bench/storage_per_round.py [--url postgresql://postgres@127.0.0.1:5432/test]
-        [--data-root DIR] [--users 20] [--rounds 10,200]
+        [--broker redis://127.0.0.1:6379/0] [--data-root DIR] [--dataset synthetic] [--users 20]
+        [--rounds 10,200]
 
 `measure(url)` is the function bench/lab_scale.py calls; it returns bytes per round (a float).
+The script (measure(verbose=True)) also prints each table's growth per round.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, text, update
-from sqlalchemy.orm import Session, sessionmaker
+import httpx
+from sqlalchemy import Engine, text
 
+from bench.lab_scale import LAB_CLI, ROOT, free_port, serve
 from bench.scratch_db import scratch_database
-from lab.db import make_engine, make_sessionmaker
-from lab.models import Base, Run
-from lab.repository import runs as runs_repo
-from lab.repository import users as users_repo
-from worker.sink import DbSink
+from lab.db import make_engine
+from vocab.run_status import TERMINAL, RunStatus
 
-TOKEN = "bench-storage"
+API = "/api/v1"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 # The checkpoints' own tables: what a run stores per round "outside its checkpoints" leaves them.
 CHECKPOINT_TABLES = frozenset({"checkpoints", "checkpoint_chunks"})
-
-
-def per_round_tables() -> list[str]:
-    """The tables that hold rows per round of a run (a `round` column), checkpoints left out."""
-    return sorted(
-        t.name
-        for t in Base.metadata.sorted_tables
-        if "round" in t.c and "run_id" in t.c and t.name not in CHECKPOINT_TABLES
-    )
+RUN_TIMEOUT_S = 3600.0
 
 
 def dataset_for(data_root: str | None) -> str:
     """fashion-mnist when its files are found (under data_root, else the default root), else
     synthetic."""
     from fedgen.data.common import default_root
-    from fedgen.data.locate import present
+    from vocab.host_datasets import present
 
     root = Path(data_root) if data_root else default_root()
     return "fashion-mnist" if present("fashion-mnist", root) else "synthetic"
@@ -64,6 +64,8 @@ def spec_of(rounds: int, users: int, data_root: str | None, dataset: str) -> dic
     data: dict[str, Any] = {"name": dataset}
     if data_root and dataset != "synthetic":
         data["root"] = data_root
+    if dataset == "synthetic":  # enough samples that a Dirichlet split gives every user some
+        data["synthetic_samples"] = 10_000
     return {
         "algorithm": {"name": "fedgen"},
         "data": data,
@@ -76,107 +78,146 @@ def spec_of(rounds: int, users: int, data_root: str | None, dataset: str) -> dic
     }
 
 
-def _running_run(factory: sessionmaker[Session], spec: dict[str, Any]) -> uuid.UUID:
-    """A run row leased to TOKEN, as a worker's claim leaves it."""
-    with factory() as s:
-        user, _ = users_repo.create_user(s, f"bench-{uuid.uuid4().hex[:8]}")
-        run = runs_repo.create_run(s, spec=spec, spec_hash="x", owner_id=user.id, queue="cpu")
-        s.execute(update(Run).where(Run.id == run.id).values(lease_token=TOKEN, status="running"))
-        s.commit()
-        return run.id
-
-
-def run_real(factory: sessionmaker[Session], spec_data: dict[str, Any]) -> int:
-    """Run `spec_data` to its end through DbSink; returns the rounds written."""
-    from fedgen.runner import run
-    from fedgen.spec import parse_spec
-
-    spec = parse_spec(spec_data)
-    sink = DbSink(_running_run(factory, spec_data), TOKEN, factory, lease_s=600)
-    try:
-        run(spec, sink)
-    finally:
-        sink.close()
-    return sink.rounds_written
-
-
-# The main fork of a table, of its TOAST table, and of every index of either: what rows take.
-# Left out: the free-space and visibility maps, 32 KB a table that appear whenever autovacuum
-# first visits it (an insert-only table, after 1,000 rows), which made two measurements of the
-# same code differ by 65,536 bytes / 190 rounds.
-_MAIN_FORKS = text(
-    """
-    WITH rel AS (
-        SELECT c.oid, c.reltoastrelid FROM pg_class c WHERE c.oid = CAST(:t AS regclass)
-    ), parts AS (
-        SELECT oid FROM rel
-        UNION ALL SELECT reltoastrelid FROM rel WHERE reltoastrelid <> 0
-        UNION ALL SELECT i.indexrelid FROM pg_index i, rel
-            WHERE i.indrelid IN (rel.oid, rel.reltoastrelid)
-    )
-    SELECT COALESCE(SUM(pg_relation_size(oid, 'main')), 0) FROM parts
-    """
+_TABLES = text(
+    "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace "
+    "AND c.relkind IN ('r', 'p') ORDER BY c.relname"
 )
 
 
-def stored_bytes(engine: Engine, tables: list[str]) -> int:
-    """Bytes of `tables` together: heap, TOAST and indexes (their main forks)."""
-    with engine.connect() as c:
-        return sum(int(c.execute(_MAIN_FORKS, {"t": t}).scalar_one()) for t in tables)
+def database_bytes(engine: Engine) -> dict[str, int]:
+    """table -> pg_total_relation_size (heap, TOAST, indexes) of every table of the schema but
+    the checkpoints', after VACUUM ANALYZE: what the database holds, dead rows reclaimed."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        names = [n for n in c.execute(_TABLES).scalars() if n not in CHECKPOINT_TABLES]
+        for name in names:
+            c.execute(text(f'VACUUM ANALYZE "{name}"'))
+        size = text("SELECT pg_total_relation_size(CAST(:t AS regclass))")
+        return {n: int(c.execute(size, {"t": n}).scalar_one()) for n in names}
+
+
+@contextmanager
+def lab(url: str, broker: str, home: Path) -> Iterator[httpx.Client]:
+    """The real API and one worker (one slot, one thread) on `url`; a client with a member's
+    token. Both are stopped on exit."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FEDGEN_DATABASE_URL": url,
+        "FEDGEN_BROKER_URL": broker,
+        "FEDGEN_HOME": str(home),
+        "FEDGEN_QUEUE_PREFIX": f"bench{uuid.uuid4().hex[:6]}-",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    create = [*LAB_CLI, "users", "create", "bench-storage"]
+    made = subprocess.run(create, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    token = made.stdout.strip().splitlines()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    worker = [*LAB_CLI, "worker", "--queues", "cpu", "--slots", "1", "--threads", "1"]
+    with (
+        serve(
+            [*LAB_CLI, "api", "--port", str(port)], env, base + API + "/health", home / "api.log"
+        ),
+        serve(worker + ["--loglevel", "WARNING", "--quiet"], env, None, home / "worker.log"),
+        httpx.Client(
+            base_url=base + API, headers={"Authorization": f"Bearer {token}"}, timeout=120
+        ) as client,
+    ):
+        yield client
+
+
+def run_real(client: httpx.Client, spec: dict[str, Any]) -> int:
+    """Submit `spec` over HTTP and wait for the worker to finish it; returns its rounds."""
+    sent = client.post("/runs", json={"spec": spec})
+    if sent.is_error:
+        raise RuntimeError(f"POST /runs answered {sent.status_code}: {sent.text}")
+    run_id = sent.json()["id"]
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        run = client.get(f"/runs/{run_id}").raise_for_status().json()
+        if run["status"] in TERMINAL:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"run {run_id} still {run['status']} after {RUN_TIMEOUT_S:.0f} s")
+        time.sleep(1)
+    if run["status"] != RunStatus.SUCCEEDED:
+        raise RuntimeError(f"run {run_id} {run['status']}: {run.get('error')}")
+    return int(spec["rounds"])
 
 
 def measure(
     url: str,
     *,
+    broker: str = DEFAULT_BROKER,
     data_root: str | None = None,
+    dataset: str | None = None,
     users: int = 20,
     short: int = 10,
     long: int = 200,
     verbose: bool = False,
 ) -> float:
     """Bytes per round of a real `users`-user FedGen run (see the module docstring)."""
-    from fedgen.threads import set_threads
-
-    set_threads(1)  # a bench on a shared machine takes one core
-    with scratch_database(url) as scoped:
+    with scratch_database(url) as scoped, tempfile.TemporaryDirectory() as tmp:
         if not scoped.startswith("postgresql"):
             raise ValueError("storage is measured on PostgreSQL (pg_total_relation_size)")
         engine = make_engine(scoped)
-        factory = make_sessionmaker(engine)
-        tables = per_round_tables()
-        dataset = dataset_for(data_root)
+        dataset = dataset or dataset_for(data_root)
         if verbose:
-            print(f"dataset: {dataset}")
+            print(f"dataset: {dataset}", flush=True)
         try:
-            run_real(factory, spec_of(2, users, data_root, dataset))
-            sizes = [stored_bytes(engine, tables)]
-            for rounds in (short, long):
-                t0 = time.perf_counter()
-                written = run_real(factory, spec_of(rounds, users, data_root, dataset))
-                sizes.append(stored_bytes(engine, tables))
-                if verbose:
-                    print(
-                        f"{rounds}-round run: {written} rounds written in "
-                        f"{time.perf_counter() - t0:.0f} s, tables {tables} grew "
-                        f"{sizes[-1] - sizes[-2]} B"
-                    )
+            with lab(scoped, broker, Path(tmp)) as client:
+                run_real(client, spec_of(2, users, data_root, dataset))
+                sizes = [database_bytes(engine)]
+                for rounds in (short, long):
+                    t0 = time.perf_counter()
+                    run_real(client, spec_of(rounds, users, data_root, dataset))
+                    sizes.append(database_bytes(engine))
+                    if verbose:
+                        grown = {
+                            t: b - sizes[-2].get(t, 0)
+                            for t, b in sizes[-1].items()
+                            if b != sizes[-2].get(t, 0)
+                        }
+                        print(
+                            f"{rounds}-round run in {time.perf_counter() - t0:.0f} s; tables "
+                            f"grew {sum(grown.values())} B: {grown}",
+                            flush=True,
+                        )
         finally:
             engine.dispose()
-    grow_short, grow_long = sizes[1] - sizes[0], sizes[2] - sizes[1]
+    total = [sum(s.values()) for s in sizes]
+    grow_short, grow_long = total[1] - total[0], total[2] - total[1]
+    if verbose:
+        for t in sorted(sizes[2]):
+            short_t = sizes[1][t] - sizes[0].get(t, 0)
+            long_t = sizes[2][t] - sizes[1][t]
+            if long_t != short_t:
+                print(f"  {t}: {(long_t - short_t) / (long - short):.0f} bytes per round")
     return (grow_long - grow_short) / (long - short)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    p.add_argument("--broker", default=DEFAULT_BROKER, help="the worker's Celery broker")
     p.add_argument("--data-root", default=None, help="data.root of the runs (FashionMNIST/raw)")
+    p.add_argument("--dataset", default=None, help="e.g. synthetic (default: as above)")
     p.add_argument("--users", type=int, default=20)
     p.add_argument("--rounds", default="10,200", help="the short and the long run's rounds")
     a = p.parse_args()
     short, long = (int(x) for x in a.rounds.split(","))
     root = str(Path(a.data_root).resolve()) if a.data_root else None
-    per_round = measure(a.url, data_root=root, users=a.users, short=short, long=long, verbose=True)
-    print(f"{per_round:.0f} bytes per round ({a.users} users; tables {per_round_tables()})")
+    per_round = measure(
+        a.url,
+        broker=a.broker,
+        data_root=root,
+        dataset=a.dataset,
+        users=a.users,
+        short=short,
+        long=long,
+        verbose=True,
+    )
+    print(f"{per_round:.0f} bytes per round ({a.users} users; every table but the checkpoints')")
 
 
 if __name__ == "__main__":

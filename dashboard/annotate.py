@@ -9,9 +9,9 @@ from datetime import UTC, datetime, tzinfo
 
 import streamlit as st
 
-from api.schemas.runs import RunPublic
-from api.schemas.users import UserPublic
-from dashboard import loaders, permissions, runs_table, times, ui
+from dashboard import api_client, loaders, permissions, runs_table, times
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.users import UserPublic
 
 NOT_YOURS = "Only the run's owner or an admin may change its note and tags"
 
@@ -24,12 +24,12 @@ def editor(run: RunPublic, me: UserPublic | None, key: str) -> RunPublic | None:
     why = None if allowed else NOT_YOURS
     with st.form(f"{key}_annotate_{rid}", border=False):
         note = st.text_area(
-            "Note",
+            "Note (every lab member can read it)",
             run.note,
             max_chars=10_000,
             key=f"{key}_note_{rid}",
             disabled=not allowed,
-            help=why,
+            help=why or "Notes and tags are visible to every member of the lab",
         )
         tags = st.text_input(
             "Tags",
@@ -46,8 +46,8 @@ def editor(run: RunPublic, me: UserPublic | None, key: str) -> RunPublic | None:
         st.caption(edited)
     if not saved:
         return None
-    updated = ui.try_call(
-        ui.client().annotate_run, rid, tags=parse_tags(tags or ""), note=note or ""
+    updated = api_client.try_call(
+        api_client.client().annotate_run, rid, tags=parse_tags(tags or ""), note=note or ""
     )
     if updated is not None:
         loaders.runs.clear()

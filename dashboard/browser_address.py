@@ -1,7 +1,7 @@
 """The address of the browser a Streamlit session serves, for the API to count it apart.
 
 Behind docker-compose every browser's API call leaves from the one dashboard container; the
-dashboard names the browser in `X-Forwarded-For` (dashboard/client.py), and the API believes it
+dashboard names the browser in `X-Forwarded-For` (`api_client.open_client`), and the API believes it
 only from FEDGEN_TRUSTED_PROXIES (api/client_address.py), so failed sign-ins are counted per
 browser instead of one budget for everyone.
 """

@@ -7,12 +7,24 @@ the user's zoom and legend selection. Legends sit outside the plot area, at the 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from fedgen.status import RunStatus
+from fedgen import durations
+from vocab.run_status import RunStatus
+
+
+class TraceStyle(NamedTuple):
+    """How one curve (a group or a run) is drawn: its colour, dash and marker symbol."""
+
+    color: str
+    dash: str = "solid"
+    symbol: str = "circle"
+
 
 # Above this many points in one figure, line traces are WebGL (Scattergl) instead of SVG.
 GL_POINTS = 20_000
@@ -87,8 +99,16 @@ def _line_class(points: int) -> type[go.Scatter] | type[go.Scattergl]:
     return line_cls
 
 
+# The x columns of Compare's long frames, as their axis is titled (docs/metrics.md, Cost).
+X_TITLES = {
+    "wall_s": f"{durations.TRAINING_TIME} (s)",
+    "mb": "cumulative MB communicated (up + down)",
+    "compute_s": "cumulative compute, s (clients' training + server)",
+}
+
+
 def _x_title(x: str) -> str:
-    return "wall-clock (s)" if x == "wall_s" else "round"
+    return X_TITLES.get(x, "round")
 
 
 def _compare_layout(
@@ -196,14 +216,15 @@ def _std_band(gdf: pd.DataFrame, x: str, color: str, group: str) -> go.Scatter:
 
 
 def _stopped_lines(
-    stopped: pd.DataFrame, x: str, styles: dict[str, dict[str, str]]
+    stopped: pd.DataFrame, x: str, styles: dict[str, TraceStyle]
 ) -> list[go.Scatter]:
     """A thin dotted line per failed or cancelled run, in its group's colour."""
     traces = []
     for run_id, rdf in stopped.groupby("run_id", sort=False):
         rdf = rdf.sort_values("round")
         first = rdf.iloc[0]
-        color = styles.get(str(first["group"]), {}).get("color", "#888888")
+        style = styles.get(str(first["group"]))
+        color = style.color if style else "#888888"
         traces.append(
             go.Scatter(
                 x=rdf[x].to_numpy(),
@@ -224,7 +245,7 @@ def band_chart(
     y_title: str = "test accuracy",
     x: str = "round",
     revision: str = "compare",
-    styles: dict[str, dict[str, str]] | None = None,
+    styles: dict[str, TraceStyle] | None = None,
     log_y: bool = False,
     legend: dict[str, str] | None = None,
     heads: pd.DataFrame | None = None,
@@ -233,7 +254,7 @@ def band_chart(
 ) -> go.Figure:
     """Mean line and mean ± std band per group (`group, round|wall_s, mean, std, n`).
 
-    `styles`: group -> {"color", "dash"} (default: the palette in order, solid lines).
+    `styles`: group -> its `TraceStyle` (default: the palette in order, solid lines).
     `legend`: group -> legend name (default "group (n=N)"). The hover of a mean line gives
     each round's n. `heads`: running runs' latest points (see `_heads_trace`); `stopped`:
     failed or cancelled runs (run_id, name, status, group, `x`, value), drawn as thin
@@ -248,8 +269,8 @@ def band_chart(
     x_name = _x_title(x)
     for i, (group, gdf) in enumerate(groups):
         gdf = gdf.sort_values(x)
-        style = styles.get(str(group), {})
-        color = style.get("color", PALETTE[i % len(PALETTE)])
+        style = styles.get(str(group)) or TraceStyle(PALETTE[i % len(PALETTE)])
+        color = style.color
         n = int(gdf["n"].max()) if "n" in gdf else 1
         if n > 1:
             fig.add_trace(_std_band(gdf, x, color, str(group)))
@@ -261,7 +282,7 @@ def band_chart(
                 name=legend.get(str(group), f"{group} (n={n})"),
                 line={
                     "color": color,
-                    "dash": style.get("dash", "solid"),
+                    "dash": style.dash,
                     "width": mean_width(i, len(groups)),
                 },
                 legendgroup=str(group),
@@ -286,7 +307,7 @@ def band_chart(
 def _run_state(name: str, status: str | None, dash: str, last_round: int) -> tuple[str, str]:
     """A run line's legend name and dash for its status: "… · failed @R" dotted when it
     stopped, "… · running" dashed while in flight, as is once it succeeded."""
-    if status in (RunStatus.FAILED, RunStatus.CANCELLED, "deleted"):
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED):
         return f"{name} · {status} @{last_round}", "dot"
     if status not in (None, RunStatus.SUCCEEDED):
         # Dashed until it finishes (a dash that already tells a field's value stays).
@@ -300,7 +321,7 @@ def run_lines(
     title: str,
     x: str = "round",
     revision: str = "compare",
-    styles: dict[str, dict[str, str]] | None = None,
+    styles: dict[str, TraceStyle] | None = None,
     log_y: bool = False,
     y_title: str = "test accuracy",
     statuses: dict[str, str | None] | None = None,
@@ -309,7 +330,7 @@ def run_lines(
 ) -> go.Figure:
     """One line per run (`run_id, round, value, wall_s`), named by `labels` (run id -> name).
 
-    `styles`: name -> {"color", "dash"}; runs of one style share a legend group.
+    `styles`: name -> its `TraceStyle`; runs of one style share a legend group.
     `statuses`: run id -> status: a run still in flight is named "… · running" and dashed
     (its latest point marked through `heads`), a failed or cancelled one "… · failed @R",
     dotted.
@@ -322,9 +343,9 @@ def run_lines(
     for i, (run_id, rdf) in enumerate(runs):
         rdf = rdf.sort_values("round")
         name = labels.get(str(run_id), str(run_id))
-        style = styles.get(name, {})
+        style = styles.get(name) or TraceStyle(PALETTE[i % len(PALETTE)])
         status = statuses.get(str(run_id))
-        shown, dash = _run_state(name, status, style.get("dash", "solid"), int(rdf["round"].max()))
+        shown, dash = _run_state(name, status, style.dash, int(rdf["round"].max()))
         fig.add_trace(
             line_cls(
                 x=rdf[x].to_numpy(),
@@ -332,7 +353,7 @@ def run_lines(
                 mode="lines" if len(rdf) > 1 else "lines+markers",
                 name=shown,
                 line={
-                    "color": style.get("color", PALETTE[i % len(PALETTE)]),
+                    "color": style.color,
                     "dash": dash,
                     "width": 1.5,
                 },

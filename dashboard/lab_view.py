@@ -13,9 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from api.schemas.runs import RunPublic
-from api.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
 from dashboard.times import DASH, relative, when
+from vocab.run_names import base_name
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
 
 TABLE_COLUMNS = [
     "host",
@@ -52,6 +53,30 @@ def short_version(value: str | None) -> str:
 def slot_of(name: str) -> str:
     """The slot part of a node name (`cpu-slot0@w1` -> `cpu-slot0`)."""
     return name.partition("@")[0] or name
+
+
+def worker_of(worker: WorkerPublic) -> str:
+    """The `fedgen-lab worker` a slot process belongs to: its node name without the slot
+    (`cpu-slot1@w1` -> `cpu@w1`). `--slots N` starts N processes named `<name>-slot<i>@host`,
+    so N rows are one worker with N slots."""
+    base, _, host = worker.name.partition("@")
+    return f"{re.sub(r'-slot[0-9]+$', '', base)}@{host_of(worker)}"
+
+
+def queue_words(worker: WorkerPublic) -> str:
+    """The runs a worker takes, as people say it: `cpu`, `gpu`, `cpu, gpu`.
+
+    A broker queue name is the lab's FEDGEN_QUEUE_PREFIX and the device kind (`nc5cpu`);
+    a worker's own queue (`…worker.<name>`, where the dispatcher sends it runs) is internal.
+    """
+    kinds = []
+    for q in worker.queues:
+        if "worker." in q:
+            continue
+        kind = "gpu" if q.endswith("gpu") else "cpu" if q.endswith("cpu") else q
+        if kind not in kinds:
+            kinds.append(kind)
+    return ", ".join(kinds) or DASH
 
 
 def host_of(worker: WorkerPublic) -> str:
@@ -92,8 +117,8 @@ def datasets_text(datasets: list[str] | None) -> str:
 
 
 def run_text(run: WorkerRun) -> str:
-    """`3f2a1b9c FedGen · fashion-mnist · round 12/30`."""
-    what = [x for x in (run.algorithm, run.dataset) if x]
+    """`3f2a1b9c FedGen · FMNIST · round 12/30` (named as every page names it: run_name)."""
+    what = [base_name(run.algorithm, run.dataset)] if run.algorithm and run.dataset else []
     text = " · ".join([*what, f"round {max(run.current_round, 0)}/{run.rounds}"])
     return f"{run.id[:8]} {text}" if run.id else text
 
@@ -119,7 +144,7 @@ def table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> pd.DataFram
         {
             "host": host_of(w),
             "slot": slot_of(w.name),
-            "queues": ", ".join(w.queues) or DASH,
+            "queues": queue_words(w),
             "devices": devices_text(w.devices),
             "threads": str(w.threads) if w.threads is not None else DASH,
             "code version": short_version(w.code_version),
@@ -134,11 +159,13 @@ def table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> pd.DataFram
 
 
 def summary(body: WorkersPublic) -> str:
-    """`3 workers on 2 hosts, 1/3 slots busy`."""
+    """`1 worker · 2 slots on 1 host, 1/2 slots busy`: a worker is one `fedgen-lab worker`
+    (`worker_of`), however many slot processes it runs."""
     hosts = {host_of(w) for w in body.workers}
+    workers = {worker_of(w) for w in body.workers}
     return (
-        f"{plural(len(body.workers), 'worker')} on {plural(len(hosts), 'host')}, "
-        f"{body.busy}/{body.slots} slots busy"
+        f"{plural(len(workers), 'worker')} · {plural(body.slots, 'slot')} on "
+        f"{plural(len(hosts), 'host')}, {body.busy}/{body.slots} slots busy"
     )
 
 

@@ -18,15 +18,24 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from api.schemas.runs import DataFile, RunInfoPublic, RunPublic, Segment
 from dashboard import charts
 from dashboard.lab_view import short_version
+from dashboard.live_history import History
+from dashboard.run_records import RunVersionsView
 from dashboard.run_state import state, stopped_at
 from dashboard.times import DASH, when
 from fedgen import metric_names
 from fedgen.resources import format_bytes
 from fedgen.stats import format_acc, summarize_curve
-from fedgen.status import ACTIVE, RunStatus
+from vocab.run_status import ACTIVE, RunStatus
+from vocab.schemas.runs import (
+    DataFile,
+    RoundEventData,
+    RunInfoPublic,
+    RunPublic,
+    Segment,
+    StatusEventData,
+)
 
 # The charts and their lines come from the one declaration (fedgen.metric_names.LIVE_CHARTS
 # and each metric's `chart`); the user spread chart's axis is the test accuracy's.
@@ -34,19 +43,21 @@ CHARTS = {c.key: c for c in metric_names.LIVE_CHARTS}
 ACC_AXIS = metric_names.label("test_acc")
 
 
-def events_payload(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """`round` events -> `{"rounds": [...], "metrics": {name: [...]}}` (as GET /metrics)."""
-    rows = [d for name, d in events if name == "round" and "round" in d]
-    names = sorted({k for d in rows for k in (d.get("metrics") or {})})
-    return {
-        "rounds": [int(d["round"]) for d in rows],
-        "metrics": {n: [(d.get("metrics") or {}).get(n) for d in rows] for n in names},
-    }
+def events_payload(events: list[tuple[str, dict[str, Any]]]) -> History:
+    """`round` events -> their rounds and metric columns (as GET /metrics)."""
+    rows = [
+        RoundEventData.model_validate(d) for name, d in events if name == "round" and "round" in d
+    ]
+    names = sorted({k for d in rows for k in d.metrics})
+    return History(
+        rounds=[d.round for d in rows],
+        metrics={n: [d.metrics.get(n) for d in rows] for n in names},
+    )
 
 
 def last_status(events: list[tuple[str, dict[str, Any]]]) -> str | None:
     """The newest status the stream reported, or None."""
-    statuses = [d.get("status") for name, d in events if name == "status"]
+    statuses = [StatusEventData.model_validate(d).status for name, d in events if name == "status"]
     return statuses[-1] if statuses else None
 
 
@@ -166,18 +177,15 @@ def resume_caption(segments: list[Segment]) -> str | None:
 
 def numerics_note(versions: dict[str, Any] | None) -> str | None:
     """The API's `versions.numerics_changed` as a sentence; None when nothing changed."""
-    changes = (versions or {}).get("numerics_changed") or []
     parts = []
-    for change in changes:
-        if not isinstance(change, dict):
-            continue
+    for change in RunVersionsView.of(versions).numerics_changed:
         diffs = [
             f"{k.replace('_', ' ')} {_text(v[0])} → {_text(v[1])}"
-            for k, v in change.items()
-            if k != "round" and isinstance(v, list | tuple) and len(v) == 2
+            for k, v in change.changed().items()
+            if isinstance(v, list | tuple) and len(v) == 2
         ]
         if diffs:
-            parts.append(f"at round {change.get('round')}: {', '.join(diffs)}")
+            parts.append(f"at round {change.round}: {', '.join(diffs)}")
     if not parts:
         return None
     return (

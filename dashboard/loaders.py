@@ -8,21 +8,25 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from api.schemas.analysis import TimingTable
-from api.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
-from api.schemas.studies import StudyDefinition, StudyResults, StudySummary
-from api.schemas.sweeps import SweepPublic, SweepSummary
-from api.schemas.usage import UsageList
-from api.schemas.users import UserPublic
-from api.schemas.workers import WorkersPublic
-from dashboard.client import LabClient
+from dashboard import api_client
+from dashboard.spec_form import SpecChoices
+from dashboard.spec_schema import SchemaNode
+from fedgen_lab.endpoints import LabApi
+from vocab.schemas.analysis import TimingTable
+from vocab.schemas.results import ComparePublic
+from vocab.schemas.runs import RunInfoPublic, RunPublic, RunsPublic
+from vocab.schemas.studies import StudyDefinition, StudyResults, StudySummary
+from vocab.schemas.sweeps import SweepPublic, SweepSummary
+from vocab.schemas.usage import UsageList
+from vocab.schemas.users import UserPublic
+from vocab.schemas.workers import WorkersPublic
 
 T = TypeVar("T")
 
 
-def _call(url: str, token: str, request: Callable[[LabClient], T]) -> T:
+def _call(url: str, token: str, request: Callable[[LabApi], T]) -> T:
     """One request on a short-lived client (a loader's whole body)."""
-    with LabClient(url, token) as c:
+    with api_client.open_client(url, token) as c:
         return request(c)
 
 
@@ -65,22 +69,22 @@ def me(url: str, token: str) -> UserPublic:
 
 # Kept a minute: a plugin installed on the server shows up on the pages within one.
 @st.cache_data(ttl=60, show_spinner=False)
-def spec_source(url: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the form's start: GET /spec/defaults with the new-run defaults, GET /spec/schema):
-    the one source of the Submit form's fields."""
+def spec_source(url: str, token: str) -> tuple[dict[str, Any], SchemaNode]:
+    """(the form's start: GET /spec/defaults with the new-run defaults, GET /spec/schema
+    parsed once into typed nodes): the one source of the Submit form's fields."""
     from dashboard.spec_form import form_start
 
-    return _call(url, token, lambda c: (form_start(c.spec_defaults()), c.spec_schema()))
+    return _call(
+        url, token, lambda c: (form_start(c.spec_defaults()), SchemaNode.of(c.spec_schema()))
+    )
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def spec_choices(url: str, token: str) -> dict[str, list[Any]]:
+def spec_choices(url: str, token: str) -> SpecChoices:
     """The server's algorithms and datasets (plugins included), as the Submit form offers
-    them: {"algorithm.name": [...], "data.name": [...]} (the Runs page's filters)."""
-    from dashboard.spec_form import choices_of
-
+    them (the Runs page's filters)."""
     defaults, schema = spec_source(url, token)
-    return choices_of(schema, defaults, ("algorithm.name", "data.name"))
+    return SpecChoices.of(schema, defaults)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -94,7 +98,7 @@ Ids = tuple[str, ...]  # hashable, ordered run ids or metric names (cache keys)
 
 def _compare(
     url: str, token: str, run_ids: Ids, max_points: int, metrics: Ids | None, since: int | None
-) -> dict[str, Any]:
+) -> ComparePublic:
     """GET /compare (the body of the two cached loaders below, which differ by their TTL)."""
     return _call(
         url,
@@ -111,7 +115,7 @@ def _compare(
 @st.cache_data(ttl=5, show_spinner=False)
 def compare(
     url: str, token: str, run_ids: Ids, max_points: int, metrics: Ids | None = None
-) -> dict[str, Any]:
+) -> ComparePublic:
     """GET /compare for a fixed, ordered set of runs (only `metrics` when given)."""
     return _compare(url, token, run_ids, max_points, metrics, None)
 
@@ -124,15 +128,18 @@ def compare_since(
     since_round: int,
     max_points: int,
     metrics: Ids | None = None,
-) -> dict[str, Any]:
+) -> ComparePublic:
     """GET /compare of the rounds after `since_round` (a live refresh; shared for 1 s)."""
     return _compare(url, token, run_ids, max_points, metrics, since_round)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def sweep_summary(url: str, token: str, sweep_id: str) -> SweepSummary:
-    """GET /sweeps/{id}/summary."""
-    return _call(url, token, lambda c: c.sweep_summary(sweep_id))
+def sweep_summary(
+    url: str, token: str, sweep_id: str, statistic: str | None = None, tune: str | None = None
+) -> SweepSummary:
+    """GET /sweeps/{id}/summary; with `tune` (comma-separated swept fields), tuned by the
+    validation counterpart of `statistic` (docs/metrics.md, Tuning)."""
+    return _call(url, token, lambda c: c.sweep_summary(sweep_id, statistic=statistic, tune=tune))
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -150,7 +157,7 @@ def info(url: str, token: str, run_id: str) -> RunInfoPublic:
 @st.cache_data(ttl=10, show_spinner=False)
 def checkpoints(url: str, token: str, run_id: str) -> pd.DataFrame:
     """GET /runs/{id}/checkpoints as a frame."""
-    from dashboard.frames import checkpoints_frame
+    from fedgen_lab.frames import checkpoints_frame
 
     return _call(url, token, lambda c: checkpoints_frame(c.checkpoints(run_id)))
 

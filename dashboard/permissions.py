@@ -4,8 +4,8 @@ own it or are an admin. No Streamlit.
 
 from __future__ import annotations
 
-from api.schemas.runs import RunPublic
-from api.schemas.users import UserPublic
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.users import UserPublic
 
 
 def may_change(run: RunPublic, me: UserPublic | None) -> bool:

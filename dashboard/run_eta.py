@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from api.schemas.runs import RunPublic
+from vocab.schemas.runs import RunPublic
 
 
 def median_round_s(round_ms: list[float | None] | None) -> float | None:

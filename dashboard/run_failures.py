@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from api.schemas.runs import RunPublic
 from dashboard.run_state import stopped_at
 from dashboard.times import DASH
-from fedgen.status import RunStatus
+from vocab.run_status import RunStatus
+from vocab.schemas.runs import RunPublic
 
 
 def split_error(error: str | None) -> tuple[str, str | None]:

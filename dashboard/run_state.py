@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 
-from api.schemas.runs import RunPublic
 from dashboard.times import DASH, duration, local_time, relative
-from fedgen import status as status_words
-from fedgen.status import RunStatus
+from fedgen import durations
+from vocab import run_status as status_words
+from vocab.run_status import RunStatus
+from vocab.schemas.runs import RunPublic
 
 
 def state(run: RunPublic, status: str | None = None) -> str:
@@ -28,12 +29,13 @@ def state(run: RunPublic, status: str | None = None) -> str:
 
 
 def stopped_at(run: RunPublic) -> str:
-    """Where a run that ended early stopped (fedgen.status.stopped_at's words)."""
+    """Where a run that ended early stopped (vocab.run_status.stopped_at's words)."""
     return status_words.stopped_at(run.current_round, run.rounds)
 
 
 def run_duration(run: RunPublic, now: datetime) -> str:
-    """Run time (start to finish, or to now while running); queued: waiting for ..."""
+    """Running time (fedgen.durations: started → finished, or to now while running); queued:
+    waiting for ..."""
     if run.started_at is None:
         if run.status == RunStatus.QUEUED:
             return f"waiting {duration((now - run.created_at).total_seconds())}"
@@ -41,11 +43,10 @@ def run_duration(run: RunPublic, now: datetime) -> str:
     return duration(((run.finished_at or now) - run.started_at).total_seconds())
 
 
-def duration_s(run: RunPublic, now: datetime) -> float | None:
-    """Seconds from start to finish (to now while running); None before it started."""
-    if run.started_at is None:
-        return None
-    return round(((run.finished_at or now) - run.started_at).total_seconds(), 3)
+def running_s(run: RunPublic, now: datetime) -> float | None:
+    """Running time in seconds (fedgen.durations: started → finished, to now while running);
+    None before it started."""
+    return durations.between(run.started_at, run.finished_at or now)
 
 
 def queue_cells(run: RunPublic, now: datetime, tz: tzinfo) -> tuple[str, str]:

@@ -9,30 +9,34 @@ from typing import Any
 
 import pandas as pd
 
-from api.schemas.runs import RunPublic
 from dashboard.run_eta import eta_seconds
 from dashboard.run_failures import failure
 from dashboard.run_name import compact_names
+from dashboard.run_records import RunSummaryView
 from dashboard.run_state import queue_cells, run_duration, state, waiting_for
 from dashboard.times import DASH, duration, iso_utc, local_time, relative, when
-from fedgen import specdict
-from fedgen.status import RunStatus
+from fedgen import durations, specdict
+from vocab.run_status import RunStatus
+from vocab.schemas.runs import RunPublic
 
 # What a researcher scans first comes first and fits 1,280 px (the compact name is pinned):
-# status, accuracy, seed, where it stands (round, ETA, queue, what it waits for), the error.
+# status, accuracy, seed, round, whose it is and its short id (what `fedgen export` takes),
+# then where it stands (ETA, queue, what it waits for) and the error.
 TABLE_COLUMNS = [
     "run",
     "status",
     "final acc (%)",
     "seed",
     "progress",
+    "owner",
+    "id",
     "ETA",
     "queue",
     "waiting for",
     "error",
     "last acc (%)",
     "best acc (%)",
-    "duration",
+    durations.RUNNING_TIME,
     "age",
     "expected start",
     "tags",
@@ -42,8 +46,6 @@ TABLE_COLUMNS = [
     "GPU peak (MiB)",
     "started",
     "finished",
-    "owner",
-    "id",
 ]
 # Columns left out when no run shown has a value in them.
 OPTIONAL_COLUMNS = (
@@ -66,9 +68,7 @@ def short_id(run_id: str) -> str:
 
 def final_acc(run: RunPublic) -> float | None:
     """The run's final accuracy (a fraction; `summary.final_acc`), None until it succeeded."""
-    # summary is the API's free-form end-of-run dict (docs/metrics.md), not a model.
-    value = (run.summary or {}).get("final_acc")
-    return None if value is None else float(value)
+    return RunSummaryView.of(run.summary).final_acc
 
 
 def _pct(value: float | None) -> float | None:
@@ -106,7 +106,7 @@ def row(
         "progress": f"{max(run.current_round, 0)}/{run.rounds}",
         "final acc (%)": _pct(final_acc(run)),
         "seed": run.spec.get("seed"),
-        "duration": run_duration(run, now),
+        durations.RUNNING_TIME: run_duration(run, now),
         "age": relative(run.created_at, now),
         "best acc (%)": _pct(run.best_acc),
         "last acc (%)": _pct(run.last_acc),

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from api.schemas.users import UserPublic
-from dashboard import loaders, token_store, ui
-from dashboard.client import ApiAuthError, ApiError, settings_from_env
+from dashboard import api_client, loaders, token_store
+from fedgen_lab.errors import LabAuthError, LabError
+from fedgen_lab.http import settings_from_env
+from vocab.schemas.users import UserPublic
 
 FORM_TOKEN_KEY = "signin_token"  # the form's password field
 _ERROR_KEY = "signin_error"  # the message shown on the form (a rejected token, ...)
@@ -38,7 +39,7 @@ def browser_mode() -> bool:
     return not settings_from_env()[1]
 
 
-def _reason(exc: ApiAuthError) -> str:
+def _reason(exc: LabAuthError) -> str:
     """The server's own words for a refused token ("invalid token"), else the whole message."""
     return exc.detail if isinstance(exc.detail, str) and exc.detail else exc.message
 
@@ -55,9 +56,9 @@ def current_user() -> UserPublic | None:
     against GET /me; a token the server rejects is dropped (and the cookie expired), with
     the reason shown on the form.
     """
-    url = ui.connection()[0]
+    url = api_client.connection()[0]
     st.session_state.pop(_KEEP_COOKIE_KEY, None)
-    token = st.session_state.get(ui.TOKEN_KEY) or ""
+    token = st.session_state.get(api_client.TOKEN_KEY) or ""
     from_cookie = False
     if not token:
         token, from_cookie = token_store.stored_token(), True
@@ -65,20 +66,20 @@ def current_user() -> UserPublic | None:
         return None
     try:
         user = _check(url, token)
-    except ApiAuthError as exc:
+    except LabAuthError as exc:
         token_store.forget(token)
-        st.session_state.pop(ui.TOKEN_KEY, None)
+        st.session_state.pop(api_client.TOKEN_KEY, None)
         what = "The token saved in this browser" if from_cookie else "Your token"
         st.session_state[_ERROR_KEY] = (
             f"{what} is no longer accepted by the lab server ({_reason(exc)}). Sign in again."
         )
         return None
-    except ApiError as exc:
+    except LabError as exc:
         # The server is down or unreachable: say so, but keep the cookie for the next try.
         st.session_state[_KEEP_COOKIE_KEY] = True
         st.session_state[_ERROR_KEY] = exc.message
         return None
-    st.session_state[ui.TOKEN_KEY] = token
+    st.session_state[api_client.TOKEN_KEY] = token
     st.session_state.pop(_ERROR_KEY, None)
     return user
 
@@ -90,25 +91,25 @@ def _submit() -> None:
     if not token:
         st.session_state[_ERROR_KEY] = "Paste your API token into the field first."
         return
-    url = ui.connection()[0]
+    url = api_client.connection()[0]
     try:
         _check(url, token)
-    except ApiAuthError as exc:
+    except LabAuthError as exc:
         st.session_state[_ERROR_KEY] = (
             f"That token was not accepted by the lab server ({_reason(exc)}). Check that it "
             "was copied whole, or ask a lab admin for a new one."
         )
         return
-    except ApiError as exc:
+    except LabError as exc:
         st.session_state[_ERROR_KEY] = exc.message
         return
-    st.session_state[ui.TOKEN_KEY] = token
+    st.session_state[api_client.TOKEN_KEY] = token
     st.session_state.pop(_ERROR_KEY, None)
 
 
 def form(page_title: str) -> None:
     """The sign-in form, shown instead of the page `page_title` (its link kept as it is)."""
-    url = ui.connection()[0]
+    url = api_client.connection()[0]
     st.title("Sign in to FedGen Lab")
     if st.query_params:
         st.markdown(f"You opened a link to **{page_title}**. Sign in once to see it.")
@@ -133,7 +134,7 @@ def form(page_title: str) -> None:
 def sign_out() -> None:
     """The Sign out button's callback: forget the token in this session and in the browser."""
     ignored = [*token_store.ignored_tokens(), token_store.read_cookie()]
-    ignored.append(str(st.session_state.get(ui.TOKEN_KEY) or ""))
+    ignored.append(str(st.session_state.get(api_client.TOKEN_KEY) or ""))
     st.session_state.clear()  # every page's widgets too: the next sign-in starts afresh
     for token in ignored:
         token_store.forget(token)
@@ -149,4 +150,4 @@ def sync_cookie() -> None:
     """
     if st.session_state.get(_KEEP_COOKIE_KEY):
         return
-    token_store.sync(str(st.session_state.get(ui.TOKEN_KEY) or ""))
+    token_store.sync(str(st.session_state.get(api_client.TOKEN_KEY) or ""))

@@ -1,5 +1,5 @@
 """The Submit form's fields, built from the spec's own JSON schema and defaults (what the
-form's values become, a spec or a sweep: dashboard.spec_build).
+form's values become, a spec or a sweep: dashboard.submit_page.spec_build).
 
 One set of defaults: the form starts from `GET /spec/defaults` (equal to `fedgen validate`
 of an empty file) with the lab's defaults for new runs laid over it (`form_start`:
@@ -9,13 +9,13 @@ Fields, help from their descriptions. An untouched form therefore submits exactl
 empty submission gets. Values are keyed by dotted spec paths (`partition.alpha`); algorithm parameters
 are `algorithm.<param>` and belong to the algorithms listed in `FormField.only`; the
 `data.folder` section's fields belong to `data.name` 'folder' the same way (`only_of`, from
-the schema's if/then rule: dashboard.spec_form_folder), and data.synthetic_* to 'synthetic'
+the schema's if/then rule: dashboard.conditional_fields), and data.synthetic_* to 'synthetic'
 (the schema's `x-only-when`).
 
 What is shown is what is sent: the widgets take any number (a bounded Streamlit input keeps
 its last in-range value while showing the typed one in red), and `check` / `check_list`
-(dashboard.form_checks) refuse a value outside the schema's limits with the field's limit
-("must be at least 1"). `Offer` (dashboard.worker_offer) says which datasets the live
+(dashboard.submit_page.form_checks) refuse a value outside the schema's limits with the
+field's limit ("must be at least 1"). `Offer` (dashboard.worker_offer) says which datasets the live
 workers (GET /workers) can load, as the dispatcher (lab/dispatch.py) decides it.
 `help_text` gives each field its help: the schema's description, the fidelity knob's paper
 and official values (fedgen.knobs), the generator presets (fedgen.generator_presets), and
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dashboard.spec_form_folder import (
+from dashboard.conditional_fields import (
     ALGORITHM,
     count_or_names,
     field_rule,
@@ -36,11 +36,13 @@ from dashboard.spec_form_folder import (
     section_rules,
     single_option,
 )
+from dashboard.spec_schema import SchemaNode
 from fedgen import paper
 from fedgen.execution_spec import with_new_run_defaults
 from fedgen.generator_presets import PRESETS
 from fedgen.knobs import KNOBS, Knob
 from fedgen.specdict import get_dotted
+from vocab.run_names import paper_column
 
 # Fields shown in the form's columns; every other spec field is under "Advanced".
 MAIN: dict[str, str] = {
@@ -157,8 +159,6 @@ HELP: dict[str, str] = {
     + ", ".join(f"`{n}` ({paper.DATASETS[n]})" for n in _TABLE1_DATASETS)
     + ". Only datasets a live worker can load are offered (unless data.root or data.download "
     "is set, under Advanced).",
-    "partition.num_users": "Users in the federation, K (the paper: 20).",
-    "users_per_round": "Active users per round, |A| (the paper: r = 50% of 20 users = 10).",
     "rounds": "Global communication rounds (the paper: 200).",
     "batch_size": "B: the minibatch of each local step (the paper: B = 32).",
     "lr": "Learning rate of the users' SGD (the official code: 0.01).",
@@ -171,8 +171,6 @@ HELP: dict[str, str] = {
     "algorithm.hidden_dim": "d_h: the generator's hidden layer; empty = the preset's.",
     "algorithm.variant": "`paper`: the proximal term μ/2·‖w − w_t‖² (Li et al. 2020); "
     "`official`: the official code's λ·(w − w_t) + l2·w (lamda, l2 under Advanced).",
-    "model.name": "`official-cnn`: the official code's CNN; `mcmahan-cnn`: the CNN of McMahan "
-    "et al. (2017) the paper cites. The last linear layer is the predictor.",
     "eval_batch_size": "Batch size of evaluation only (does not change results).",
     "device": "`cpu`, `cuda` or `cuda:N`; cuda runs go to the gpu queue.",
     "algorithm.proxy_size": "Unlabelled proxy samples FedDF distils on.",
@@ -235,47 +233,42 @@ def help_text(f: FormField, described: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def text_field(path: str, prop: Mapping[str, Any]) -> FormField:
+def text_field(path: str, prop: SchemaNode | Mapping[str, Any]) -> FormField:
     """A free-text field's limits from its schema property (a string without them if none)."""
-    return _leaf(path, prop, "", (), "advanced") or FormField(path, path, "str", "")
+    found = _leaf(path, SchemaNode.of(prop), "", (), "advanced")
+    return found or FormField(path, path, "str", "")
 
 
-def text_fields(schema: Mapping[str, Any]) -> dict[str, FormField]:
+def text_fields(schema: SchemaNode | Mapping[str, Any]) -> dict[str, FormField]:
     """`tags` (one tag's limits) and `note`, from the spec's schema, for their own widgets."""
-    props = schema.get("properties", {})
+    props = SchemaNode.of(schema).properties
+    tags = props["tags"] if "tags" in props else SchemaNode()
     return {
-        "tags": text_field("tags", props.get("tags", {}).get("items", {})),
-        "note": text_field("note", props.get("note", {})),
+        "tags": text_field("tags", tags.items or SchemaNode()),
+        "note": text_field("note", props["note"] if "note" in props else SchemaNode()),
     }
 
 
-def _resolve(schema: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return dict(schema["$defs"][ref.split("/")[-1]])
-    return node
-
-
 def _leaf(
-    path: str, prop: Mapping[str, Any], default: Any, only: tuple[str, ...], section: str
+    path: str, prop: SchemaNode, default: Any, only: tuple[str, ...], section: str
 ) -> FormField | None:
     """A FormField from one schema property (None for what a form cannot edit, e.g. a const)."""
     nullable = False
-    body: Mapping[str, Any] = prop
-    if "anyOf" in prop:
-        options = [o for o in prop["anyOf"] if o.get("type") != "null"]
-        nullable = len(options) < len(prop["anyOf"])
-        if len(options) > 1 and all("enum" in o or "const" in o for o in options):
+    body = prop
+    if prop.any_of is not None:
+        options = prop.non_null()
+        nullable = len(options) < len(prop.any_of)
+        if len(options) > 1 and all(o.has_enum or o.has_const for o in options):
             # Literal["heldout"] | DatasetName: one choice list
-            values = [v for o in options for v in (o["enum"] if "enum" in o else [o["const"]])]
-            body = {"type": "string", "enum": values}
+            values = [v for o in options for v in (o.enum if o.enum is not None else [o.const])]
+            body = SchemaNode(type="string", enum=values)
         elif (names := count_or_names(options)) is not None:
             body = names  # int | list[str]: a count or class names
         elif len(options) != 1:
             return None
         else:
             body = options[0]
-    if "const" in body:
+    if body.has_const:
         return None
     kind = {
         "integer": "int",
@@ -283,10 +276,10 @@ def _leaf(
         "boolean": "bool",
         "string": "str",
         "names": "names",
-    }.get(str(body.get("type")))
+    }.get(str(body.type))
     choices: tuple[Any, ...] = ()
-    if "enum" in body:
-        kind, choices = "choice", tuple(body["enum"])
+    if body.enum is not None:
+        kind, choices = "choice", tuple(body.enum)
     if kind is None:
         return None
     name = path.split(".")[-1]
@@ -301,17 +294,17 @@ def _leaf(
         only=only,
         section=section,
         nullable=nullable,
-        minimum=body.get("minimum"),
-        maximum=body.get("maximum"),
-        exclusive_minimum=body.get("exclusiveMinimum"),
-        exclusive_maximum=body.get("exclusiveMaximum"),
-        min_length=body.get("minLength"),
-        max_length=body.get("maxLength"),
-        pattern=body.get("pattern"),
-        min_items=body.get("minItems"),
-        max_items=body.get("maxItems"),
+        minimum=body.minimum,
+        maximum=body.maximum,
+        exclusive_minimum=body.exclusive_minimum,
+        exclusive_maximum=body.exclusive_maximum,
+        min_length=body.min_length,
+        max_length=body.max_length,
+        pattern=body.pattern,
+        min_items=body.min_items,
+        max_items=body.max_items,
     )
-    described = str(prop.get("description") or body.get("description") or "")
+    described = str(prop.description or body.description or "")
     return replace(field, help=help_text(field, described))
 
 
@@ -324,7 +317,9 @@ def form_start(defaults: Mapping[str, Any]) -> dict[str, Any]:
     return dict(with_new_run_defaults(dict(defaults)))
 
 
-def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[FormField]:
+def fields_from_schema(
+    schema: SchemaNode | Mapping[str, Any], defaults: Mapping[str, Any]
+) -> list[FormField]:
     """Every editable spec field, from GET /spec/schema, with defaults from GET /spec/defaults.
 
     Nested sections are walked (an optional one, `data.folder`, too: its fields belong to the
@@ -332,12 +327,13 @@ def fields_from_schema(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -
     its own schema (default: that algorithm's default, not the default algorithm's);
     `algorithm.name` lists every algorithm the schema's discriminator knows.
     """
-    return _walk(schema, schema, defaults, "", None)
+    root = SchemaNode.of(schema)
+    return _walk(root, root, defaults, "", None)
 
 
 def _walk(
-    schema: Mapping[str, Any],
-    node: Mapping[str, Any],
+    schema: SchemaNode,
+    node: SchemaNode,
     defaults: Mapping[str, Any],
     prefix: str,
     when: tuple[str, tuple[Any, ...]] | None,
@@ -345,7 +341,7 @@ def _walk(
     """The fields of one object schema at `prefix`; `when`: (only_of, only) of its section."""
     out: list[FormField] = []
     rules = section_rules(node)
-    for key, prop in node.get("properties", {}).items():
+    for key, prop in node.properties.items():
         path = f"{prefix}{key}"
         if path in SEPARATE:
             continue
@@ -355,11 +351,11 @@ def _walk(
         inner = (f"{prefix}{rules[key][0]}", rules[key][1]) if key in rules else when
         if (rule := field_rule(prop)) is not None:  # data.synthetic_*: for 'synthetic' alone
             inner = (f"{prefix}{rule[0]}", rule[1])
-        target = _resolve(schema, single_option(prop))
-        if target.get("type") == "object" and "properties" in target:
+        target = single_option(prop).resolve(schema)
+        if target.type == "object" and "properties" in target.model_fields_set:
             out += _walk(schema, target, defaults, f"{path}.", inner)
             continue
-        default = get_dotted(defaults, path, prop.get("default"))
+        default = get_dotted(defaults, path, prop.default)
         found = _leaf(path, prop, default, (), MAIN.get(path, "advanced"))
         if found is not None:
             out.append(replace(found, only_of=inner[0], only=inner[1]) if inner else found)
@@ -367,10 +363,12 @@ def _walk(
 
 
 def _algorithm_fields(
-    schema: Mapping[str, Any], prop: Mapping[str, Any], defaults: Mapping[str, Any]
+    schema: SchemaNode, prop: SchemaNode, defaults: Mapping[str, Any]
 ) -> list[FormField]:
     """`algorithm.name` and every algorithm's parameters (`only`: the algorithms they belong to)."""
-    mapping: dict[str, str] = prop["discriminator"]["mapping"]
+    if prop.discriminator is None:
+        raise KeyError("discriminator")  # as the dict read did: the spec's algorithm is tagged
+    mapping = prop.discriminator.mapping
     names = tuple(mapping)
     out = [
         FormField(
@@ -379,14 +377,14 @@ def _algorithm_fields(
             "choice",
             get_dotted(defaults, "algorithm.name"),
             names,
-            help=_named("The method. The paper's names:", paper.PAPER_LABELS, names),
+            help=_named("The method:", {n: paper_column(n) for n in names}, names),
             section="algorithm",
         )
     ]
-    params: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    params: dict[str, list[tuple[str, SchemaNode]]] = {}
     for name in names:
-        sub = _resolve(schema, {"$ref": mapping[name]})
-        for key, p in sub.get("properties", {}).items():
+        sub = SchemaNode(ref=mapping[name]).resolve(schema)
+        for key, p in sub.properties.items():
             if key != "name":
                 params.setdefault(key, []).append((name, p))
     for key, owners in params.items():
@@ -394,11 +392,11 @@ def _algorithm_fields(
         # same schema share the field (feddistill and feddistill-plus: reg_alpha).
         groups: dict[str, list[str]] = {}
         for name, p in owners:
-            groups.setdefault(repr(sorted(p.items())), []).append(name)
+            groups.setdefault(repr(sorted(p.as_json().items())), []).append(name)
         for names_ in groups.values():
-            p = dict(owners[[n for n, _ in owners].index(names_[0])][1])
+            p = owners[[n for n, _ in owners].index(names_[0])][1]
             section = "algorithm" if key in MAIN_ALGORITHM_PARAMS else "advanced"
-            found = _leaf(f"algorithm.{key}", p, p.get("default"), tuple(names_), section)
+            found = _leaf(f"algorithm.{key}", p, p.default, tuple(names_), section)
             if found is not None and len(groups) > 1:  # one path, several schemas
                 found = replace(found, key=f"algorithm.{key}@{'+'.join(names_)}")
             if found is not None:
@@ -407,12 +405,27 @@ def _algorithm_fields(
 
 
 def choices_of(
-    schema: Mapping[str, Any], defaults: Mapping[str, Any], paths: Iterable[str]
+    schema: SchemaNode | Mapping[str, Any], defaults: Mapping[str, Any], paths: Iterable[str]
 ) -> dict[str, list[Any]]:
     """The choices the form offers for each of `paths` ({"algorithm.name": ["fedavg", ...]}):
     what the server's schema lists, its plugins included (the Runs page's filters)."""
     by_path = {f.path: f for f in fields_from_schema(schema, defaults)}
     return {p: list(by_path[p].choices) if p in by_path else [] for p in paths}
+
+
+@dataclass(frozen=True)
+class SpecChoices:
+    """The server's algorithms and datasets (plugins included), as the Submit form offers
+    them (the Runs page's filters); none where the API could not be read."""
+
+    algorithms: tuple[Any, ...] = ()
+    datasets: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, schema: SchemaNode | Mapping[str, Any], defaults: Mapping[str, Any]) -> SpecChoices:
+        """The choices of `algorithm.name` and `data.name` in the server's schema."""
+        found = choices_of(schema, defaults, (ALGORITHM, "data.name"))
+        return cls(tuple(found[ALGORITHM]), tuple(found["data.name"]))
 
 
 def parse_list(text: str, kind: str) -> list[Any]:

@@ -19,9 +19,13 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from api.schemas.users import UserPublic  # noqa: E402
-from dashboard import loaders, signin, ui  # noqa: E402
-from dashboard.client import ApiError  # noqa: E402
+from dashboard import (  # noqa: E402
+    api_client,  # noqa: E402
+    loaders,
+    signin,
+)
+from fedgen_lab.errors import LabError  # noqa: E402
+from vocab.schemas.users import UserPublic  # noqa: E402
 
 _PAGES = Path(__file__).parent / "app_pages"
 
@@ -39,7 +43,7 @@ def sidebar(user: UserPublic | None) -> None:
         if user is None:
             return
         with st.sidebar:
-            st.caption(f"Signed in as **{user.name}** on `{ui.connection()[0]}`")
+            st.caption(f"Signed in as **{user.name}** on `{api_client.connection()[0]}`")
             st.button(
                 "Sign out",
                 key="signout",
@@ -50,11 +54,11 @@ def sidebar(user: UserPublic | None) -> None:
             signin.sync_cookie()
         return
     with st.sidebar:
-        url, token = ui.connection()
+        url, token = api_client.connection()
         try:
             user = loaders.me(url, token)
             st.caption(f"Signed in as **{user.name}** on `{url}` (FEDGEN_TOKEN)")
-        except ApiError as exc:
+        except LabError as exc:
             st.caption(f":red[{exc.message}]")
 
 
@@ -116,18 +120,27 @@ def page_list() -> list[StreamlitPage]:
     return [forward, *pages]
 
 
+def tab_title(page_title: str) -> str:
+    """The browser tab's title of a page: `Runs · FedGen Lab`."""
+    return f"{page_title} · FedGen Lab"
+
+
 def main() -> None:
     """The shared sidebar and the page picked, or the sign-in form while signed out."""
     # An emoji favicon is drawn in the page; a :material/...: one is fetched from
     # fonts.gstatic.com, which an offline lab cannot reach (a failed request in every load).
     st.set_page_config(page_title="FedGen Lab", page_icon="🧪", layout="wide")
     pages = page_list()
-    # With FEDGEN_TOKEN (ui.connection reads it from the environment, never session state)
+    # With FEDGEN_TOKEN (api_client.connection reads it from the environment, never session state)
     # every visitor is that token's user; without it each browser signs in.
     me = signin.current_user() if signin.browser_mode() else None
     signed_in = me is not None or not signin.browser_mode()
     # Signed out, the page list is hidden too: no page can be reached before signing in.
     page = st.navigation(pages, position="sidebar" if signed_in else "hidden")
+    # Each tab says which page it holds ("Runs · FedGen Lab"): a member with five tabs open
+    # tells them apart. Set after the page is known (a later call overrides the first).
+    shown = page.title if signed_in else "Sign in"
+    st.set_page_config(page_title=tab_title(shown))
     sidebar(me)
     if not signed_in and page.url_path != pages[0].url_path:
         # The page does not run (its query string untouched) until a token is accepted; the

@@ -1,7 +1,8 @@
 """Pure frames for the Paper page: a study's results (GET /studies/{name}/results) as tables.
 
 Ours and the paper's numbers as rows x columns matrices side by side, and one line per
-cell with ours (mean ± std, n), the paper's, Δ and the verdict. Before a launch: which
+cell with ours (mean ± the table's std, n), the seed std, the paper's, Δ and the verdict (a
+tuned study: the values chosen by validation), and the cells' cost (`cost_frame`). Before a launch: which
 datasets the live workers can load (`worker_offer.Offer`, as the Submit form says it), the
 dataset to offer first, and the CPU-time estimate in words; after it, why its queued runs
 wait (the API's waiting_reason). No Streamlit here.
@@ -16,18 +17,20 @@ from typing import Any
 
 import pandas as pd
 
-from api.schemas.runs import RunPublic
-from api.schemas.studies import (
+from dashboard.run_state import waiting_for
+from dashboard.sweep_tables import COST_LABELS, cost_text
+from dashboard.times import local_time, parse_ts, relative
+from dashboard.worker_offer import Offer
+from vocab.run_status import TERMINAL, RunStatus
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.studies import (
     LaunchedSweep,
     PaperCell,
+    StudyCell,
     StudyRatioCell,
     StudyResults,
 )
-from api.schemas.sweeps import SweepPublic
-from dashboard.run_state import waiting_for
-from dashboard.times import local_time, parse_ts, relative
-from dashboard.worker_offer import Offer
-from fedgen.status import TERMINAL, RunStatus
+from vocab.schemas.sweeps import SweepPublic
 
 VERDICT_COLORS = {
     "within": "#d8f0d8",
@@ -40,12 +43,13 @@ VERDICT_COLORS = {
 
 
 def progress(status_counts: dict[str, int], total: int) -> tuple[float, str]:
-    """(fraction finished, "12/63 runs finished · 3 running · 48 queued")."""
+    """(fraction finished, "12/63 runs finished · 3 running · 48 queued"; failed and cancelled
+    runs are counted as finished and named)."""
     done = sum(status_counts.get(s, 0) for s in TERMINAL)
     parts = [f"{done}/{total} runs finished"]
     parts += [
         f"{status_counts[s]} {s}"
-        for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED)
+        for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED, RunStatus.CANCELLED)
         if status_counts.get(s)
     ]
     return (done / total if total else 0.0), " · ".join(parts)
@@ -90,11 +94,18 @@ def paper_cells(results: StudyResults) -> list[PaperCell]:
     ]
 
 
+def shown_std(results: StudyResults, cell: StudyCell) -> float | None:
+    """The ± the table shows (`std_kind`): the study's official std, or the seed std."""
+    return cell.seed_std if results.std_kind == "seed" else cell.std
+
+
 def ours_matrix(results: StudyResults) -> pd.DataFrame:
-    """Our numbers as a rows x columns frame of "mean ± std (n=k)"."""
+    """Our numbers as a rows x columns frame of "mean ± std (n=k)" (± as `std_kind` says)."""
     rows, columns = results.rows, results.columns
     cells = {
-        (c.row, c.column): f"{_ms(c.mean, c.std)} (n={c.n})" if c.mean is not None else "–"
+        (c.row, c.column): f"{_ms(c.mean, shown_std(results, c))} (n={c.n})"
+        if c.mean is not None
+        else "–"
         for c in results.cells
     }
     data = [[cells.get((r, c), "–") for c in columns] for r in rows]
@@ -102,14 +113,20 @@ def ours_matrix(results: StudyResults) -> pd.DataFrame:
 
 
 def cells_frame(results: StudyResults) -> pd.DataFrame:
-    """One line per cell: ours (mean ± std), n, the paper's, Δ, (ratios,) verdict."""
+    """One line per cell: ours (mean ± the table's std), the other std, n, the paper's, Δ,
+    (ratios,) (a tuned study: the chosen values out of its budget,) verdict."""
     ratio = any(isinstance(c, StudyRatioCell) for c in results.cells)
+    seed = results.std_kind == "seed"
+    other = "official std" if seed else "seed std"
+    tuned = any(c.budget is not None for c in results.cells)
     out = []
     for c in results.cells:
         rec: dict[str, Any] = {
             "row": c.row,
             "column": c.column,
-            "ours": _ms(c.mean, c.std),
+            "ours": _ms(c.mean, shown_std(results, c)),
+            # The other std beside the one shown: the official one or the seed std.
+            other: _sd(c.std if seed else c.seed_std),
             "n": f"{c.n}/{c.runs}",
             "paper": _ms(c.paper_mean, c.paper_std),
             "Δ": "–" if c.delta is None else f"{c.delta:+.2f}",
@@ -118,9 +135,35 @@ def cells_frame(results: StudyResults) -> pd.DataFrame:
             r = c if isinstance(c, StudyRatioCell) else None
             rec["ours ÷ FedAvg"] = _ms(r.ratio, r.ratio_std) if r else "–"
             rec["paper ÷ FedAvg"] = _ms(r.paper_ratio, r.paper_ratio_std) if r else "–"
+        if tuned:
+            rec["chosen by validation"] = _chosen(c)
         rec["verdict"] = c.verdict
         out.append(rec)
     return pd.DataFrame(out)
+
+
+def _sd(std: float | None) -> str:
+    return "–" if std is None else f"{std:.2f}"
+
+
+def _chosen(cell: StudyCell) -> str:
+    """A tuned cell's choice: "algorithm.mu=0.01 (best of 3)" (the fields it has), or "–"."""
+    if not cell.tuned:
+        return "–" if cell.budget is None else f"none yet (of {cell.budget})"
+    values = ", ".join(f"{f}={v:g}" for f, v in cell.tuned.items() if isinstance(v, int | float))
+    return f"{values} (best of {cell.budget})"
+
+
+def cost_frame(results: StudyResults) -> pd.DataFrame:
+    """The cells' cost per run, "mean ± seed std" as the sweep tables write it (n: the runs
+    it is over); "–" where no counted run reports it."""
+    rows = []
+    for c in results.cells:
+        row: dict[str, Any] = {"row": c.row, "column": c.column, "n": c.n}
+        for name, label in COST_LABELS.items():
+            row[label] = cost_text(getattr(c, f"{name}_mean"), getattr(c, f"{name}_seed_std"))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["row", "column", "n", *COST_LABELS.values()])
 
 
 def verdict_counts(results: StudyResults) -> dict[str, int]:

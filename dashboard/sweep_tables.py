@@ -2,7 +2,7 @@
 and as LaTeX), Table 3 (time per round), and the API payloads they are built from (a sweep's
 summary groups, GET /timing rows). No Streamlit, no network.
 
-The Compare page's curve logic (groups, bands, time to target) is `dashboard.tables`.
+The Compare page's curve logic (groups, bands, time to target) is `dashboard.compare_page.curves`.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from api.schemas.analysis import TimingTable
-from api.schemas.runs import RunPublic
-from api.schemas.sweeps import SummaryGroup, SweepSummary
-from dashboard.paper import setting_of
-from dashboard.run_name import SEP, part
+from dashboard.table1_row import setting_of
 from dashboard.table_csv import varying_fields
 from fedgen import paper
 from fedgen.algorithms.registry import find_algorithm
 from fedgen.paper import TABLE3
 from fedgen.specdict import flatten, group_label
+from vocab.run_names import SEP, algorithm_name, part
+from vocab.schemas.analysis import TimingTable
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.sweeps import SummaryGroup, SweepSummary
 
 # -- Table 1 ---------------------------------------------------------------------
 TABLE1_COLUMNS = [
@@ -45,20 +45,22 @@ def table1_long(groups: pd.DataFrame) -> pd.DataFrame:
     if groups.empty:
         return pd.DataFrame(columns=[*TABLE1_COLUMNS, "fields"])
     rows = []
-    for rec in groups.to_dict("records"):
-        key = paper.Setting(
-            rec["dataset"], rec.get("paper_setting") or rec["setting"], int(rec["T"])
-        )
+    # Every column of `summary_groups` (a frame given without the optional ones: NaN there).
+    for rec in groups.reindex(columns=SUMMARY_COLUMNS).to_dict("records"):
+        paper_setting = rec["paper_setting"]
+        if not isinstance(paper_setting, str) or not paper_setting:
+            paper_setting = rec["setting"]
+        key = paper.Setting(rec["dataset"], paper_setting, int(rec["T"]))
         pub = paper.TABLE1.get(key, {}).get(rec["algorithm"])
         pm, ps = pub if pub else (math.nan, math.nan)
         rows.append(
             {
-                **{c: rec.get(c) for c in TABLE1_COLUMNS[:7]},
+                **{c: rec[c] for c in TABLE1_COLUMNS[:7]},
                 "paper_mean": pm,
                 "paper_std": ps,
                 "diff": rec["mean"] - pm,
                 # The group's differing spec fields: the CSV's column per varying field.
-                "fields": rec.get("fields") if isinstance(rec.get("fields"), dict) else {},
+                "fields": rec["fields"] if isinstance(rec["fields"], dict) else {},
             }
         )
     return pd.DataFrame(rows, columns=[*TABLE1_COLUMNS, "fields"])
@@ -81,7 +83,7 @@ def table1_matrix(long: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     text = pd.DataFrame(
         "",
         index=pd.MultiIndex.from_tuples(index, names=["dataset", "setting", "T"]),
-        columns=[paper.PAPER_LABELS.get(a, a) for a in algs],
+        columns=[algorithm_name(a) for a in algs],
     )
     mask = pd.DataFrame(False, index=text.index, columns=text.columns)
     for key in index:
@@ -90,7 +92,7 @@ def table1_matrix(long: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ]
         best = sub.loc[sub["mean"].idxmax(), "algorithm"] if sub["mean"].notna().any() else None
         for rec in sub.to_dict("records"):
-            col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
+            col = algorithm_name(rec["algorithm"])
             cell = _cell(rec["mean"], rec["std"])
             if not math.isnan(rec["paper_mean"]):
                 cell += f" (paper {rec['paper_mean']:.2f}, Δ {rec['diff']:+.2f})"
@@ -116,7 +118,7 @@ def table1_latex(long: pd.DataFrame) -> str:
             (long["dataset"] == key[0]) & (long["setting"] == key[1]) & (long["T"] == key[2])
         ]
         by_col = {
-            paper.PAPER_LABELS.get(a, a): r
+            algorithm_name(a): r
             for a, r in zip(sub["algorithm"], sub.to_dict("records"), strict=True)
         }
         ours, pub = [], []
@@ -134,15 +136,17 @@ def table1_latex(long: pd.DataFrame) -> str:
 
 
 # -- Table 3 ---------------------------------------------------------------------
-def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
+def table3_frame(timing: TimingTable | None) -> pd.DataFrame:
     """Ours vs paper ms per local update: FedAvg and FedGen by B_G, with the ratio to FedAvg.
 
-    `timing` has columns algorithm, gen_batch_size (None for non-FedGen), mean_ms, std_ms, n,
-    and optionally setting / setting_key / fields: a row's ratio is to the FedAvg row of its
-    own setting (NaN when that setting has no FedAvg row). Absolute ms depend on the hardware;
-    the ratio to FedAvg is what compares across machines. Every spec field that varies across
-    the rows (`fields`, the groups' differing fields) is said in the row and its setting
-    ("FedAvg · α=0.1") and has a column of its own, named by its dotted path.
+    From GET /timing's rows that have a time (algorithm, gen_batch_size: None for non-FedGen,
+    mean_ms, std_ms, n, setting, setting_key, fields): a row's ratio is to the FedAvg row of its
+    own setting (`setting_key` matches rows of one setting, whatever the algorithm, so Table 3
+    never compares FedGen on one dataset with FedAvg on another; NaN when that setting has no
+    FedAvg row). Absolute ms depend on the hardware; the ratio to FedAvg is what compares
+    across machines. Every spec field that varies across the rows (`fields`, the groups'
+    differing fields) is said in the row and its setting ("FedAvg · α=0.1") and has a column
+    of its own, named by its dotted path.
     """
     cols = [
         "row",
@@ -155,44 +159,62 @@ def table3_frame(timing: pd.DataFrame) -> pd.DataFrame:
         "paper_ratio",
         "setting",
     ]
-    if timing.empty:
+    timed = [(r, r.mean_ms) for r in (timing.rows if timing else []) if r.mean_ms is not None]
+    if not timed:
         return pd.DataFrame(columns=cols)
-    fields = (
-        list(timing["fields"]) if "fields" in timing.columns else [{} for _ in range(len(timing))]
-    )
-    varying = varying_fields(fields)
-    keys = (
-        timing["setting_key"] if "setting_key" in timing.columns else pd.Series([""] * len(timing))
-    )
+    varying = varying_fields([r.fields for r, _ in timed])
     base: dict[str, float] = {}
-    for key, rec in zip(keys, timing.to_dict("records"), strict=True):
-        decl = find_algorithm(rec["algorithm"])
+    for r, ms in timed:
+        decl = find_algorithm(r.algorithm)
         if decl is not None and decl.timing_reference:
-            base.setdefault(key, float(rec["mean_ms"]))
+            base.setdefault(r.setting_key, float(ms))
     rows = []
-    for key, rec, own in zip(keys, timing.to_dict("records"), fields, strict=True):
-        alg, bg = rec["algorithm"], rec.get("gen_batch_size")
+    for r, ms in timed:
+        alg, bg = str(r.algorithm), r.gen_batch_size
         # B_G is set on the rows of an algorithm told apart by it (AlgorithmDecl.timing_fields)
-        has_bg = bg is not None and not (isinstance(bg, float) and math.isnan(bg))
-        label = paper.PAPER_LABELS.get(alg, alg) + (f" B_G={int(bg)}" if has_bg else "")
-        pm, ps = TABLE3.get((alg, int(bg) if has_bg else None), (math.nan, math.nan))
-        ref = base.get(key, math.nan)
-        told = told_apart(own, varying)
+        label = algorithm_name(alg) + (f" B_G={bg}" if bg is not None else "")
+        pm, ps = TABLE3.get((alg, bg), (math.nan, math.nan))
+        ref = base.get(r.setting_key, math.nan)
+        told = told_apart(r.fields, varying)
         rows.append(
             {
                 "row": SEP.join([label, *told]),
-                "ours_ms": rec["mean_ms"],
-                "ours_std": rec.get("std_ms", math.nan),
-                "n": int(rec.get("n") or 0),
-                "ours_ratio": rec["mean_ms"] / ref if ref and not math.isnan(ref) else math.nan,
+                "ours_ms": ms,
+                "ours_std": math.nan if r.std_ms is None else r.std_ms,
+                "n": r.n,
+                "ours_ratio": ms / ref if ref and not math.isnan(ref) else math.nan,
                 "paper_ms": pm,
                 "paper_std": ps,
                 "paper_ratio": pm / paper.TABLE3_FEDAVG[0],
-                "setting": SEP.join([str(rec.get("setting", "")), *told]).strip(SEP),
-                **{f: own.get(f) for f in varying},
+                "setting": SEP.join([_setting_text(r.setting), *told]).strip(SEP),
+                **{f: r.fields.get(f) for f in varying},
             }
         )
     return pd.DataFrame(rows, columns=[*cols, *varying])
+
+
+# A Table 3 time whose std over the pooled rounds is above this share of its mean (its
+# coefficient of variation) is flagged as noisy: a ratio between two such times moves by
+# about as much from one measurement to the next (docs/metrics.md).
+NOISY_CV = 0.10
+
+
+def noisy_timing(t3: pd.DataFrame) -> str | None:
+    """A warning naming the Table 3 rows whose time is noisy (CV = std / mean above
+    NOISY_CV), with each one's CV; None when every row is steady or has no std."""
+    noisy = []
+    for row, ours_ms, ours_std in zip(t3["row"], t3["ours_ms"], t3["ours_std"], strict=True):
+        mean, std = float(ours_ms or math.nan), float(ours_std or math.nan)
+        if mean > 0 and not math.isnan(std) and std / mean > NOISY_CV:
+            noisy.append(f"{row} (CV {100 * std / mean:.0f}%)")
+    if not noisy:
+        return None
+    return (
+        f"Noisy timing: {', '.join(noisy)} vary by more than {100 * NOISY_CV:.0f}% of their "
+        "mean (std / mean over the pooled rounds). Their ms and ratios to FedAvg are uncertain "
+        "by about as much: measure on an idle machine, with more rounds or seeds, before "
+        "reading a difference into them."
+    )
 
 
 # Said by a Table 3 row's own label ("FedGen B_G=32"), so not repeated after it.
@@ -339,6 +361,71 @@ def summary_groups(
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
+def swept_fields(summary: SweepSummary) -> list[str]:
+    """The fields that tell a summary's groups apart (what `tune=` can tune), in its order."""
+    return list(dict.fromkeys(f for g in summary.groups for f in g.fields))
+
+
+def _pct(x: float | None) -> float:
+    """A fraction as % (NaN for none)."""
+    return math.nan if x is None else float(x) * 100
+
+
+def tune_frame(summary: SweepSummary) -> pd.DataFrame:
+    """The choice by validation of a `tune=` summary: a row per group of the other fields with
+    the chosen values (a column per tuned field), the budget (configurations given), the
+    validation figure chosen by and the test statistic there, mean ± seed std, in %."""
+    rows = []
+    for g in summary.groups:
+        t = g.tune
+        if t is None:
+            continue
+        chosen = t.chosen or {}
+        rows.append(
+            {
+                "group": g.label,
+                **{f: chosen.get(f) if t.chosen else "–" for f in t.fields},
+                "budget": t.budget,
+                "validation": _pct(t.val_mean),
+                "test": _pct(t.test_mean),
+                "test_seed_std": _pct(t.test_seed_std),
+                "n": g.n,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+COST_LABELS = {
+    "mb_up": "MB up",
+    "mb_down": "MB down",
+    "mb_total": "MB total",
+    "client_train_s": "clients' training (s)",
+    "server_s": "server (s)",
+}
+
+
+def cost_frame(summary: SweepSummary) -> pd.DataFrame:
+    """Cost beside accuracy: a row per group with each cost per run (docs/metrics.md, Cost)
+    as "mean ± seed std" text, and n; "–" where no counted run reports it."""
+    rows = []
+    for g in summary.groups:
+        row: dict[str, Any] = {"group": g.label, "n": g.n}
+        for name, label in COST_LABELS.items():
+            row[label] = cost_text(getattr(g, f"{name}_mean"), getattr(g, f"{name}_seed_std"))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["group", "n", *COST_LABELS.values()])
+
+
+def cost_text(mean: float | None, sd: float | None) -> str:
+    """A cost column as the tables write it: "12.3 ± 0.45" (mean ± seed std), "12.3" without
+    a std (one run), "–" where no counted run reports it."""
+    if mean is None:
+        return "–"
+    if sd is not None and abs(sd) < 1e-9 * max(1.0, abs(mean)):
+        sd = 0.0  # equal seeds' sums differ in the last bit: no 3.4e-17
+    return f"{mean:.3g}" + (f" ± {sd:.2g}" if sd is not None else "")
+
+
 def _setting_text(setting: dict[str, Any]) -> str:
     """{"data.name": "mnist", "batch_size": 32, ...} -> "mnist · official-cnn · B=32 · T=20 · 10/round · cpu"."""
     parts = [
@@ -350,39 +437,3 @@ def _setting_text(setting: dict[str, Any]) -> str:
         str(setting.get("device", "?")),
     ]
     return " · ".join(parts)
-
-
-def timing_rows(payload: TimingTable | None) -> pd.DataFrame:
-    """GET /timing -> one row per group: algorithm, gen_batch_size, setting, mean_ms, std_ms, n,
-    and the group's differing spec fields (`fields`).
-
-    Rows keep the setting they were measured in (`setting_key` matches rows of one setting,
-    whatever the algorithm) so Table 3 never compares FedGen on one dataset with FedAvg on another.
-    """
-    cols = [
-        "algorithm",
-        "gen_batch_size",
-        "mean_ms",
-        "std_ms",
-        "n",
-        "setting",
-        "setting_key",
-        "fields",
-    ]
-    rows: list[dict[str, Any]] = []
-    for r in payload.rows if payload else []:
-        if r.mean_ms is None:
-            continue
-        rows.append(
-            {
-                "algorithm": r.algorithm,
-                "gen_batch_size": r.gen_batch_size,
-                "mean_ms": r.mean_ms,
-                "std_ms": r.std_ms,
-                "n": r.n,
-                "setting": _setting_text(r.setting),
-                "setting_key": r.setting_key,
-                "fields": r.fields,
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)

@@ -83,7 +83,7 @@ def ignored_tokens() -> list[str]:
 
 def secure() -> bool:
     """True when the lab is published over https (FEDGEN_PUBLIC_URL): the cookie is Secure."""
-    return os.environ.get("FEDGEN_PUBLIC_URL", "").strip().lower().startswith("https://")
+    return os.getenv("FEDGEN_PUBLIC_URL", "").strip().lower().startswith("https://")
 
 
 def sync(token: str) -> Any:

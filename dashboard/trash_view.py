@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from api.schemas.trash import TrashedRun, TrashedSweep
 from dashboard.runs_table import short_id
 from dashboard.times import relative, when
+from vocab.run_names import base_name
+from vocab.schemas.trash import TrashedRun, TrashedSweep
 
 RUN_COLUMNS = ["run", "status", "owner", "deleted", "deleted by", "purged", "id"]
 SWEEP_COLUMNS = ["sweep", "runs", "owner", "deleted", "deleted by", "purged", "id"]
@@ -25,8 +26,9 @@ def purge_text(purge_after: datetime, now: datetime, tz: tzinfo) -> str:
 
 
 def run_label(run: TrashedRun) -> str:
-    """`fedgen · synthetic` (the algorithm and the dataset), plus the sweep's short id."""
-    label = f"{run.algorithm} · {run.dataset}"
+    """`FedGen · Synth` (the algorithm and the dataset as every page names them:
+    `vocab.run_names.base_name`), plus the sweep's short id."""
+    label = base_name(run.algorithm, run.dataset)
     return f"{label} (sweep {short_id(run.sweep_id)})" if run.sweep_id else label
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.schemas.workers import WorkersPublic
+from vocab.schemas.workers import WorkersPublic
 
 NO_WORKER_HAS = "no live worker has it"
 

@@ -2,17 +2,21 @@
 
 fedgen run SPEC [--out DIR] [--force] [--rounds N] [--threads N] [--json]
                                 run a spec (or a sweep: a file with base + grid); prints
-                                'final 70.42% @29 · best 71.02% @27 · top-5 … · 30 rounds in …'
-fedgen resume DIR [--threads N] [--json]
+                                'final 70.42% @29 · best 71.02% @27 · top-5 … · 30 rounds · running time …'
+fedgen resume DIR [--rounds N] [--threads N] [--json]
                                 continue a run directory from its last full checkpoint
 fedgen partition SPEC [--json]  print the per-user label histogram (--json: every user's
                                 train and test indices, in the reference test vectors' layout)
 fedgen validate SPEC            print the validated spec, or the errors
 fedgen plugins [--json]         the installed plugins (algorithms, datasets): versions, errors
 fedgen study list|show|run      the paper's experiments as studies (fedgen.study_cli)
-fedgen export RUN_ID [-o FILE|-] [--api URL] [--token T]
+fedgen export RUN_ID [-o FILE|-] [--force] [--api URL] [--token T]
                                 a lab run's spec as YAML, with the command that reproduces it
                                 here (fedgen.export)
+fedgen submit|runs|follow|cancel|pull|push
+                                a lab's runs through the public client: commands that other
+                                packages add through the `fedgen.commands` entry points
+                                (fedgen_lab.verbs), loaded only for a word not listed above
 
 "final" and "best" mean one thing everywhere (docs/metrics.md, `fedgen.stats`): the
 accuracy of the last model the run's protocol evaluates, and the highest over the same
@@ -31,10 +35,11 @@ from typing import Any
 
 import yaml
 
+from fedgen import durations
 from fedgen.data.common import DatasetError  # torch-free: `validate` never loads torch
 from fedgen.data.partition import PartitionError, build_partition, official_min_samples
 from fedgen.data.registry import get_dataset
-from fedgen.events import RoundEvent, RunInfo, RunSummary
+from fedgen.events import RoundEvent, RunInfo, RunSummary, SummaryStatus
 from fedgen.execution_spec import with_new_run_defaults
 from fedgen.fidelity import resolve
 from fedgen.rundir import DirectorySink, clear_run, latest_full_checkpoint, run_files
@@ -112,16 +117,17 @@ def _json_line(root: Path, summary: RunSummary) -> str:
 def readable_summary(summary: RunSummary, rounds: int) -> str:
     """The run's end as people read it, in % with rounds named (docs/metrics.md).
 
-    e.g. 'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds in 41.2 s';
-    `rounds` is the spec's R: a final or best round that is not R is named with '@'.
+    e.g. 'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds · running
+    time 41.2 s'; `rounds` is the spec's R: a final or best round that is not R is named with
+    '@'. The running time is fedgen.durations' (the runner's, from loading the data on).
     """
     text = summary.figures(rounds)
     done = (
         f"{summary.rounds_done} rounds"
-        if summary.status == "completed"
+        if summary.status == SummaryStatus.COMPLETED
         else f"stopped after {summary.rounds_done} of {rounds} rounds"
     )
-    return f"{text} · {done} in {summary.wall_s:.1f} s"
+    return f"{text} · {done} · {durations.RUNNING_TIME} {durations.format_s(summary.wall_s)}"
 
 
 def _report(root: Path, summary: RunSummary, rounds: int, args: argparse.Namespace) -> None:
@@ -148,7 +154,9 @@ class OutExists(Exception):
 
 def _finished(root: Path) -> bool:
     try:
-        return bool(json.loads((root / "summary.json").read_text())["status"] == "completed")
+        return bool(
+            json.loads((root / "summary.json").read_text())["status"] == SummaryStatus.COMPLETED
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -271,6 +279,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     spec = load_spec(root / "spec.json")
     ckpt = latest_full_checkpoint(root)
+    if args.rounds is not None:  # extend the run: from its last full checkpoint to round N
+        source = f"{root / 'spec.json'} with --rounds {args.rounds}"
+        at = int(ckpt.stem.split("-")[-1]) if ckpt is not None else 0
+        if args.rounds < at:
+            raise SpecError(
+                [("--rounds", f"the run is checkpointed at round {at}; give >= {at}")], source
+            )
+        spec = parse_spec({**spec.model_dump(mode="json"), "rounds": args.rounds}, source)
     if ckpt is None:
         print(
             f"no full checkpoint under {root}/checkpoints; starting from round 0", file=sys.stderr
@@ -357,8 +373,16 @@ JSON_HELP = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `fedgen` command line: run, resume, partition, validate, plugins, study, export."""
+# Commands other packages add to `fedgen` (the lab client's submit, runs, follow, pull, push
+# and cancel): entry points in this group name a function `add_parsers(subparsers)`. The
+# library imports none of them; they stand on it.
+COMMANDS_GROUP = "fedgen.commands"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `fedgen` command line: run, resume, partition, validate, plugins, study, export, and
+    the `fedgen.commands` entry points' commands unless `command` is one of those (so
+    `fedgen run` never imports the lab client)."""
     p = argparse.ArgumentParser(
         prog="fedgen", description="Federated learning simulations: FedGen and baselines."
     )
@@ -369,7 +393,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     study_cli.add_parser(sub)
     export.add_parser(sub)
+    if command not in sub.choices:
+        _add_entry_point_commands(sub)
     return p
+
+
+def _add_entry_point_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
+    from importlib import metadata
+
+    for entry in metadata.entry_points(group=COMMANDS_GROUP):
+        try:
+            entry.load()(sub)
+        except Exception as exc:  # one broken package never takes the built-in commands down
+            why = f"{type(exc).__name__}: {exc}"
+            print(f"warning: commands of {entry.value} not loaded ({why})", file=sys.stderr)
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The command `argv` names (its first word that is not an option), if any."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _add_run_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
@@ -407,6 +449,13 @@ def _add_run_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
         "resume", parents=[threads], help="continue a run directory from its last full checkpoint"
     )
     s.add_argument("dir")
+    s.add_argument(
+        "--rounds",
+        type=_rounds_arg,
+        metavar="N",
+        help="run to round N instead of the spec's rounds (extends a finished run, e.g. one "
+        "`fedgen pull` wrote); spec.json is rewritten with it",
+    )
     s.add_argument("--json", action="store_true", help=JSON_HELP)
     s.set_defaults(func=cmd_resume)
 
@@ -436,7 +485,8 @@ def _add_spec_commands(sub: _Subparsers[argparse.ArgumentParser]) -> None:
 def main(argv: list[str] | None = None) -> int:
     from pydantic import ValidationError
 
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_word(words)).parse_args(words)
     if args.command != "plugins":  # that one lists them itself
         from fedgen import plugins
 

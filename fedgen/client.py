@@ -75,11 +75,13 @@ def local_sgd(
     lr: float,
     loss_fn: LossFn = cross_entropy_loss,
     grad_hook: GradHook | None = None,
+    augment: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Run len(batches) plain SGD steps; returns the mean loss as a 0-d tensor (no host sync).
 
     `batches` is a (steps, b) tensor of absolute sample indices on the data's device.
-    `grad_hook` may edit the gradients in place before the step (FedProx).
+    `grad_hook` may edit the gradients in place before the step (FedProx); `augment`
+    transforms each batch's inputs (`data.augment`: `fedgen.augment.Augmenter`).
     """
     model.train()
     trainable: list[torch.Tensor] = [p for p in model.parameters() if p.requires_grad]
@@ -87,6 +89,8 @@ def local_sgd(
     for step in range(batches.shape[0]):
         idx = batches[step]
         x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)
+        if augment is not None:
+            x = augment(x)
         loss = loss_fn(model, x, y, step)
         grads = torch.autograd.grad(loss, trainable)
         grads_l = list(grads)

@@ -2,14 +2,14 @@
 
 `DatasetName`, `ProxyName` and `StudyDatasetName` validate a name against the dataset registry
 (`fedgen.data.registry`, plugins included) and list the registered names in the JSON
-schema; `DataSpec` is the section itself, `FolderSpec` the `folder` dataset's files.
-`fedgen.spec` re-exports every name here.
+schema; `DataSpec` is the section itself (its `folder` dataset's files: `FolderSpec`, in
+`fedgen.data.folder_spec`). Import each name from the module that defines it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -17,17 +17,15 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    field_validator,
     model_serializer,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
+from fedgen.data.folder_spec import FolderSpec
 from fedgen.data.registry import BUILTINS, dataset_names, get_dataset
-from fedgen.spec_base import MAX_CLASSES, CrossFieldError, StrictModel
+from fedgen.spec_base import CrossFieldError, StrictModel
 
 
 def _registered_dataset(name: str) -> str:
@@ -88,68 +86,15 @@ StudyDatasetName = Annotated[
 #: the registry's look-ups here: they load the plugins, which may import this module.
 DATASET_NAMES: tuple[str, ...] = tuple(d.name for d in BUILTINS)
 
-ClassName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00/]*$")]
-
-
-class FolderSpec(StrictModel):
-    """The `folder` dataset: a lab's own images (fedgen.data.folder; docs/architecture.md).
-
-    Layouts, found in `path`: ImageFolder, ``train/<class>/*.png|jpg`` and ``test/<class>/...``
-    (classes in sorted folder-name order, each image converted to `channels` and resized to
-    `image_size`); or ``train.npz`` and ``test.npz`` holding ``x`` (N, H, W) or (N, C, H, W),
-    uint8 (scaled to [-1, 1] like MNIST) or float (used as is), and ``y`` (N,) integer labels
-    in 0..classes-1, with H = W = image_size and C = channels.
-    """
-
-    path: str = Field(
-        min_length=1,
-        max_length=4096,
-        pattern=r"^[^\x00]*$",
-        description="The dataset's folder: absolute, or relative to the data root (data.root, "
-        "else FEDGEN_DATA, else ~/.fedgen/data) of the host that runs it.",
-    )
-    classes: (
-        Annotated[int, Field(ge=2, le=MAX_CLASSES)]
-        | Annotated[
-            list[ClassName],
-            Field(min_length=2, max_length=MAX_CLASSES, json_schema_extra={"uniqueItems": True}),
-        ]
-    ) = Field(
-        description="How many classes (labels 0..n-1), or their names (ImageFolder: the class "
-        "folders, in this order; npz: label i is the i-th name)."
-    )
-    channels: int = Field(1, ge=1, le=4, description="C of every image (1 grey, 3 RGB).")
-    image_size: int = Field(
-        28, ge=8, le=256, description="H = W of every image; the model is built for it."
-    )
-
-    @field_validator("classes", mode="wrap")
-    @classmethod
-    def _one_classes_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # One message for the field, not one per branch of the union.
-        try:
-            out = handler(value)
-        except ValidationError:
-            raise PydanticCustomError(
-                "folder_classes",
-                "expected a class count 2..{limit} or a list of 2..{limit} distinct names "
-                "(1-64 characters, no '/')",
-                {"limit": MAX_CLASSES},
-            ) from None
-        if isinstance(out, list) and len(set(out)) != len(out):
-            raise PydanticCustomError("folder_classes", "class names must be distinct")
-        return out
-
-    @property
-    def num_classes(self) -> int:
-        return self.classes if isinstance(self.classes, int) else len(self.classes)
-
-
 # A field any dataset accepts but only some use: `x-only-when` names those values of a sibling
 # field in the JSON schema, so a form shows the field for them alone (the Submit form:
-# dashboard.spec_form_folder.field_rule). Only an annotation: validation is unchanged.
+# dashboard.conditional_fields.field_rule). Only an annotation: validation is unchanged.
 ONLY_WHEN = "x-only-when"
 FOR_SYNTHETIC: dict[str, Any] = {ONLY_WHEN: {"name": ["synthetic"]}}
+FOR_FEDPROX: dict[str, Any] = {ONLY_WHEN: {"name": ["synthetic-fedprox"]}}
+# Fields added after specs were stored: None (unset) is left out of the dump, so the canonical
+# JSON, spec_hash and result_hash of every stored spec stay the same.
+_DROPPED_WHEN_NONE = ("folder", "augment", "fedprox_alpha", "fedprox_beta")
 
 
 def _folder_rule(schema: dict[str, Any]) -> None:
@@ -193,6 +138,30 @@ class DataSpec(StrictModel):
     folder: FolderSpec | None = Field(
         None, description="The 'folder' dataset's files, classes and image shape (required)."
     )
+    augment: Literal["none", "crop-flip"] | None = Field(
+        None,
+        description="Train-time augmentation: 'crop-flip' (a random 32x32 crop of the image "
+        "padded by 4, and a horizontal flip with probability 1/2, drawn for every batch) or "
+        "'none'. None = the dataset's default: crop-flip for cifar10 and cifar100 (what the "
+        "CIFAR literature trains with), none for every other dataset. Test images are never "
+        "augmented.",
+    )
+    fedprox_alpha: float | None = Field(
+        None,
+        ge=0.0,
+        le=100.0,
+        description="synthetic-fedprox's α: the variance of the users' model means u_k "
+        "(how much the users' models differ). None = 1 (Synthetic(1, 1) of the FedProx paper).",
+        json_schema_extra=FOR_FEDPROX,
+    )
+    fedprox_beta: float | None = Field(
+        None,
+        ge=0.0,
+        le=100.0,
+        description="synthetic-fedprox's β: the variance of the users' input means B_k (how "
+        "much the users' inputs differ). None = 1.",
+        json_schema_extra=FOR_FEDPROX,
+    )
 
     @model_validator(mode="after")
     def _folder_for_folder(self) -> DataSpec:
@@ -200,13 +169,34 @@ class DataSpec(StrictModel):
             raise CrossFieldError(("folder",), "required when data.name is 'folder'")
         if self.name != "folder" and self.folder is not None:
             raise CrossFieldError(("folder",), f"only for data.name 'folder', not {self.name!r}")
+        for f in ("fedprox_alpha", "fedprox_beta"):
+            if getattr(self, f) is not None and self.name != "synthetic-fedprox":
+                raise CrossFieldError(
+                    (f,), f"only for data.name 'synthetic-fedprox', not {self.name!r}"
+                )
+        if self.augment == "crop-flip":
+            decl = get_dataset(self.name)
+            if decl.shape_for is None and min(decl.shape[1:]) < 8:
+                raise CrossFieldError(
+                    ("augment",),
+                    f"crop-flip needs images; {self.name} has "
+                    f"{'x'.join(map(str, decl.shape))} inputs: use 'none'",
+                )
         return self
+
+    @property
+    def resolved_augment(self) -> str:
+        """`augment`, or the dataset's default when unset."""
+        return self.augment if self.augment is not None else get_dataset(self.name).augment
 
     @model_serializer(mode="wrap")
     def _without_unset_folder(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A spec without a folder dumps exactly as before the field existed, so the canonical
-        # JSON, and with it spec_hash and result_hash of every stored run, stay the same.
+        # A spec without a folder (augment, fedprox_*) dumps exactly as before the field
+        # existed, so the canonical JSON, and with it spec_hash and result_hash of every stored
+        # run, stay the same.
         out = handler(self)
-        if isinstance(out, dict) and out.get("folder", 0) is None:
-            del out["folder"]
+        if isinstance(out, dict):
+            for f in _DROPPED_WHEN_NONE:
+                if f in out and out[f] is None:
+                    del out[f]
         return out

@@ -8,7 +8,9 @@ data: JSON-ready scalars, lists and bytes.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from fedgen.metric_names import METRICS
@@ -99,6 +101,16 @@ class RoundEvent:
 COMMON_METRICS: dict[str, str] = {m.key: m.about for m in METRICS.values() if m.common}
 
 
+class SummaryStatus(StrEnum):
+    """How the runner's loop ended (`RunSummary.status`): every round ran, or `should_stop` ended
+    it early. Not a run status (vocab.run_status.RunStatus): the worker turns a completed run into
+    `succeeded` once every round is stored, a stopped one into `cancelled` or `failed`. Each
+    member is its word, the one summary.json and the stored summary hold."""
+
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """The end of a run (or of a stopped segment).
@@ -109,7 +121,7 @@ class RunSummary:
     `final_acc` is the accuracy of round `final_round` (R-1 there, R otherwise).
     """
 
-    status: Literal["completed", "stopped"]
+    status: SummaryStatus
     rounds_done: int
     final_acc: float
     best_acc: float
@@ -120,9 +132,17 @@ class RunSummary:
     wall_s: float
     final_round: int = -1  # the round final_acc is from; -1: no round evaluated
     best_round: int = -1  # the (first) round best_acc is from
+    # Test accuracy at the round of best validation accuracy (`fedgen.stats.val_best`) and that
+    # round; NaN and -1 without validation data (partition.val_fraction 0).
+    val_best: float = float("nan")
+    val_best_round: int = -1
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["status"] = str(self.status)  # the plain word in JSON and the stored summary
+        if math.isnan(self.val_best):
+            out["val_best"] = None  # JSON has no NaN: stored and answered as null alike
+        return out
 
     def figures(self, rounds: int) -> str:
         """'final 70.42% @29 · best 71.02% @27 · top-5 70.61 ± 0.35%' (docs/metrics.md);

@@ -1,14 +1,15 @@
 """Which execution a run uses and how many clients each batched computation holds.
 
 `choose`: the spec's `execution` (`fedgen.execution_spec`) against what this process has.
-`auto` picks `batched` on a GPU or with 2+ CPU threads, `sequential` on one thread, as
-issue 33 asks of 1-thread slots (its probe, grouped convolutions, ran 0.78x there). The
-channels-last stacks here are faster even on one thread: on the quiet 2-core machine,
-2026-12-03, `bench/round_speed.py --threads 1 --execution auto,sequential,batched` measured
-batched 1.76x (FedAvg) and 1.72x (FedGen) per round at 10 users, and with 2 threads 2.24x /
-2.05x at 10 users and 2.83x / 2.46x at 50. A spec that wants the faster path on one thread
+`auto` picks `batched` on a GPU or with 2+ CPU threads, `sequential` on one thread, the
+cautious choice for 1-thread slots (a first probe, grouped convolutions, ran 0.78x there). The
+channels-last stacks here are faster even on one thread (batched 1.76x per round for FedAvg
+and 1.72x for FedGen at 10 users on the 2-core VM, more with 2 threads and more users:
+docs/results/batched-execution.md). A spec that wants the faster path on one thread
 says `execution: batched`. `batched` falls back to `sequential`, saying why,
-for an algorithm not declared `batchable` or a model `fedgen.batched` cannot stack.
+for an algorithm not declared `batchable` or a model `fedgen.batched` cannot stack. A model
+whose declaration says it ran slower batched on the CPU (`cpu_batched_speedup` at most 1)
+runs sequential under `auto` on the CPU, the measurement in the reason.
 
 `chunk_size`: `batch_clients: auto` takes as many clients per computation as a quarter of
 the free memory holds (the GPU's free memory on CUDA, MemAvailable on the CPU), from an
@@ -25,6 +26,7 @@ import torch
 
 from fedgen.batched import unsupported
 from fedgen.models.cnn import SplitModel
+from fedgen.models.registry import get_model
 
 # Share of the free memory the stacks of one computation may take.
 MEMORY_SHARE = 0.25
@@ -52,8 +54,14 @@ def choose(
     threads: int,
     batchable: bool,
     model: SplitModel,
+    model_name: str | None = None,
 ) -> tuple[str, str]:
-    """(mode, reason): the spec's `execution` resolved for this device and thread count."""
+    """(mode, reason): the spec's `execution` resolved for this device and thread count.
+
+    On 2+ CPU threads `auto` also reads the model's declaration (`model_name`,
+    `fedgen.models.registry.ModelDecl.cpu_batched_speedup`): a model measured slower batched
+    than sequential on the CPU runs sequentially, and the reason gives the measurement.
+    """
     if requested == "sequential":
         return "sequential", "the spec asks for sequential"
     if not batchable:
@@ -66,7 +74,15 @@ def choose(
     if device.type == "cuda":
         return "batched", "auto: a GPU"
     if threads >= 2:
-        return "batched", f"auto: {threads} CPU threads"
+        decl = get_model(model_name) if model_name is not None else None
+        speedup = decl.cpu_batched_speedup if decl is not None else None
+        if decl is None or speedup is None:
+            return "batched", f"auto: {threads} CPU threads"
+        measured = f"{decl.name} measured {speedup:.2f}x batched/sequential on CPU"
+        note = f" ({decl.speed_note})" if decl.speed_note else ""
+        if speedup <= 1.0:
+            return "sequential", f"auto: {threads} CPU threads, but {measured}{note}"
+        return "batched", f"auto: {threads} CPU threads, {measured}{note}"
     return "sequential", "auto: 1 CPU thread (a 1-thread slot runs sequential)"
 
 
@@ -94,7 +110,9 @@ def client_bytes(
     sizes: list[int] = []
     hooks = [
         m.register_forward_hook(lambda _m, _i, out: sizes.append(out.numel()))
-        for m in model.features.children()
+        # Every leaf layer (a residual block's inner layers too): each output is kept.
+        for m in model.features.modules()
+        if not any(True for _ in m.children())
     ]
     try:
         was_training = model.training

@@ -1,14 +1,14 @@
 """The spec's `execution` and `batch_clients` fields: how a round's local updates are computed.
 
 `execution`:
-- `sequential`: one selected client after another (every run before issue 33).
+- `sequential`: one selected client after another (the only execution before batching came).
 - `batched`: the selected clients' local updates as one computation, their models stacked
   (`fedgen.batched`); equal to `sequential` within float tolerance, not bit for bit.
 - `auto`: `batched` where it is faster (a GPU, or 2+ CPU threads) and the algorithm can batch,
   `sequential` otherwise (`fedgen.execution.choose`); the run records what it used.
 
 `batch_clients`: clients per batched computation, `auto` (sized from the model and the free
-memory) or a number (1 to MAX_USERS).
+memory) or a number (1 to MAX_USERS_PER_ROUND).
 
 How the defaults keep old runs' identity: the schema's default is `sequential`, and a spec
 at `execution: sequential`, `batch_clients: auto` dumps without either field, so the
@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from fedgen.spec_base import MAX_USERS
+from fedgen.spec_base import MAX_USERS_PER_ROUND
 
 Execution = Literal["sequential", "batched", "auto"]
 
@@ -36,7 +36,7 @@ EXECUTION_DESCRIPTION = (
 )
 BATCH_CLIENTS_DESCRIPTION = (
     f"Clients per batched computation under execution 'batched'/'auto': 'auto' (sized from the "
-    f"model and the free memory) or 1 to {MAX_USERS}."
+    f"model and the free memory) or 1 to {MAX_USERS_PER_ROUND}."
 )
 
 # The fields' values at which a spec dumps exactly as before they existed.
@@ -49,9 +49,9 @@ NEW_RUN_DEFAULTS: dict[str, Any] = {"execution": "auto"}
 def _batch_clients(value: Any) -> Any:
     if value == "auto" and isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_USERS:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_USERS_PER_ROUND:
         return value
-    raise ValueError(f"must be 'auto' or an integer from 1 to {MAX_USERS}")
+    raise ValueError(f"must be 'auto' or an integer from 1 to {MAX_USERS_PER_ROUND}")
 
 
 BatchClients = Annotated[
@@ -61,7 +61,7 @@ BatchClients = Annotated[
         {
             "anyOf": [
                 {"const": "auto", "type": "string"},
-                {"type": "integer", "minimum": 1, "maximum": MAX_USERS},
+                {"type": "integer", "minimum": 1, "maximum": MAX_USERS_PER_ROUND},
             ],
             "default": "auto",
             "description": BATCH_CLIENTS_DESCRIPTION,

@@ -1,6 +1,13 @@
 """`fedgen export RUN_ID`: a lab run's spec as a YAML file, and the command that reproduces it.
 
-fedgen export RUN_ID [-o/--out FILE|-] [--api URL] [--token TOKEN]
+fedgen export RUN_ID [-o/--out FILE|-] [--force] [--api URL] [--token TOKEN]
+
+RUN_ID is the whole id or any unique prefix of at least 4 hex digits (the pages' 8-character
+short ids), as git takes a commit's: the server lists the runs whose id starts so
+(GET /runs?id_prefix=...), and an ambiguous prefix is refused with the runs it matches.
+An --out that exists and holds something else is refused unless --force; when the printed
+command's own folder (runs/<short id>) already holds a run, the output says so and that
+`fedgen run` wants --force to write over it.
 
 Fetches the run from the lab server (GET /api/v1/runs/{id} and /runs/{id}/info; FEDGEN_API_URL,
 default http://127.0.0.1:8000, and FEDGEN_TOKEN, as the dashboard reads them) and writes its spec
@@ -22,9 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -33,6 +42,7 @@ from typing import Any
 import yaml
 
 from fedgen.resources import format_bytes
+from fedgen.rundir import run_files
 from fedgen.spec import SpecError, parse_spec
 from fedgen.stats import format_acc
 
@@ -40,6 +50,11 @@ DEFAULT_API = "http://127.0.0.1:8000"
 API_PREFIX = "/api/v1"
 EXIT_ERROR = 2
 TIMEOUT_S = 30.0
+# A short id is a prefix of at least this many hex digits (git's shortest abbreviation too).
+MIN_PREFIX = 4
+HEX_PREFIX = re.compile(r"[0-9A-Fa-f-]{1,36}")
+RUNS_DIR = "runs"  # the printed command's --out is runs/<short id>
+CANDIDATES_SHOWN = 10  # an ambiguous prefix's error lists this many of the runs it matches
 
 
 class ExportError(Exception):
@@ -55,15 +70,46 @@ def base_url(api: str) -> str:
 
 
 def fetch_run(run_id: str, api: str, token: str | None) -> dict[str, Any]:
-    """GET /runs/{id} from the lab server; ExportError says what went wrong."""
+    """GET /runs/{id} from the lab server, the id given whole or as any unique prefix of at
+    least MIN_PREFIX hex digits (the pages' 8-character short ids), as git takes a commit's;
+    ExportError says what went wrong (an ambiguous prefix: the runs it matches)."""
+    text = run_id.strip()
     try:
-        rid = str(uuid.UUID(run_id.strip()))
+        rid = str(uuid.UUID(text))
     except ValueError:
-        raise ExportError(
-            f"not a run id: {run_id!r} (the full id: GET /runs, or the details of a run "
-            "ticked on the Runs page, whose table shows 8-character short ids)"
-        ) from None
+        rid = resolve_prefix(text, api, token)
     return _get(f"{base_url(api)}/runs/{rid}", rid, api, token)
+
+
+def resolve_prefix(prefix: str, api: str, token: str | None) -> str:
+    """The full id of the one run whose id starts with `prefix` (GET /runs?id_prefix=...: the
+    runs any member may read, outside the trash); ExportError when none or several do."""
+    digits = prefix.replace("-", "").lower()
+    if len(digits) < MIN_PREFIX or not HEX_PREFIX.fullmatch(prefix):
+        raise ExportError(
+            f"not a run id: {prefix!r} (the full id, or its first {MIN_PREFIX} or more hex "
+            "digits, as the Runs page's id column shows them)"
+        )
+    query = urllib.parse.urlencode({"id_prefix": prefix, "limit": CANDIDATES_SHOWN})
+    found = _get(f"{base_url(api)}/runs?{query}", prefix, api, token)
+    # Checked here too: a server that predates id_prefix ignores it and lists its newest runs.
+    runs = [
+        r
+        for r in found.get("data") or []
+        if isinstance(r, dict) and str(r.get("id", "")).replace("-", "").startswith(digits)
+    ]
+    if not runs:
+        raise ExportError(f"no run whose id starts with {prefix} on {base_url(api)}")
+    if len(runs) == 1:
+        return str(runs[0]["id"])
+    said = found.get("count")
+    count = said if isinstance(said, int) and said >= len(runs) else len(runs)
+    listed = "; ".join(_candidate(r) for r in runs)
+    more = f"; and {count - len(runs)} more" if count > len(runs) else ""
+    raise ExportError(
+        f"run id prefix {prefix} is ambiguous: {count} runs match: {listed}{more}; "
+        "give more of the id"
+    )
 
 
 def fetch_data_files(run_id: str, api: str, token: str | None) -> list[dict[str, Any]] | None:
@@ -75,6 +121,16 @@ def fetch_data_files(run_id: str, api: str, token: str | None) -> list[dict[str,
         return None
     files = info.get("data_files") if isinstance(info, dict) else None
     return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else None
+
+
+def _candidate(run: dict[str, Any]) -> str:
+    """One run an ambiguous prefix matches: `1a2b3c4d-… (carol, fedgen, succeeded, created …)`."""
+    spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+    algorithm = (spec.get("algorithm") or {}).get("name") if isinstance(spec, dict) else None
+    return (
+        f"{run.get('id')} ({run.get('owner')}, {algorithm or '?'}, {run.get('status')}, "
+        f"created {run.get('created_at')})"
+    )
 
 
 def _get(url: str, rid: str, api: str, token: str | None) -> dict[str, Any]:
@@ -122,7 +178,7 @@ def reproduce_command(spec_file: str, run_id: str, versions: dict[str, Any] | No
     torch threads (the reduction order of every float sum depends on them)."""
     threads = str((versions or {}).get("torch_threads") or "")
     extra = f" --threads {threads}" if threads.isdigit() else ""
-    return f"fedgen run {shlex.quote(spec_file)} --out runs/{short_id(run_id)}{extra}"
+    return f"fedgen run {shlex.quote(spec_file)} --out {RUNS_DIR}/{short_id(run_id)}{extra}"
 
 
 def local_numerics() -> dict[str, str]:
@@ -245,6 +301,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ExportError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_ERROR
+    if out != "-" and not args.force and (refusal := overwrite_refusal(Path(out), text)):
+        sys.stderr.write(f"error: {refusal}\n")
+        return EXIT_ERROR
     if out == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -266,7 +325,31 @@ def cmd_export(args: argparse.Namespace) -> int:
             "this command repeats it bit for bit here (same threads, kernels, torch)\n"
         )
     sys.stdout.write(f"reproduce it with:\n{command}\n")
+    taken = run_files(Path(RUNS_DIR) / short_id(rid))
+    if taken:
+        # `fedgen run` refuses an --out that holds a run: said now, not after the user pasted it.
+        sys.stdout.write(
+            f"{RUNS_DIR}/{short_id(rid)} already holds a run ({', '.join(taken)}): that command "
+            "refuses to write over it; add --force to delete it and run afresh, or change --out\n"
+        )
     return 0
+
+
+def overwrite_refusal(out: Path, text: str) -> str | None:
+    """Why `out` is not written over (it exists and holds something else), None when it may
+    be: absent, or already exactly `text` (exporting a run twice is no error)."""
+    try:
+        current = out.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current == text:
+        return None
+    return (
+        f"--out: {out} already exists (an earlier export, edited, or of another state of the "
+        "run); pass --force to write over it, or choose another --out"
+    )
 
 
 def add_parser(sub: Any) -> None:
@@ -277,9 +360,18 @@ def add_parser(sub: Any) -> None:
         description="Fetch a run from the lab server and write its spec as YAML (a header "
         "comment gives its id, status, final accuracy, versions and the command to run it).",
     )
-    e.add_argument("run_id", metavar="RUN_ID", help="the run's id (as GET /runs lists it)")
+    e.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        help="the run's id, or any unique prefix of 4 or more hex digits (the pages' short ids)",
+    )
     e.add_argument(
         "-o", "--out", help="the file to write (default run-<short id>.yaml; - for stdout)"
+    )
+    e.add_argument(
+        "--force",
+        action="store_true",
+        help="write over --out when it exists and differs (else refused: exit 2)",
     )
     e.add_argument("--api", help=f"the lab server (default $FEDGEN_API_URL, else {DEFAULT_API})")
     e.add_argument("--token", help="your API token (default $FEDGEN_TOKEN)")

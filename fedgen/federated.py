@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from fedgen.augment import Augmenter
 from fedgen.data.common import DatasetTensors
 from fedgen.data.partition import Partition
 
@@ -45,6 +46,11 @@ class FederatedData:
     users: list[UserData]
     num_classes: int
     held_out_idx: torch.Tensor  # training samples no user holds (FedDF's default proxy)
+    # The training batches' transform (`data.augment`; the runner sets it), None: as stored.
+    augment: Augmenter | None = None
+    # Every user's validation samples (`partition.val_fraction`), indices into the training
+    # set, user after user; empty: no validation data. No user trains on them.
+    val_idx: torch.Tensor = torch.zeros(0, dtype=torch.int64)
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
@@ -90,8 +96,9 @@ class FederatedData:
                 )
             )
         used = np.zeros(len(train_y_np), dtype=bool)
-        for tr in part.train_indices:
-            used[tr] = True
+        for tr in [*part.train_indices, *part.val_indices]:
+            used[tr] = True  # validation samples are no proxy data either
+        val = np.concatenate(part.val_indices) if part.val_indices else np.zeros(0, np.int64)
         return cls(
             train_x=ds.train_x.to(device),
             train_y=ds.train_y.to(device),
@@ -100,4 +107,5 @@ class FederatedData:
             users=users,
             num_classes=ds.num_classes,
             held_out_idx=torch.from_numpy(np.nonzero(~used)[0]).to(device),
+            val_idx=torch.as_tensor(val, dtype=torch.int64).to(device),
         )

@@ -2,8 +2,9 @@
 
 `resolve(spec)` turns the spec's optional knobs (declared once in `fedgen.knobs`)
 into one frozen `Fidelity` with every value concrete: a knob set in the spec
-wins, otherwise its default (`fedgen.knobs.default_value`: the profile's value,
-per dataset or algorithm where declared). A knob that lives with FedGen's
+wins, otherwise its default (`default_value`: the profile's value, per dataset or
+algorithm where declared: `AlgorithmDecl.knob_defaults`). `markdown_table` is the
+table of docs/fidelity.md. A knob that lives with FedGen's
 parameters is resolved only for FedGen runs. Provenance: docs/fidelity.md;
 reference numbers are from ../shared/reference/fedgen-method.md §6.
 """
@@ -14,9 +15,57 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
-from fedgen.algorithms.registry import find_algorithm
-from fedgen.knobs import KNOBS, Home, default_value
+from fedgen.algorithms.registry import algorithms, find_algorithm
+from fedgen.knobs import KNOBS, Home, Knob, Profile
 from fedgen.spec import ExperimentSpec
+
+
+def algorithm_defaults(knob: Knob) -> dict[str, Any]:
+    """Algorithm -> the value `knob` takes for it under either profile, unless set: what the
+    algorithm registry declares (`AlgorithmDecl.knob_defaults`)."""
+    return {
+        d.name: dict(d.knob_defaults)[knob.name]
+        for d in algorithms()
+        if knob.name in dict(d.knob_defaults)
+    }
+
+
+def default_value(knob: Knob, profile: Profile, dataset: str, algorithm: str) -> Any:
+    """The value a knob takes when the spec leaves it None."""
+    by_algorithm = algorithm_defaults(knob)
+    if algorithm in by_algorithm:
+        return by_algorithm[algorithm]
+    if profile == "official":
+        return knob.official_by_dataset.get(dataset, knob.official)
+    return knob.paper
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return f"{value:g}"
+
+
+def markdown_table() -> str:
+    """The knob table of docs/fidelity.md, generated from `KNOBS`."""
+    rows = [
+        "| knob | spec field | paper | official code | paper profile | official profile | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in KNOBS:
+        name = f"`{k.name}`" + (f" {k.label}" if k.label else "")
+        official = " / ".join(
+            [_shown(k.official)] + [f"{_shown(v)} {d}" for d, v in k.official_by_dataset.items()]
+        )
+        if by_algorithm := algorithm_defaults(k):
+            official += " (" + ", ".join(f"{a}: {_shown(v)}" for a, v in by_algorithm.items()) + ")"
+        rows.append(
+            f"| {name} | `{k.path}` | {k.paper_text} | {k.official_text} | {_shown(k.paper)} "
+            f"| {official} | {k.why} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 class Fidelity:

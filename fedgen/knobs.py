@@ -4,10 +4,14 @@ A knob is a behaviour where the FedGen paper and its official code differ. Its
 one `Knob` record below is the source of
 * the spec field: `None` = the profile's value, with the declared bounds, placed
   in the spec section named by `home` (`fidelity`, `fedgen` = `FedGenParams`,
-  `partition`, `model`, or `run` = the spec's top level) by `knob_fields`;
+  `partition`, `model`, or `run` = the spec's top level) by `with_knobs`;
 * the resolved value (`fedgen.fidelity.resolve`): the spec's value if set, else
-  the default (`default_value`: per algorithm, per dataset, or the profile's);
-* the table in docs/fidelity.md (`markdown_table`; a test compares them).
+  the default (`fedgen.fidelity.default_value`: per algorithm, per dataset, or the
+  profile's);
+* the table in docs/fidelity.md (`fedgen.fidelity.markdown_table`; a test compares them).
+This module sits below the spec and the algorithms' params (they take their knob fields
+from it), so what reads the algorithm registry (the per-algorithm defaults, the table that
+shows them) is `fedgen.fidelity`'s.
 FedGen-only knobs live with FedGen's parameters, so another algorithm's spec
 carries none of them. To add a knob: one `Knob(...)` here, then use
 `fid.<name>` where the behaviour is implemented.
@@ -15,10 +19,11 @@ carries none of them. To add a knob: one `Knob(...)` here, then use
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 from fedgen.stats import CurveStatistic
 
@@ -404,51 +409,23 @@ def knob_fields(home: Home) -> dict[str, Any]:
     }
 
 
-def algorithm_defaults(knob: Knob) -> dict[str, Any]:
-    """Algorithm -> the value `knob` takes for it under either profile, unless set: what the
-    algorithm registry declares (`AlgorithmDecl.knob_defaults`)."""
-    from fedgen.algorithms.registry import algorithms
-
-    return {
-        d.name: dict(d.knob_defaults)[knob.name]
-        for d in algorithms()
-        if knob.name in dict(d.knob_defaults)
-    }
+M = TypeVar("M", bound=BaseModel)
 
 
-def default_value(knob: Knob, profile: Profile, dataset: str, algorithm: str) -> Any:
-    """The value a knob takes when the spec leaves it None."""
-    by_algorithm = algorithm_defaults(knob)
-    if algorithm in by_algorithm:
-        return by_algorithm[algorithm]
-    if profile == "official":
-        return knob.official_by_dataset.get(dataset, knob.official)
-    return knob.paper
+def with_knobs(home: Home) -> Callable[[type[M]], type[M]]:
+    """Class decorator: the model plus one optional field per knob declared with this `home`.
 
+    The knobs' fields are read through `fedgen.fidelity.resolve`, never statically.
+    """
 
-def _shown(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, str):
-        return f"`{value}`"
-    return f"{value:g}"
-
-
-def markdown_table() -> str:
-    """The knob table of docs/fidelity.md, generated from `KNOBS`."""
-    rows = [
-        "| knob | spec field | paper | official code | paper profile | official profile | why |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for k in KNOBS:
-        name = f"`{k.name}`" + (f" {k.label}" if k.label else "")
-        official = " / ".join(
-            [_shown(k.official)] + [f"{_shown(v)} {d}" for d, v in k.official_by_dataset.items()]
+    def add(cls: type[M]) -> type[M]:
+        built = create_model(
+            cls.__name__,
+            __base__=cls,
+            __module__=cls.__module__,
+            __doc__=cls.__doc__,
+            **knob_fields(home),
         )
-        if by_algorithm := algorithm_defaults(k):
-            official += " (" + ", ".join(f"{a}: {_shown(v)}" for a, v in by_algorithm.items()) + ")"
-        rows.append(
-            f"| {name} | `{k.path}` | {k.paper_text} | {k.official_text} | {_shown(k.paper)} "
-            f"| {official} | {k.why} |"
-        )
-    return "\n".join(rows) + "\n"
+        return built
+
+    return add

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The whole round's wall-clock time: a run's wall-clock axis, seconds to a target and its ETA
+# are summed from it.
+ROUND_TIME = "time_total_ms"
+
 
 @dataclass(frozen=True)
 class MetricName:
@@ -69,7 +73,7 @@ class LiveChart:
 LIVE_CHARTS = (
     LiveChart("accuracy", "Test accuracy", "test accuracy (%)"),
     LiveChart("loss", "Loss", "cross-entropy loss"),
-    LiveChart("timing", "Time per round by phase", "time per round (s)", 0.001, "time_total_ms"),
+    LiveChart("timing", "Time per round by phase", "time per round (s)", 0.001, ROUND_TIME),
     LiveChart("generator_loss", "FedGen generator losses", "loss"),
     LiveChart("generator_acc", "FedGen generator: ensemble accuracy", "accuracy (%)"),
 )
@@ -118,6 +122,25 @@ _ALL = (
         chart="loss",
         compare=True,
     ),
+    MetricName(
+        "val_acc",
+        "validation accuracy",
+        "%",
+        "the global model's accuracy on the users' validation data (partition.val_fraction > 0)",
+        common=False,
+        chart="accuracy",
+        compare=True,
+        legend="global model (validation)",
+    ),
+    MetricName(
+        "val_loss",
+        "validation loss",
+        "",
+        "cross-entropy on the same samples (partition.val_fraction > 0)",
+        common=False,
+        chart="loss",
+        compare=True,
+    ),
     MetricName("lr", "learning rate", "", "client learning rate used this round"),
     MetricName("bytes_down", "bytes down", "B", "bytes sent from the server to the selected users"),
     MetricName("bytes_up", "bytes up", "B", "bytes sent from the selected users to the server"),
@@ -141,7 +164,7 @@ _ALL = (
     MetricName(
         "time_eval_ms", "evaluation time", "ms", "evaluation", chart="timing", legend="evaluation"
     ),
-    MetricName("time_total_ms", "round time", "ms", "the whole round"),
+    MetricName(ROUND_TIME, "round time", "ms", "the whole round"),
     MetricName(
         "gen_teacher_loss",
         "generator teacher loss",

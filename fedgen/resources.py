@@ -166,15 +166,18 @@ def is_cuda_oom(exc: BaseException) -> bool:
 
 
 def format_bytes(n: int | None) -> str:
-    """1.5 GiB, 300 MiB, ... ('?' when unknown)."""
+    """1536 -> '1.5 KiB', 1 << 30 -> '1 GiB', None -> '?' (unknown): binary units up to TiB,
+    at most one decimal, a trailing '.0' dropped. The one byte formatter of the lab (quota and
+    checkpoint messages, memory peaks, out-of-memory errors, the dashboard)."""
     if n is None:
         return "?"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{text} {unit}"
 
 
 class MeteredSink:

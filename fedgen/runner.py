@@ -11,10 +11,11 @@ each round to every one of them, evaluated under its own protocol
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +23,31 @@ import numpy as np
 import torch
 
 from fedgen import checkpoint
-from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.base import Algorithm, build_algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
-from fedgen.algorithms.registry import build_algorithm, get_algorithm
+from fedgen.algorithms.registry import get_algorithm
+from fedgen.augment import augmenter_for
 from fedgen.data.datasets import load_dataset
 from fedgen.data.partition import Partition, build_partition
-from fedgen.evaluation import Evaluation
-from fedgen.events import Checkpoint, RoundEvent, RunInfo, RunSummary, Sink, UserRoundMetrics
+from fedgen.evaluation import Evaluation, evaluate_validation
+from fedgen.events import (
+    Checkpoint,
+    RoundEvent,
+    RunInfo,
+    RunSummary,
+    Sink,
+    SummaryStatus,
+    UserRoundMetrics,
+)
 from fedgen.execution import Execution, choose, chunk_size, chunks, client_bytes, free_memory
 from fedgen.federated import FederatedData
 from fedgen.fidelity import Fidelity, resolve
-from fedgen.models.cnn import ModelConfig
+from fedgen.models.decl import ModelConfig
 from fedgen.protocol_twins import check_twins
-from fedgen.spec import ExperimentSpec
-from fedgen.stats import curve_statistic, summarize_curve
+from fedgen.sampling import sample_users, user_sampler
+from fedgen.sizes import FULL_USER_ROWS
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
+from fedgen.stats import curve_statistic, summarize_curve, val_best
 from fedgen.versions import versions
 
 
@@ -72,14 +84,26 @@ class Simulation:
         self.data_files = [f.to_dict() for f in ds.files]  # what was read, for the run's info
         self.partition: Partition = build_partition(ds, spec.partition, self.fid.draws)
         self.data = FederatedData.build(ds, self.partition, self.device)
+        augment = augmenter_for(spec.data.resolved_augment, spec.seed)
+        if augment is not None:  # the training batches' transform (data.augment)
+            self.data = replace(self.data, augment=augment)
         self.label_histogram = self.partition.label_histogram(ds.train_y.numpy())
-        c, h, _ = self.data.input_shape
-        cfg = ModelConfig(spec.model.name, c, h, self.data.num_classes)
+        c, h, w = self.data.input_shape
+        cfg = ModelConfig(
+            spec.model.name,
+            c,
+            h,
+            self.data.num_classes,
+            spec.model.resolved_norm,
+            w,
+            spec.algorithm.projection_head_dim,  # MOON's head: part of the federated model
+        )
         self.ctx = RunContext(spec, self.fid, self.data, self.device, cfg, spec.seed)
         self.algo: Algorithm[Any] = build_algorithm(self.ctx)
         self.execution = self._execution()
-        self.sampler = np.random.default_rng(np.random.SeedSequence([spec.seed, 1]))
+        self.sampler = user_sampler(spec.seed)  # fedgen.sampling replays its draws
         self.history: list[float] = []
+        self.val_history: list[float] = []  # val_acc per round (partition.val_fraction > 0)
         # Per-user lr clock (official): the 0-based round each user last trained in.
         self.lr_clock = [0] * len(self.data.users)
         self.next_round = 0
@@ -93,6 +117,7 @@ class Simulation:
             threads=torch.get_num_threads(),
             batchable=get_algorithm(self.spec.algorithm.name).batchable,
             model=model,
+            model_name=self.spec.model.name,
         )
         if mode == "sequential":
             return Execution(mode, reason)
@@ -117,6 +142,8 @@ class Simulation:
             # A resumed segment continues as this one ran (`auto` may pick otherwise there).
             ex = self.execution
             state["execution"] = {"mode": ex.mode, "reason": ex.reason, "chunk": ex.chunk}
+        if self.data.augment is not None:  # its draws continue where they were
+            state["augment"] = self.data.augment.state_dict()
         return state
 
     def _state(self, server_round: int) -> dict[str, Any]:
@@ -128,14 +155,30 @@ class Simulation:
             "partition_fingerprint": self.partition.fingerprint(),
             "spec_json": self.spec.canonical_json(),
             "history": list(self.history),
+            "val_history": list(self.val_history),
             "sampler": self.sampler.bit_generator.state,
             "lr_clock": list(self.lr_clock),
             "algorithm": self.algo.state_dict(),
         }
 
+    def _continues(self, state: dict[str, Any]) -> bool:
+        """Whether this spec continues the checkpoint's run: the same result hash, or the same
+        spec but for more rounds (`fedgen resume --rounds N` extends a run: no round before R
+        depends on R, so rounds 0..R are the ones a run of N rounds has)."""
+        if state.get("result_hash") == self.spec.result_hash():
+            return True
+        raw = state.get("spec_json")
+        if not isinstance(raw, str) or int(state.get("round", 0)) > self.spec.rounds:
+            return False
+        try:
+            theirs = parse_spec({**json.loads(raw), "rounds": self.spec.rounds})
+        except (ValueError, SpecError):
+            return False
+        return theirs.result_hash() == self.spec.result_hash()
+
     def restore(self, source: bytes | str | Path) -> None:
         state = checkpoint.read(source, self.device)
-        if state.get("result_hash") != self.spec.result_hash():
+        if not self._continues(state):
             raise RunError(
                 "checkpoint belongs to a different spec (result hash differs); cannot resume"
             )
@@ -145,7 +188,10 @@ class Simulation:
         self.sampler.bit_generator.state = state["sampler"]
         self.lr_clock = [int(t) for t in state["lr_clock"]]
         self.history = [float(a) for a in state["history"]]
+        self.val_history = [float(a) for a in state.get("val_history", [])]
         self.next_round = int(state["round"]) + 1
+        if self.data.augment is not None and isinstance(state.get("augment"), dict):
+            self.data.augment.load_state_dict(state["augment"])
         if isinstance(state.get("execution"), dict):
             ex = state["execution"]
             chunk = None if ex["chunk"] is None else int(ex["chunk"])
@@ -181,6 +227,12 @@ class Simulation:
     ) -> RoundEvent:
         acc = ev.user_acc.tolist()
         loss = (ev.user_loss / ev.user_count.clamp(min=1)).tolist()
+        # Cross-device runs (more than FULL_USER_ROWS users) evaluate and report the round's
+        # trained users alone (`evaluated`; round 0: everybody, no rows): 10,000 users' own
+        # models every round would dwarf the round's training (docs/metrics.md).
+        cross_device = len(self.data.users) > FULL_USER_ROWS
+        rows = sorted(selected_ms) if cross_device else range(len(self.data.users))
+        seen = [acc[k] for k in rows] if cross_device and selected_ms else acc
         users = [
             UserRoundMetrics(
                 user=k,
@@ -191,15 +243,21 @@ class Simulation:
                 train_ms=selected_ms[k][0] if k in selected_ms else None,
                 train_loss=selected_ms[k][1] if k in selected_ms else None,
             )
-            for k in range(len(self.data.users))
+            for k in rows
         ]
         metrics = {
             "test_acc": ev.global_acc,
             "test_loss": ev.global_loss,
-            "user_acc_mean": float(np.mean(acc)),
-            "user_acc_min": float(np.min(acc)),
+            "user_acc_mean": float(np.mean(seen)),
+            "user_acc_min": float(np.min(seen)),
             **metrics,
         }
+        if self.data.val_idx.numel():  # partition.val_fraction > 0: the global model's
+            val_acc, val_loss = evaluate_validation(
+                self.algo.validation_logits(), self.data, self.spec.eval_batch_size
+            )
+            metrics |= {"val_acc": val_acc, "val_loss": val_loss}
+            self.val_history.append(val_acc)
         self.history.append(ev.global_acc)
         return RoundEvent(server_round, metrics, users)
 
@@ -223,7 +281,7 @@ class Simulation:
         """Sample, train the chosen users, aggregate: everything of the round but evaluation."""
         spec, algo, device = self.spec, self.algo, self.device
         t_round = time.perf_counter()
-        chosen = self.sampler.choice(len(self.data.users), spec.users_per_round, replace=False)
+        chosen = sample_users(self.sampler, len(self.data.users), spec.users_per_round)
         if self.execution.mode == "batched":
             uploads, user_ms, lrs = self.train_batched(chosen.tolist(), server_round)
         else:
@@ -252,7 +310,13 @@ class Simulation:
     def evaluated(self, trained: Trained) -> RoundEvent:
         """The trained round's event under this simulation's protocol (`as_twin` sets it)."""
         t_eval = time.perf_counter()
-        ev = self.algo.evaluate()
+        fed = self.algo.fed
+        if len(self.data.users) > FULL_USER_ROWS:  # cross-device: the trained users' models
+            fed.eval_users = sorted(trained.selected)
+        try:
+            ev = self.algo.evaluate()
+        finally:
+            fed.eval_users = None
         eval_ms = (time.perf_counter() - t_eval) * 1e3
         metrics = {
             **trained.metrics,
@@ -270,13 +334,14 @@ class Simulation:
         `fid` when they evaluate (`fedgen.protocol_twins`); training is shared.
         """
         algo = self.algo
-        saved = (self.spec, self.fid, self.history, algo.fid, algo.fed.fid)
+        saved = (self.spec, self.fid, self.history, self.val_history, algo.fid, algo.fed.fid)
         self.spec, self.fid, self.history = twin.spec, twin.fid, twin.history
+        self.val_history = twin.val_history
         algo.fid = algo.fed.fid = twin.fid
         try:
             yield
         finally:
-            self.spec, self.fid, self.history, algo.fid, algo.fed.fid = saved
+            self.spec, self.fid, self.history, self.val_history, algo.fid, algo.fed.fid = saved
 
     def train_sequential(
         self, chosen: list[int], server_round: int
@@ -329,24 +394,27 @@ class Simulation:
             out.append(Checkpoint("model", server_round, checkpoint.to_bytes(model)))
         return out
 
-    def summary(self, status: str, wall_s: float) -> RunSummary:
+    def summary(self, status: SummaryStatus, wall_s: float) -> RunSummary:
         # Only the rounds the protocol evaluates (before_training: not round R, which the
         # official code never sees); `value` is the statistic the fidelity profile reports.
         h = self.history
         rounds, timing = self.spec.rounds, self.fid.eval_timing
         c = summarize_curve(h, timing, rounds)
+        vb, vb_round = val_best(h, self.val_history, timing, rounds)
         return RunSummary(
-            status="completed" if status == "completed" else "stopped",
+            status=status,
             rounds_done=max(len(h) - 1, 0),
             final_acc=c.final,
             best_acc=c.best,
             top5_mean=c.top5_mean,
             top5_std=c.top5_std,
             statistic=self.fid.statistic,
-            value=curve_statistic(h, self.fid.statistic, timing, rounds),
+            value=curve_statistic(h, self.fid.statistic, timing, rounds, self.val_history),
             wall_s=wall_s,
             final_round=c.final_round,
             best_round=c.best_round,
+            val_best=vb,
+            val_best_round=vb_round,
         )
 
 
@@ -370,6 +438,7 @@ class Twin:
     sink: Sink
     fid: Fidelity
     history: list[float] = field(default_factory=list)
+    val_history: list[float] = field(default_factory=list)
 
 
 def run(
@@ -387,7 +456,9 @@ def run(
     sim = Simulation(spec)
     if resume_from is not None:
         sim.restore(resume_from)
-    (summary,) = _drive(sim, [Twin(spec, sink, sim.fid, sim.history)], should_stop, t_start)
+    (summary,) = _drive(
+        sim, [Twin(spec, sink, sim.fid, sim.history, sim.val_history)], should_stop, t_start
+    )
     return summary
 
 
@@ -427,10 +498,10 @@ def _drive(
                 ev0 = sim.initial_event()
                 twin.sink.on_round(RoundEvent(0, ev0.metrics, ev0.users, sim.checkpoints_for(0)))
         sim.next_round = 1
-    status = "completed"
+    status = SummaryStatus.COMPLETED
     for r in range(sim.next_round, spec.rounds + 1):
         if should_stop is not None and should_stop():
-            status = "stopped"
+            status = SummaryStatus.STOPPED
             break
         trained = sim.train(r)
         for twin in twins:

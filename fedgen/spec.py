@@ -7,13 +7,16 @@ the value and the limit. `spec_hash` gives a stable identity (key order and
 defaults written out or left implicit do not change it).
 
 Behavioural differences between the FedGen paper and its official code
-("fidelity knobs") are declared once in `fedgen.knobs`; `_with_knobs(home)` adds
+("fidelity knobs") are declared once in `fedgen.knobs`; `with_knobs(home)` adds
 each knob's field to the spec section it lives in (`FidelitySpec`, FedGen's
 `FedGenParams`, `PartitionSpec`, `ModelSpec`, the top level). `fedgen.fidelity`
 resolves them against `fidelity.profile`; docs/fidelity.md has the table.
 
 The `data` section lives in `fedgen.data_spec`, the hard limits, the strict base model and
-`CrossFieldError` in `fedgen.spec_base` (import them from there).
+`CrossFieldError` in `fedgen.spec_base` (import them from there). The `algorithm` section is
+every registered params class (`fedgen.algorithms.registry`); the built-ins' classes and
+their base `AlgorithmParams` live in `fedgen.algorithms.params`, below the registry (import
+them from there): declarations flow up into the spec, never back.
 """
 
 from __future__ import annotations
@@ -21,26 +24,30 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     Field,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     ValidationError,
-    create_model,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
-from fedgen.algorithms.registry import AlgorithmField, sharing_predictor
-from fedgen.data_spec import (
-    DataSpec,
-    ProxyName,
+from fedgen.algorithms.params import (
+    AlgorithmParams,
+    FedAvgParams,
 )
+from fedgen.algorithms.registry import AlgorithmField, sharing_predictor
+from fedgen.data.registry import get_dataset
+from fedgen.data_spec import DataSpec
 from fedgen.execution_spec import (
     BATCH_CLIENTS_FIELD,
     EXECUTION_FIELD,
@@ -48,31 +55,24 @@ from fedgen.execution_spec import (
     Execution,
     drop_defaults,
 )
-from fedgen.knobs import Home, knob_fields, knobs_in
+from fedgen.knobs import knobs_in, with_knobs
+from fedgen.models.registry import get_model, model_names, models
 from fedgen.spec_base import (
     MAX_BATCH,
-    MAX_DIM,
     MAX_LOCAL_STEPS,
     MAX_ROUNDS,
     MAX_SEED,
     MAX_USERS,
+    MAX_USERS_PER_ROUND,
     CrossFieldError,
     StrictModel,
 )
 
 __all__ = [
     "NOT_FINITE",
-    "AlgorithmParams",
     "AlgorithmSpec",
     "ExperimentSpec",
-    "FedAvgParams",
-    "FedDFParams",
-    "FedDistillParams",
-    "FedDistillPlusParams",
-    "FedEnsembleParams",
-    "FedGenParams",
     "FidelitySpec",
-    "GeneratorPreset",
     "ModelSpec",
     "PartitionSpec",
     "SpecError",
@@ -85,32 +85,60 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 
-def _with_knobs(home: Home) -> Callable[[type[M]], type[M]]:
-    """Class decorator: the model plus one optional field per knob declared with this `home`.
-
-    The knobs' fields are read through `fedgen.fidelity.resolve`, never statically.
-    """
-
-    def add(cls: type[M]) -> type[M]:
-        built = create_model(
-            cls.__name__,
-            __base__=cls,
-            __module__=cls.__module__,
-            __doc__=cls.__doc__,
-            **knob_fields(home),
+def _registered_model(name: str) -> str:
+    if name not in model_names():
+        raise PydanticCustomError(
+            "unknown_model",
+            "unknown model {name}; registered: {names}",
+            {"name": repr(name), "names": ", ".join(model_names())},
         )
-        return built
-
-    return add
+    return name
 
 
-@_with_knobs("partition")
+def model_name_help() -> str:
+    """Every registered model in words ("`resnet18`: ResNet-18 for 32x32 inputs, ... (inputs:
+    32x32 images (CIFAR))"), from the registry: what the schema's `model.name` says and
+    the Submit form shows, plugins' models included."""
+    lines = []
+    for decl in models():
+        what = decl.description or decl.label
+        lines.append(f"`{decl.name}`: {what} (inputs: {decl.inputs})")
+    return "; ".join(lines) + ". The last linear layer is the predictor."
+
+
+class _ModelEnum:
+    """The JSON schema of a model name: an enum of the names registered when it is asked for
+    (built-ins and plugins), not a fixed list, and each one's declaration in words."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema.update(type="string", enum=list(model_names()), description=model_name_help())
+        return schema
+
+
+#: A registered model's name (fedgen.models.registry): validated, and listed in the schema.
+ModelName = Annotated[str, AfterValidator(_registered_model), _ModelEnum()]
+
+
+@with_knobs("partition")
 class PartitionSpec(StrictModel):
     """How the training data is split over users (reference §2.1-2.3)."""
 
-    num_users: int = Field(20, ge=1, le=MAX_USERS)
+    num_users: int = Field(
+        20,
+        ge=1,
+        le=MAX_USERS,
+        description="Users the training data is split over (synthetic-fedprox: users generated).",
+    )
     alpha: float = Field(
-        0.1, gt=0.0, le=1000.0, description="Dirichlet concentration; smaller = more heterogeneous."
+        0.1,
+        gt=0.0,
+        le=1000.0,
+        description="Dirichlet concentration; smaller = more heterogeneous. Not used by the "
+        "datasets whose users are given (celeba's groups; synthetic-fedprox, heterogeneous by "
+        "construction: data.fedprox_alpha and fedprox_beta), nor sampling_ratio and min_samples.",
     )
     sampling_ratio: float = Field(
         0.5,
@@ -140,135 +168,53 @@ class PartitionSpec(StrictModel):
     celebs_per_user: int = Field(
         10, ge=1, le=1000, description="CelebA only: celebrities grouped into one user."
     )
-
-
-@_with_knobs("model")
-class ModelSpec(StrictModel):
-    """The classifier, split into `features` and `predictor` (last linear layer)."""
-
-    name: Literal["official-cnn", "mcmahan-cnn"] = "official-cnn"
-
-
-class AlgorithmParams(StrictModel):
-    """The base of every algorithm's parameters (the spec's `algorithm` section).
-
-    A subclass sets `name: Literal["<its name>"] = "<its name>"` (the discriminator) and
-    bounded fields; its `AlgorithmDecl` (`fedgen.algorithms.registry`) registers it.
-    """
-
-    name: str
-
-
-class FedAvgParams(AlgorithmParams):
-    """FedAvg (McMahan et al. 2017). Weighting is `fidelity.aggregation`."""
-
-    name: Literal["fedavg"] = "fedavg"
-
-
-class FedProxParams(AlgorithmParams):
-    """FedProx (Li et al. 2020). `paper`: mu/2*||w-w_t||^2; `official`: lamda*(w-w_t) + l2*w."""
-
-    name: Literal["fedprox"] = "fedprox"
-    variant: Literal["paper", "official"] = "paper"
-    mu: float = Field(0.01, ge=0.0, le=100.0, description="Proximal coefficient (paper variant).")
-    lamda: float = Field(
-        1.0, ge=0.0, le=100.0, description="Official variant: proximal coefficient."
-    )
-    l2: float = Field(0.001, ge=0.0, le=100.0, description="Official variant: extra weight decay.")
-
-
-class FedEnsembleParams(AlgorithmParams):
-    """FedEnsemble: FedAvg training, evaluated as the ensemble of all users' models."""
-
-    name: Literal["fedensemble"] = "fedensemble"
-
-
-class FedDistillParams(AlgorithmParams):
-    """FedDistill (Jeong et al. 2018): users share per-label mean logits, not weights."""
-
-    name: Literal["feddistill"] = "feddistill"
-    reg_alpha: float = Field(
-        1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits."
-    )
-
-
-class FedDistillPlusParams(AlgorithmParams):
-    """FedDistill+ (official name FedDistill-FL): FedDistill plus parameter averaging."""
-
-    name: Literal["feddistill-plus"] = "feddistill-plus"
-    reg_alpha: float = Field(
-        1.0, ge=0.0, le=1000.0, description="Weight of the KL to the global label logits."
-    )
-
-
-class FedDFParams(AlgorithmParams):
-    """FedDF (Lin et al. 2020): server-side ensemble distillation on an unlabeled proxy set."""
-
-    name: Literal["feddf"] = "feddf"
-    proxy: ProxyName = Field(
-        "heldout",
-        description="'heldout': a slice of the training set no user holds; or a dataset name.",
-    )
-    proxy_size: int = Field(5000, ge=1, le=200_000)
-    distill_steps: int = Field(100, ge=0, le=100_000)
-    distill_batch_size: int = Field(128, ge=1, le=MAX_BATCH)
-    distill_lr: float = Field(1e-3, gt=0.0, le=10.0)
-    temperature: float = Field(1.0, gt=0.0, le=100.0)
-    distill_bn: Literal["eval", "train"] = Field(
-        "eval",
-        description="BatchNorm of the student while distilling: 'eval' normalises with the "
-        "statistics the global model is evaluated with; 'train' with each proxy batch's own.",
-    )
-    val_size: int = Field(
-        1000,
-        ge=0,
-        le=200_000,
-        description="Labelled held-out training samples (no user's, disjoint from the proxy) for "
-        "early stopping (Lin et al. 2020): the global model takes the student's best validated "
-        "step, the averaged model (step 0) included. 0 = no validation, all distill_steps kept.",
-    )
-    val_every: int = Field(
-        10, ge=1, le=100_000, description="Distillation steps between validation checks."
-    )
-    patience: int = Field(
-        3,
-        ge=0,
-        le=100_000,
-        description="Stop after this many validation checks without improvement; 0 = never stop "
-        "early (the best check is still kept).",
-    )
-    min_delta: float = Field(
-        1.0,
+    val_fraction: float = Field(
+        0.0,
         ge=0.0,
-        le=100.0,
-        description="Validation accuracy points (0-100 scale) a check must gain over the best so "
-        "far to count as an improvement and be kept; 0 = any strict gain. With 1,000 validation "
-        "samples one sample is about 0.1 point.",
+        le=0.5,
+        description="Share of each user's training samples held out as its validation data "
+        "(drawn with data_seed; never trained on): the run then reports val_acc and val_loss "
+        "of the global model on the users' validation data every round, and the statistic "
+        "val_best. 0 = no validation data.",
     )
 
 
-GeneratorPreset = Literal["default", "cnn0", "cnn1", "cnn2", "cnn3"]
+@with_knobs("model")
+class ModelSpec(StrictModel):
+    """The classifier, split into `features` and `predictor` (last linear layer): a model
+    registered in `fedgen.models.registry` (built-ins: `fedgen.models.builtin`)."""
 
-
-@_with_knobs("fedgen")
-class FedGenParams(AlgorithmParams):
-    """FedGen (Zhu et al. 2021): a server-side conditional generator of latent features.
-
-    Dimensions left None come from `preset` (Table 2 configurations, reference §4); the
-    FedGen-only fidelity knobs (`fedgen.knobs`, home "fedgen") are fields here too.
-    """
-
-    name: Literal["fedgen"] = "fedgen"
-    preset: GeneratorPreset = "default"
-    noise_dim: int | None = Field(None, ge=1, le=MAX_DIM)
-    hidden_dim: int | None = Field(None, ge=1, le=MAX_DIM)
-    embedding: bool = Field(False, description="Label input as nn.Embedding instead of one-hot.")
-    gen_batch_size: int = Field(
-        32, ge=1, le=MAX_BATCH, description="B_G: generated samples per local step."
+    name: ModelName = "official-cnn"
+    norm: Literal["group", "batch"] | None = Field(
+        None,
+        description="Normalisation layers of a model that has the choice (resnet18: 'group', "
+        "GroupNorm of 2 groups, Hsieh et al. 2020; or 'batch'). None = the model's default.",
     )
-    server_batch_size: int = Field(
-        32, ge=1, le=MAX_BATCH, description="Batch of each generator step."
-    )
+
+    @model_validator(mode="after")
+    def _norm_is_the_models(self) -> ModelSpec:
+        norms = get_model(self.name).norms
+        if self.norm is not None and self.norm not in norms:
+            raise CrossFieldError(
+                ("norm",),
+                f"model {self.name} has no norm choice"
+                if not norms
+                else f"model {self.name} takes norm {' or '.join(norms)}, not {self.norm}",
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_default_norm(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Left out when unset: specs written before the field existed keep their hashes.
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("norm") is None:
+            dumped.pop("norm", None)
+        return dumped
+
+    @property
+    def resolved_norm(self) -> str:
+        """`norm`, or the model's default ('none' for a model without the choice)."""
+        return self.norm if self.norm is not None else get_model(self.name).default_norm()
 
 
 # Discriminated on `name` over every registered params class, plugins' included
@@ -276,7 +222,7 @@ class FedGenParams(AlgorithmParams):
 AlgorithmSpec = Annotated[AlgorithmParams, AlgorithmField]
 
 
-@_with_knobs("fidelity")
+@with_knobs("fidelity")
 class FidelitySpec(StrictModel):
     """Paper vs official-code behaviour. Every knob left None takes the profile's value.
 
@@ -287,7 +233,7 @@ class FidelitySpec(StrictModel):
     profile: Literal["paper", "official"] = "official"
 
 
-@_with_knobs("run")
+@with_knobs("run")
 class ExperimentSpec(StrictModel):
     """A complete, reproducible description of one federated run."""
 
@@ -300,7 +246,9 @@ class ExperimentSpec(StrictModel):
         "all", description="Send the whole model, or only the predictor (paper §3.3, Table 4)."
     )
     rounds: int = Field(200, ge=1, le=MAX_ROUNDS)
-    users_per_round: int = Field(10, ge=1, le=MAX_USERS)
+    users_per_round: int = Field(
+        10, ge=1, le=MAX_USERS_PER_ROUND, description="Users sampled to train each round."
+    )
     local_steps: int = Field(
         20, ge=1, le=MAX_LOCAL_STEPS, description="T: SGD steps per selected user."
     )
@@ -360,6 +308,7 @@ class ExperimentSpec(StrictModel):
                 f"users_per_round={self.users_per_round} exceeds partition.num_users="
                 f"{self.partition.num_users}",
             )
+        self._check_model_inputs()
         if self.share == "predictor" and self.algorithm.name not in sharing_predictor():
             raise CrossFieldError(
                 ("share", "algorithm.name"),
@@ -367,6 +316,25 @@ class ExperimentSpec(StrictModel):
                 f"not {self.algorithm.name}",
             )
         return self
+
+    def _check_model_inputs(self) -> None:
+        """The model must take the dataset's input shape (and FedDF's proxy's)."""
+        decl = get_model(self.model.name)
+        shape = get_dataset(self.data.name).input_shape(self.data)
+        why = decl.mismatch(shape)
+        if why is not None:
+            raise CrossFieldError(
+                ("model.name", "data.name"), f"{why} (data.name={self.data.name})"
+            )
+        proxy = getattr(self.algorithm, "proxy", None)
+        if isinstance(proxy, str) and proxy != "heldout":
+            pshape = get_dataset(proxy).input_shape(self.data)
+            if pshape != shape:
+                raise CrossFieldError(
+                    ("algorithm.proxy", "data.name"),
+                    f"proxy {proxy} has {'x'.join(map(str, pshape))} inputs, data.name="
+                    f"{self.data.name} has {'x'.join(map(str, shape))}: the model takes one shape",
+                )
 
     # -- identity ------------------------------------------------------------
     def canonical_json(self) -> str:

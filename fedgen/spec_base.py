@@ -7,7 +7,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 # Hard limits, in one place so the docs and error messages agree.
-MAX_USERS = 1000
+# Cross-device scale: up to 10,000 users, of whom up to 1,000 train in one round (per-user state
+# is created on a user's first round: fedgen.algorithms.client_state).
+MAX_USERS = 10_000
+MAX_USERS_PER_ROUND = 1000
 MAX_ROUNDS = 10_000
 MAX_LOCAL_STEPS = 1000
 MAX_BATCH = 4096

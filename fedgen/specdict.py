@@ -198,6 +198,20 @@ def group_key(
     return json.dumps(body, sort_keys=True, separators=(",", ":"), default=repr)
 
 
+def value_order(values: Iterable[Any]) -> list[tuple[int, float, str]]:
+    """A sort key for a row of spec values, in the order a table lists them: missing first,
+    numbers by size, then text."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append((0, 0.0, ""))
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            out.append((1, float(v), ""))
+        else:
+            out.append((2, 0.0, str(v)))
+    return out
+
+
 def format_value(value: Any) -> str:
     """How labels show a value: floats without trailing zeros (1.0 -> "1", 0.1 -> "0.1")."""
     if isinstance(value, float):
@@ -212,20 +226,6 @@ def group_label(fields: Mapping[str, Any]) -> str:
     """
     parts = [f"{SHORT_NAMES.get(f, f)}={format_value(v)}" for f, v in fields.items()]
     return ", ".join(parts) or "all"
-
-
-def run_label(spec: Mapping[str, Any] | ExperimentSpec) -> str:
-    """One run for people: "fedgen · fashion-mnist · α=0.1 · seed=0" ("?" where missing)."""
-    d = _spec_dict(spec)
-    alpha = get_dotted(d, "partition.alpha")
-    return " · ".join(
-        [
-            str(get_dotted(d, "algorithm.name", "?")),
-            str(get_dotted(d, "data.name", "?")),
-            f"α={'?' if alpha is None else format_value(alpha)}",
-            f"seed={get_dotted(d, 'seed', '?')}",
-        ]
-    )
 
 
 def group_items(

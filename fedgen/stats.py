@@ -1,4 +1,9 @@
-"""Summary statistics of an accuracy curve: final, best, and the official top-5.
+"""Summary statistics of an accuracy curve: final, best, the official top-5, val_best.
+
+`best` and `top5` pick rounds by test accuracy (test-selected); `val_best` is the test
+accuracy at the round of best validation accuracy (`partition.val_fraction`), the one a
+reviewer accepts. Over seeds, `seed_std` is the sample std (ddof 1) of each seed's own
+statistic, beside the pooled std the official code reports (`pooled_top5`).
 
 The official plotting code reports, per seed, the five best per-round accuracies,
 then mean and std pooled over seeds (reference §1.1). These pure functions are
@@ -19,15 +24,16 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 # One run's reported accuracy figure (docs/metrics.md), every table's and the API's choice.
-CurveStatistic = Literal["final", "best", "top5"]
+CurveStatistic = Literal["final", "best", "top5", "val_best"]
 CURVE_STATISTICS: tuple[CurveStatistic, ...] = get_args(CurveStatistic)
 # The sweep plot's figures: a curve statistic, or the first round reaching a target accuracy.
 PlotStatistic = Literal[CurveStatistic, "time_to_target"]
 # Each statistic as the tables, the plot and their pickers name it, in the pickers' order.
 STATISTIC_LABELS: dict[str, str] = {
-    "top5": "top-5 mean",
+    "top5": "top-5 mean (test-selected)",
     "final": "final",
-    "best": "best",
+    "best": "best (test-selected)",
+    "val_best": "test at best validation",
     "time_to_target": "time to target",
 }
 
@@ -56,12 +62,21 @@ def reported_curve(
     (round 0 only) is kept.
     """
     values = list(accs)
-    if eval_timing == "before_training":
-        if rounds is not None:
-            values = values[:rounds]
-        elif len(values) > 1:
-            values = values[:-1]
+    if rounds is not None:
+        return [v for r, v in enumerate(values) if counts_round(r, eval_timing, rounds)]
+    if eval_timing == "before_training" and len(values) > 1:
+        values = values[:-1]
     return values
+
+
+def counts_round(round_: int, eval_timing: str, rounds: int) -> bool:
+    """Whether round `round_` of a run of `rounds` rounds (its R) counts in the statistics.
+
+    The one rule (docs/metrics.md): under 'before_training' round R is stored but never
+    counted, as the official code never evaluates it. Every figure of a run, the live ones
+    the run's row keeps while it runs (`last_acc`, `best_acc`) included, follows it.
+    """
+    return not (eval_timing == "before_training" and round_ >= rounds)
 
 
 @dataclass(frozen=True)
@@ -122,17 +137,72 @@ def common_final_round(curves: Sequence[CurveSummary]) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def val_best(
+    accs: Sequence[float],
+    val_accs: Sequence[float] | None,
+    eval_timing: str = "after_aggregation",
+    rounds: int | None = None,
+) -> tuple[float, int]:
+    """Test accuracy at the (first) round of best validation accuracy, and that round.
+
+    Both curves are index = round and cut to the rounds the protocol counts
+    (`reported_curve`); a round whose validation figure is missing or NaN is never picked.
+    (NaN, -1) without validation figures (`partition.val_fraction` 0).
+    """
+    values = reported_curve(accs, eval_timing, rounds)
+    vals = reported_curve(val_accs or [], eval_timing, rounds)
+    best_round, best_val = -1, -math.inf
+    for r, v in enumerate(vals[: len(values)]):
+        if v is not None and not math.isnan(v) and v > best_val:
+            best_round, best_val = r, v
+    if best_round < 0:
+        return math.nan, -1
+    return values[best_round], best_round
+
+
+def validation_statistic(
+    val_accs: Sequence[float] | None,
+    statistic: CurveStatistic,
+    eval_timing: str = "after_aggregation",
+    rounds: int | None = None,
+) -> float:
+    """The validation counterpart of a statistic: what tuning by validation (`tune=`) ranks.
+
+    The statistic taken on the run's validation curve instead of its test curve, over the
+    same rounds: final: the validation accuracy of the final round; best and val_best: the
+    best validation accuracy (the figure val_best picks its round by); top5: the mean of the
+    five best validation rounds. Rounds without a validation figure are left out; NaN when
+    none has one (`partition.val_fraction` 0).
+    """
+    vals = reported_curve(val_accs or [], eval_timing, rounds)
+    if statistic == "final":
+        return vals[-1] if vals and not math.isnan(vals[-1]) else math.nan
+    present = [v for v in vals if not math.isnan(v)]
+    if not present:
+        return math.nan
+    if statistic in ("best", "val_best"):
+        return max(present)
+    if statistic == "top5":
+        return mean_std(top_k(present, 5))[0]
+    raise ValueError(f"unknown statistic {statistic!r}; expected one of {CURVE_STATISTICS}")
+
+
 def curve_statistic(
     accs: Sequence[float],
     statistic: CurveStatistic,
     eval_timing: str = "after_aggregation",
     rounds: int | None = None,
+    val_accs: Sequence[float] | None = None,
 ) -> float:
     """The reported number of one run's per-round accuracies (index = round, 0 = initial model).
 
     With eval_timing='before_training' the official code never evaluates the model
     after the last aggregation, so that round is left out, as there (`reported_curve`).
+    `val_accs`: the run's per-round validation accuracies, which `val_best` needs (NaN
+    without them).
     """
+    if statistic == "val_best":
+        return val_best(accs, val_accs, eval_timing, rounds)[0]
     values = reported_curve(accs, eval_timing, rounds)
     if not values:
         return math.nan
@@ -151,6 +221,19 @@ def pooled_top5(curves: Sequence[Sequence[float]]) -> tuple[float, float]:
     for c in curves:
         pooled.extend(top_k(c, 5))
     return mean_std(pooled)
+
+
+def seed_std(values: Sequence[float]) -> float:
+    """The sample std (ddof 1) of per-seed statistics, NaNs left out; NaN under 2 values.
+
+    What `± seed std` means in every table: the spread of each seed's own figure, not the
+    pooled std of the official code (`pooled_top5`: 5 rounds x seeds pooled).
+    """
+    xs = [v for v in values if not math.isnan(v)]
+    if len(xs) < 2:
+        return math.nan
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((v - m) ** 2 for v in xs) / (len(xs) - 1))
 
 
 def format_mean_std(mean: float | None, std: float | None) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -30,8 +31,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from fedgen.cost import COST_METRICS, run_cost
 from fedgen.data.registry import dataset_names
-from fedgen.events import RunSummary
+from fedgen.events import RunSummary, SummaryStatus
 from fedgen.protocol_twins import twin_groups
 from fedgen.spec import (
     ExperimentSpec,
@@ -68,7 +70,7 @@ def cmd_list(_args: argparse.Namespace) -> int:
             f"{format_duration(p.est_local_cpu_s):>8}  {p.study.title}"
         )
     print(
-        "\nest. CPU: one core, the paper's 200 rounds and 3 seeds; an estimate from measured "
+        "\nest. CPU: one core, the paper's 200 rounds and each study's seeds; an estimate from measured "
         "per-algorithm round times (the machine's speed varies); divide by --jobs for wall time. "
         "Runs that differ only in the test protocol share one training and count once."
     )
@@ -146,6 +148,8 @@ def load_result(root: Path) -> RunResult:
     spec = parse_spec(json.loads((root / "spec.json").read_text()), str(root))
     acc: list[float] = []
     user_ms: list[float] = []
+    # val_acc (a tuned study) and the cost metrics, by round: NaN where a round has none.
+    by_round: dict[str, dict[int, float]] = {n: {} for n in ("val_acc", *COST_METRICS)}
     metrics = root / "metrics.jsonl"
     if metrics.exists():
         for line in metrics.read_text().splitlines():
@@ -157,9 +161,19 @@ def load_result(root: Path) -> RunResult:
                 acc.append(float(m["test_acc"]))
             if rec["round"] >= 1 and m.get("time_user_ms") is not None:
                 user_ms.append(float(m["time_user_ms"]))
+            for name, values in by_round.items():
+                if m.get(name) is not None:
+                    values[int(rec["round"])] = float(m[name])
+    curves = {
+        name: [values.get(r, math.nan) for r in range(max(values, default=-1) + 1)]
+        for name, values in by_round.items()
+    }
     summary = root / "summary.json"
-    done = summary.exists() and json.loads(summary.read_text()).get("status") == "completed"
-    return RunResult(spec, done, acc, user_ms)
+    done = (
+        summary.exists()
+        and json.loads(summary.read_text()).get("status") == SummaryStatus.COMPLETED
+    )
+    return RunResult(spec, done, acc, user_ms, curves["val_acc"], run_cost(curves))
 
 
 def _report(results: Iterable[tuple[str, str, float]], total: int) -> int:

@@ -32,8 +32,19 @@ def _version(package: str) -> str | None:
         return None
 
 
-# The packages of this project; their sources make the code version of an installed copy.
-PACKAGES = ("fedgen", "api", "worker", "dashboard", "migrations")
+# Every package this project ships (pyproject's packages.find include, which a test keeps
+# equal): their sources make the code version of an installed copy.
+PACKAGES = (
+    "fedgen",
+    "vocab",
+    "lab",
+    "api",
+    "worker",
+    "dashboard",
+    "migrations",
+    "fedgen_lab",
+    "admin",
+)
 
 
 def _git(root: Path, *args: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Aggregations the server reports: sweep summaries, the timing table, the difference of two groups.
+"""Runs grouped for the server's aggregates, and the sweep summary (with tuning and its CSV).
 
 Every aggregate groups runs with one rule, `fedgen.specdict.group_items` (runs that share
 every spec field but the seed), unless the caller picks fields; then each group lists the
@@ -15,37 +15,39 @@ import math
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy.orm import Session
 
-from fedgen.algorithms.registry import find_algorithm
-from fedgen.csv_cells import SafeWriter
+from fedgen.cost import COST_TOTALS, cost_columns, run_cost
 from fedgen.specdict import (
     differing_fields,
+    group_fields,
     group_items,
-    group_key,
     group_label,
+    value_order,
     varying_within,
 )
 from fedgen.stats import (
     CurveStatistic,
     CurveSummary,
     common_final_round,
-    curve_statistic,
     mean_std,
     pooled_top5,
     reported_curve,
+    seed_std,
     summarize_curve,
+    val_best,
+    validation_statistic,
 )
-from fedgen.status import RunStatus
 from lab import curve_cache, spec_cache
 from lab.models import Run
-from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
+from vocab.run_status import RunStatus
+from vocab.safe_csv import SafeWriter
 
 
-def _nan_none(x: float) -> float | None:
+def nan_none(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
@@ -112,22 +114,107 @@ def warnings_of(groups: list[RunGroup]) -> list[str]:
     ]
 
 
-# -- sweep summary -------------------------------------------------------------------
-def sweep_summary(
-    session: Session, sweep_id: uuid.UUID, by: list[str] | None = None
+def statistic_round(
+    statistic: str, summaries: list[CurveSummary], rounds: list[int]
 ) -> dict[str, Any]:
-    """One row per group: n finished runs, final, best and top-5 accuracy mean ± std over them.
+    """Which round a per-run statistic is taken at, named as `fedgen.stats.format_acc` does.
+
+    `round`: the final round every run shares (R-1 under before_training), None when they
+    differ or for best/top5 (each run's own rounds); `last_round`: the runs' common R;
+    `statistic_label`: "final @199" when the final is not the last round, else the name.
+    """
+    found_last = set(rounds)
+    last = found_last.pop() if len(found_last) == 1 else None
+    at = common_final_round(summaries) if statistic == "final" else None
+    label = statistic
+    if at is not None and at != last:
+        label += f" @{at}"
+    elif statistic == "final" and at is None and summaries:
+        label += " (rounds differ)"
+    return {"round": at, "last_round": last, "statistic_label": label}
+
+
+# -- sweep summary -------------------------------------------------------------------
+class SummaryError(ValueError):
+    """A sweep summary that cannot be computed as asked: (query field, message) pairs."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
+
+
+def sweep_summary(
+    session: Session,
+    sweep_id: uuid.UUID,
+    by: list[str] | None = None,
+    statistic: CurveStatistic = "val_best",
+    tune: list[str] | None = None,
+) -> dict[str, Any]:
+    """One row per group: n finished runs, final, best, top-5 and val_best accuracy mean ± std
+    over them, and their cost (MB communicated, clients' and server's training time).
 
     "final" is the one meaning (`fedgen.stats`): the last round the run's protocol evaluates,
     `final_round` (R-1 under before_training), named in `final_label` ("final @29") when it is
     not the runs' last round `last_round`; "best" is the highest accuracy over the same rounds.
-    Returns {"group_by", "groups", "warnings"}; each group lists its unfinished runs apart.
+    With `tune` (swept fields), each row is a group of the other fields, its figures those of
+    the values of the tuned fields with the best mean validation `statistic` (`_tuned_rows`).
+    Returns {"group_by", "statistic", "tune", "groups", "warnings"}; each group lists its
+    unfinished runs apart. Raises SummaryError naming `tune` for a field it cannot tune.
     """
     runs = sweeps_repo.runs_of_sweep(session, sweep_id, analysis=True)
-    groups = group_runs(runs, by)
-    curves = curve_cache.acc_curves(session, groups_finished(groups))
-    rows = [_summary_row(g, _counted(g, curves)) for g in groups]
-    return {"group_by": by, "groups": rows, "warnings": warnings_of(groups)}
+    if tune:
+        check_tune(runs, tune, by)
+        groups = group_runs(runs, [*by, *tune] if by is not None else None)
+    else:
+        groups = group_runs(runs, by)
+    finished = groups_finished(groups)
+    curves = curve_cache.acc_curves(session, finished)
+    extras = curve_cache.val_and_cost(session, finished)
+    counted = {g.key: _counted(g, curves, extras) for g in groups}
+    if tune:
+        rows, warnings = _tuned_rows(runs, groups, counted, by, statistic, tune)
+    else:
+        rows = [_summary_row(g, counted[g.key]) for g in groups]
+        warnings = warnings_of(groups)
+    return {
+        "group_by": by,
+        "statistic": statistic,
+        "tune": tune or None,
+        "groups": rows,
+        "warnings": warnings,
+    }
+
+
+def check_tune(runs: list[Run], tune: list[str], by: list[str] | None) -> None:
+    """SummaryError naming `tune` for a field no spec of the sweep has, one the sweep does not
+    vary (nothing to choose), the seed, a `group_by` field, or a sweep without validation data."""
+    flats = [flat_spec(r) for r in runs]
+    known = set(group_fields(flats))
+    swept = set(differing_fields(flats))
+    errors: list[str] = []
+    unknown = [f for f in tune if f not in known and f != "seed"]
+    if unknown:
+        errors.append(
+            f"unknown field(s) {', '.join(unknown)}; fields swept in this sweep: "
+            f"{', '.join(sorted(swept)) or 'none'}"
+        )
+    fixed = [f for f in tune if f in known and f not in swept]
+    if fixed:
+        errors.append(
+            f"{', '.join(fixed)} not swept (one value in every run): nothing to choose; "
+            f"fields swept in this sweep: {', '.join(sorted(swept)) or 'none'}"
+        )
+    if "seed" in tune:
+        errors.append("seed: the seeds are what each configuration is averaged over")
+    if by is not None and (both := [f for f in tune if f in by]):
+        errors.append(f"{', '.join(both)} both grouped by (group_by) and tuned")
+    if not errors and runs and all(not f.get("partition.val_fraction") for f in flats):
+        errors.append(
+            "tuning by validation needs validation data: every run of this sweep has "
+            "partition.val_fraction 0 (sweep with partition.val_fraction > 0, e.g. 0.1)"
+        )
+    if errors:
+        raise SummaryError([("tune", e) for e in errors])
 
 
 @dataclass
@@ -138,18 +225,48 @@ class _Counted:
     reported: list[list[float]] = field(default_factory=list)  # the curve its profile reports
     summaries: list[CurveSummary] = field(default_factory=list)
     last_rounds: list[int] = field(default_factory=list)  # each run's R
+    val_best: list[float] = field(default_factory=list)  # NaN without validation data
+    costs: list[dict[str, float]] = field(default_factory=list)  # fedgen.cost.run_cost
+    # Each run's per-round validation accuracies and its reading of the timing (tuning).
+    val_curves: list[list[float]] = field(default_factory=list)
+    profiles: list[tuple[str, int]] = field(default_factory=list)
+
+    def test_values(self, statistic: CurveStatistic) -> list[float]:
+        """Each run's (test) statistic."""
+        if statistic == "val_best":
+            return list(self.val_best)
+        if statistic == "top5":
+            return [c.top5_mean for c in self.summaries]
+        return [getattr(c, statistic) for c in self.summaries]
+
+    def val_values(self, statistic: CurveStatistic) -> list[float]:
+        """Each run's validation counterpart of the statistic (NaN without validation data)."""
+        return [
+            validation_statistic(v, statistic, timing, rounds)
+            for v, (timing, rounds) in zip(self.val_curves, self.profiles, strict=True)
+        ]
 
 
-def _counted(group: RunGroup, curves: dict[uuid.UUID, list[float]]) -> _Counted:
+def _counted(
+    group: RunGroup,
+    curves: dict[uuid.UUID, list[float]],
+    extras: dict[uuid.UUID, tuple[list[float], dict[str, float]]],
+) -> _Counted:
     """The group's succeeded runs that have a curve, read under each run's fidelity profile
-    (official: the post-final model is not among the reported rounds)."""
+    (official: the post-final model is not among the reported rounds); `extras`: each run's
+    validation curve and cost (`curve_cache.val_and_cost`)."""
     out = _Counted()
     for r in group.finished:
         if not curves.get(r.id):
             continue
         timing, rounds = spec_cache.eval_profile(r.spec)
+        vals, cost = extras.get(r.id, ([], run_cost({})))
         out.reported.append(reported_curve(curves[r.id], timing, rounds))
         out.summaries.append(summarize_curve(curves[r.id], timing, rounds))
+        out.val_best.append(val_best(curves[r.id], vals, timing, rounds)[0])
+        out.costs.append(cost)
+        out.val_curves.append(vals)
+        out.profiles.append((timing, rounds))
         out.runs.append(r)
         out.last_rounds.append(rounds)
     return out
@@ -161,8 +278,11 @@ def _summary_row(g: RunGroup, counted: _Counted) -> dict[str, Any]:
     final_m, final_s = mean_std([c.final for c in finals])
     best_m, best_s = mean_std([c.best for c in finals])
     top_m, top_s = pooled_top5(counted.reported)
+    vb = [v for v in counted.val_best if not math.isnan(v)]
+    vb_m, vb_s = mean_std(vb)
     named = statistic_round("final", finals, counted.last_rounds)
     best_rounds = {c.best_round for c in finals}
+    costs = cost_columns(counted.costs)
     return {
         "label": g.label,
         "fields": g.fields,
@@ -173,8 +293,8 @@ def _summary_row(g: RunGroup, counted: _Counted) -> dict[str, Any]:
         "status_counts": dict(Counter(r.status for r in g.members)),
         "excluded": g.excluded(),
         "seeds": sorted(int(r.spec.get("seed", 0)) for r in counted.runs),
-        "final_mean": _nan_none(final_m),
-        "final_std": _nan_none(final_s),
+        "final_mean": nan_none(final_m),
+        "final_std": nan_none(final_s),
         # The round the final figures are from (R-1 under before_training, where the
         # official code never evaluates round R); None if the members differ.
         "final_round": common_final_round(finals),
@@ -183,14 +303,115 @@ def _summary_row(g: RunGroup, counted: _Counted) -> dict[str, Any]:
         "final_label": named["statistic_label"],
         # Best: each run's highest evaluated accuracy (same rounds as final), mean ± std;
         # best_round only when every run peaked at one round.
-        "best_mean": _nan_none(best_m),
-        "best_std": _nan_none(best_s),
+        "best_mean": nan_none(best_m),
+        "best_std": nan_none(best_s),
         "best_round": best_rounds.pop() if len(best_rounds) == 1 else None,
-        "top5_mean": _nan_none(top_m),
-        "top5_std": _nan_none(top_s),
+        "top5_mean": nan_none(top_m),
+        "top5_std": nan_none(top_s),  # pooled, as the official code reports
+        # Test accuracy at each run's best validation round, over the runs that have
+        # validation data (n_val_best of them).
+        "val_best_mean": nan_none(vb_m),
+        "val_best_std": nan_none(vb_s),
+        "n_val_best": len(vb),
+        # The spread of each seed's own statistic (ddof 1), beside the pooled std above.
+        "n_seeds": len(counted.runs),
+        "final_seed_std": nan_none(seed_std([c.final for c in finals])),
+        "best_seed_std": nan_none(seed_std([c.best for c in finals])),
+        "top5_seed_std": nan_none(seed_std([c.top5_mean for c in finals])),
+        "val_best_seed_std": nan_none(seed_std(vb)),
+        # Cost per run (fedgen.cost): mean and seed std over the counted runs.
+        **costs,
+        "tune": None,
         "run_ids": [str(r.id) for r in counted.runs],
         "all_run_ids": [str(r.id) for r in g.members],
     }
+
+
+def _tuned_rows(
+    runs: list[Run],
+    configs: list[RunGroup],
+    counted: dict[str, _Counted],
+    by: list[str] | None,
+    statistic: CurveStatistic,
+    tune: list[str],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per group of the non-tuned fields: the figures of its best configuration.
+
+    `configs` are the runs grouped by every field but the seed (or by `by` + `tune`): each a
+    configuration of the tuned fields inside a group of the others. A configuration's
+    validation figure is the mean over its runs of each run's validation statistic
+    (`fedgen.stats.validation_statistic`; runs without validation data left out); the chosen
+    one has the highest (ties: the first in the configurations' order, by their values), and
+    the row reports its runs' figures, so `<statistic>_mean` is the test statistic there. A
+    group none of whose configurations has a validation figure chooses nothing (`chosen`
+    null, its figures null). The budget is the number of configurations in the group.
+    """
+    flats = {str(r.id): flat_spec(r) for r in runs}
+    outer_by = by if by is not None else [f for f in group_fields(flats.values()) if f not in tune]
+    outer = group_runs(runs, outer_by)
+    for g in outer:  # the tuned fields vary inside each group by design
+        g.fields = {f: v for f, v in g.fields.items() if f not in tune}
+    config_of = {str(r.id): c for c in configs for r in c.members}
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for g in outer:
+        mine = list({config_of[str(r.id)].key: config_of[str(r.id)] for r in g.members}.values())
+        mine.sort(key=lambda c: value_order([flats[str(c.members[0].id)].get(f) for f in tune]))
+        candidates: list[dict[str, Any]] = []
+        val_means: list[float | None] = []
+        for c in mine:
+            cc = counted[c.key]
+            vals = [v for v in cc.val_values(statistic) if not math.isnan(v)]
+            tests = [v for v in cc.test_values(statistic) if not math.isnan(v)]
+            val_means.append(sum(vals) / len(vals) if vals else None)
+            candidates.append(
+                {
+                    "values": {f: flats[str(c.members[0].id)].get(f) for f in tune},
+                    "val_mean": val_means[-1],
+                    "test_mean": sum(tests) / len(tests) if tests else None,
+                    "test_seed_std": nan_none(seed_std(tests)),
+                    "n": len(cc.runs),
+                    "n_val": len(vals),
+                    "run_ids": [str(r.id) for r in cc.runs],
+                }
+            )
+        ranked = [(v, i) for i, v in enumerate(val_means) if v is not None]
+        # The highest mean validation; ties: the first configuration (the lowest index).
+        best = max(ranked, key=lambda vi: (vi[0], -vi[1]))[1] if ranked else None
+        if best is None:
+            row = _summary_row(g, _Counted())
+            warnings.append(
+                f"group {g.label!r}: no configuration has validation data "
+                "(partition.val_fraction 0, or no run finished yet): nothing chosen"
+            )
+        else:
+            chosen = mine[best]
+            row = _summary_row(
+                RunGroup(g.key, chosen.members, g.fields, varying_within_runs(chosen)),
+                counted[chosen.key],
+            )
+            if row["varying"]:
+                warnings.append(
+                    f"group {g.label!r} mixes runs that differ in {', '.join(row['varying'])}"
+                )
+        pick = candidates[best] if best is not None else None
+        row["tune"] = {
+            "statistic": statistic,
+            "fields": tune,
+            "chosen": pick["values"] if pick else None,
+            "val_mean": pick["val_mean"] if pick else None,
+            "test_mean": pick["test_mean"] if pick else None,
+            "test_seed_std": pick["test_seed_std"] if pick else None,
+            "budget": len(candidates),
+            "candidates": candidates,
+        }
+        rows.append(row)
+    return rows, warnings
+
+
+def varying_within_runs(group: RunGroup) -> list[str]:
+    """The fields that still differ among a group's runs (besides the seed & co.)."""
+    return varying_within([flat_spec(r) for r in group.members])
 
 
 def groups_finished(groups: list[RunGroup]) -> list[Run]:
@@ -217,243 +438,33 @@ def summary_csv(rows: list[dict[str, Any]]) -> str:
         "best_std",
         "top5_mean",
         "top5_std",
+        "val_best_mean",
+        "val_best_std",
+        "n_seeds",
+        "final_seed_std",
+        "best_seed_std",
+        "top5_seed_std",
+        "val_best_seed_std",
+        *(f"{c}_{s}" for c in COST_TOTALS for s in ("mean", "seed_std")),
     ]
-    w.writerow([*cols, "varying"])
+    # With tune: the chosen values, the validation figure they were chosen by, the budget.
+    tuned: list[str] = next((r["tune"]["fields"] for r in rows if r["tune"]), [])
+    tune_cols = [*(f"tuned.{f}" for f in tuned), "tune_val_mean", "tune_budget"] if tuned else []
+    w.writerow([*cols, *tune_cols, "varying"])
     for r in rows:
+        t = r["tune"] or {}
+        chosen = t.get("chosen") or {}
         w.writerow(
             [
                 r["label"],
                 *(r["fields"].get(f) for f in field_names),
                 *(r[c] if r[c] is not None else "" for c in cols[1 + len(field_names) :]),
+                *(
+                    [*(chosen.get(f, "") for f in tuned), t.get("val_mean"), t.get("budget")]
+                    if tuned
+                    else []
+                ),
                 " ".join(r["varying"]),
             ]
         )
     return buf.getvalue()
-
-
-# -- timing (Table 3) ----------------------------------------------------------------
-# The setting a timing row was measured in (the issue's minimum; the group key holds the rest).
-TIMING_SETTING = (
-    "data.name",
-    "model.name",
-    "batch_size",
-    "local_steps",
-    "users_per_round",
-    "device",
-)
-
-
-def setting_key(flat: dict[str, Any]) -> str:
-    """The group key without the algorithm: rows of one setting share it (FedAvg is the reference)."""
-    return group_key({k: v for k, v in flat.items() if not k.startswith("algorithm.")})
-
-
-def timing_table(
-    session: Session,
-    sweep_id: uuid.UUID | None,
-    algorithm: str | None,
-    metric: str = "time_user_ms",
-) -> dict[str, Any]:
-    """ms per user local update, mean ± std over the rounds of finished runs, one row per group.
-
-    Runs are grouped by every spec field but the seed, so a row never mixes datasets,
-    models, batch sizes, devices or FedGen's B_G; each row carries that setting.
-    """
-    runs = sweeps_repo.runs_for_timing(session, sweep_id, algorithm)
-    groups = group_runs(runs)
-    values = metrics_repo.metric_values(session, [r.id for r in groups_finished(groups)], metric)
-    rows: list[dict[str, Any]] = []
-    for g in groups:
-        timed = [r for r in g.finished if values.get(r.id)]
-        flat = flat_spec(g.members[0])
-        setting = {f: flat.get(f) for f in TIMING_SETTING}
-        alg = flat.get("algorithm.name")
-        decl = find_algorithm(alg)
-        for told_apart_by in decl.timing_fields if decl is not None else ():
-            setting[told_apart_by] = flat.get(told_apart_by)
-        pooled = [v for r in timed for v in values[r.id]]
-        m, s = mean_std(pooled)
-        rows.append(
-            {
-                "label": g.label,
-                "fields": g.fields,
-                "algorithm": alg,
-                "gen_batch_size": setting.get("algorithm.gen_batch_size"),
-                "setting": setting,
-                "setting_key": setting_key(flat),
-                "n": len(timed),
-                "n_runs": len(timed),
-                "n_rounds": len(pooled),
-                "mean_ms": _nan_none(m),
-                "std_ms": _nan_none(s),
-                "excluded": g.excluded(),
-                "run_ids": [str(r.id) for r in timed],
-            }
-        )
-    settings = {r["setting_key"] for r in rows}
-    return {
-        "metric": metric,
-        "rows": rows,
-        "settings": len(settings),
-        "warnings": (
-            [f"{len(settings)} settings: compare rows only within one setting (setting_key)"]
-            if len(settings) > 1
-            else []
-        ),
-    }
-
-
-# -- difference of two groups --------------------------------------------------------
-Order = Literal["given", "better_first"]
-
-
-class DifferenceError(ValueError):
-    """Input the difference cannot be computed from: (field, message) pairs."""
-
-    def __init__(self, errors: list[tuple[str, str]], *, unknown: bool = False) -> None:
-        self.unknown = unknown  # some id names no run (404), else too few finished runs (409)
-        self.errors = errors
-        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
-
-
-def welch(a: list[float], b: list[float], level: float = 0.95) -> dict[str, Any]:
-    """Mean of a and b, diff = mean_a − mean_b, Welch–Satterthwaite CI and Welch's t-test p."""
-    from scipy import stats  # imported here: only this endpoint needs scipy
-
-    na, nb = len(a), len(b)
-    ma, mb = sum(a) / na, sum(b) / nb
-    va = sum((x - ma) ** 2 for x in a) / (na - 1)
-    vb = sum((x - mb) ** 2 for x in b) / (nb - 1)
-    diff = ma - mb
-    se2 = va / na + vb / nb
-    out: dict[str, Any] = {
-        "mean_a": ma,
-        "mean_b": mb,
-        "std_a": math.sqrt(va),
-        "std_b": math.sqrt(vb),
-        "diff": diff,
-        "n_a": na,
-        "n_b": nb,
-        "level": level,
-    }
-    if se2 == 0.0:  # both sides constant: no spread to test against
-        return out | {"se": 0.0, "df": None, "t": None, "p_value": None, "ci": [diff, diff]}
-    se = math.sqrt(se2)
-    df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
-    t = diff / se
-    p = float(2.0 * stats.t.sf(abs(t), df))
-    half = float(stats.t.ppf(0.5 + level / 2.0, df)) * se
-    return out | {"se": se, "df": df, "t": t, "p_value": p, "ci": [diff - half, diff + half]}
-
-
-@dataclass
-class _Side:
-    values: list[float]
-    used: list[Run]
-    varying: list[str]
-    errors: list[tuple[str, str]]
-    summaries: list[CurveSummary]
-    rounds: list[int]  # each used run's R
-
-
-def _side(session: Session, name: str, ids: list[uuid.UUID], statistic: CurveStatistic) -> _Side:
-    from lab.repository import runs as runs_repo
-
-    found = runs_repo.get_runs(session, list(dict.fromkeys(ids)))
-    errors: list[tuple[str, str]] = []
-    missing = sorted({str(i) for i in ids} - {str(r.id) for r in found})
-    if missing:
-        errors.append((name, f"unknown run ids: {', '.join(missing)}"))
-    finished = [r for r in found if r.status == RunStatus.SUCCEEDED]
-    curves = curve_cache.acc_curves(session, finished)
-    values: list[float] = []
-    used: list[Run] = []
-    summaries: list[CurveSummary] = []
-    rounds: list[int] = []
-    for r in finished:
-        if not curves.get(r.id):
-            continue
-        timing, last = spec_cache.eval_profile(r.spec)
-        v = curve_statistic(curves[r.id], statistic, timing, last)
-        if not math.isnan(v):
-            values.append(v)
-            used.append(r)
-            summaries.append(summarize_curve(curves[r.id], timing, last))
-            rounds.append(last)
-    if not missing and len(values) < 2:
-        others = Counter(r.status for r in found if r not in used)
-        left = f" ({', '.join(f'{n} {s}' for s, n in sorted(others.items()))} not counted)"
-        errors.append(
-            (
-                name,
-                f"needs at least 2 finished runs, has {len(values)}{left if others else ''}",
-            )
-        )
-    flats = [flat_spec(r) for r in used]
-    varying = varying_within(flats)
-    return _Side(values, used, varying, errors, summaries, rounds)
-
-
-def statistic_round(
-    statistic: str, summaries: list[CurveSummary], rounds: list[int]
-) -> dict[str, Any]:
-    """Which round a per-run statistic is taken at, named as `fedgen.stats.format_acc` does.
-
-    `round`: the final round every run shares (R-1 under before_training), None when they
-    differ or for best/top5 (each run's own rounds); `last_round`: the runs' common R;
-    `statistic_label`: "final @199" when the final is not the last round, else the name.
-    """
-    found_last = set(rounds)
-    last = found_last.pop() if len(found_last) == 1 else None
-    at = common_final_round(summaries) if statistic == "final" else None
-    label = statistic
-    if at is not None and at != last:
-        label += f" @{at}"
-    elif statistic == "final" and at is None and summaries:
-        label += " (rounds differ)"
-    return {"round": at, "last_round": last, "statistic_label": label}
-
-
-def difference(
-    session: Session,
-    a: list[uuid.UUID],
-    b: list[uuid.UUID],
-    statistic: CurveStatistic,
-    order: Order = "given",
-) -> dict[str, Any]:
-    """Group a − group b on a per-run accuracy statistic (final, best or top-5), Welch's test.
-
-    `order="better_first"` swaps the sides when b's mean is higher, so the difference is
-    never negative (`swapped` says so): the Compare page's default. Raises DifferenceError
-    naming `a`/`b` for unknown ids or fewer than 2 finished runs.
-    """
-    sa = _side(session, "a", a, statistic)
-    sb = _side(session, "b", b, statistic)
-    if sa.errors or sb.errors:
-        errors = sa.errors + sb.errors
-        raise DifferenceError(errors, unknown=any("unknown run ids" in m for _, m in errors))
-    warnings = [
-        f"runs of side {s} differ in {', '.join(v)}: not one setting"
-        for s, v in (("a", sa.varying), ("b", sb.varying))
-        if v
-    ]
-    swapped = order == "better_first" and mean_std(sb.values)[0] > mean_std(sa.values)[0]
-    if swapped:
-        sa, sb = sb, sa
-    fa, fb = flat_spec(sa.used[0]), flat_spec(sb.used[0])
-    between = differing_fields([fa, fb])
-    return {
-        "statistic": statistic,
-        **statistic_round(statistic, sa.summaries + sb.summaries, sa.rounds + sb.rounds),
-        "unit": "fraction (x100 = percentage points)",
-        **welch(sa.values, sb.values),
-        "values_a": sa.values,
-        "values_b": sb.values,
-        "run_ids_a": [str(r.id) for r in sa.used],
-        "run_ids_b": [str(r.id) for r in sb.used],
-        "label_a": group_label({f: fa.get(f) for f in between}),
-        "label_b": group_label({f: fb.get(f) for f in between}),
-        "differs_in": between,
-        "swapped": swapped,
-        "warnings": warnings,
-    }

@@ -1,9 +1,9 @@
 """Which checkpoints a run keeps, and what it no longer has and why.
 
 Full (resume) checkpoints: the newest FEDGEN_KEEP_FULL_CHECKPOINTS. Generator checkpoints:
-FEDGEN_KEEP_GENERATOR_CHECKPOINTS (fedgen.sizes.KeepRule): those at multiples of `every`, the
+FEDGEN_KEEP_GENERATOR_CHECKPOINTS (vocab.footprint.KeepRule): those at multiples of `every`, the
 newest `last`, and always the newest one, which at the end of a run is the final round's (the
-same rounds fedgen.sizes.kept_checkpoint_rounds counts in a run's footprint). Final-model
+same rounds vocab.footprint.kept_checkpoint_rounds counts in a run's footprint). Final-model
 checkpoints are all kept. Pruning happens in the transaction of the round whose checkpoint
 made an older one superfluous (lab/repository/checkpoints.py).
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedgen.sizes import KeepRule, checkpoint_rounds
+from vocab.footprint import KeepRule, checkpoint_rounds
 
 # ExperimentSpec's defaults, for a stored spec that leaves them out.
 DEFAULT_ROUNDS = 200

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from fedgen.sizes import KeepRule, parse_keep_rule
+from vocab.footprint import KeepRule, parse_keep_rule
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -125,6 +125,21 @@ class Settings(BaseSettings):
     """How long a deleted run or sweep stays in the trash, restorable, before it is purged."""
     max_streams_per_token: int = Field(8, ge=1, le=1000)
     """Event streams (GET /runs/{id}/events) open at once per API token (per API process)."""
+    max_streams_per_user: int = Field(16, ge=1, le=10000)
+    """Event streams open at once per member, over all their tokens and stream tokens (per API
+    process): minting more tokens gives no more streams."""
+    max_tokens_per_user: int = Field(20, ge=1, le=10000)
+    """A member's API tokens that still authenticate (neither revoked nor expired); POST
+    /tokens past it is refused (422) until one is revoked. `fedgen-lab` (an admin on the
+    server) is not limited by it."""
+    max_submission_cpu_s: float = Field(250_000.0, gt=0, le=1e12)
+    """The estimated CPU seconds (one core; fedgen/studies/costs.py) one submission (a run, a
+    sweep, a study) may ask for; more is refused (422 stating the estimate and the limit)."""
+    max_member_cpu_s: float = Field(1_000_000.0, gt=0, le=1e12)
+    """The estimated CPU seconds a member's queued and running runs (a running one counted
+    whole) and a new submission may come to together; more is refused (422 stating both
+    estimates and the limit), so the per-submission cap cannot be stepped around by
+    submitting in parts."""
     webhook_test_rate: str = Field("6/minute", pattern=RATE_PATTERN)
     """POST /webhooks/{id}/test per token, as N/second|minute|hour|day."""
     max_run_hours: float = Field(72.0, gt=0, le=24 * 3650)

@@ -34,11 +34,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 
-def loads_json(text: str | bytes) -> Any:
-    """Fast JSON decoding (orjson when installed)."""
-    return _loads(text)
-
-
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # WAL lets the API read while a worker writes; busy_timeout waits instead of failing.
     cur = dbapi_conn.cursor()

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from fedgen.resources import format_bytes
+from vocab.run_status import Priority
 
-PRIORITIES = ("low", "normal", "high")
-_RANK = {"high": 0, "normal": 1, "low": 2}
+_RANK: dict[Priority, int] = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}
 _NEVER = datetime.min.isoformat()
 
 
@@ -38,7 +38,7 @@ class Waiting:
     id: uuid.UUID
     queue: str
     owner_id: uuid.UUID
-    priority: str
+    priority: Priority
     created_at: datetime
     rounds: int
     current_round: int
@@ -132,7 +132,7 @@ def fair_order(
             ahead.append(w)
             busy[w.owner_id] = busy.get(w.owner_id, 0) + 1
         else:
-            rest[(_RANK.get(w.priority, 1), w.owner_id)].append(w)
+            rest[(_RANK[w.priority], w.owner_id)].append(w)
     ahead.sort(key=lambda w: (w.dispatched_at is None, w.dispatched_at or w.created_at, str(w.id)))
     keyed: list[tuple[tuple[int, int, str, datetime, str], Waiting]] = []
     for (rank, owner), runs in rest.items():
@@ -157,13 +157,6 @@ def orders(snap: Snapshot) -> dict[str, list[Waiting]]:
                 busy[a.owner_id] += 1
         out[q] = fair_order(runs, busy, snap.last_start)
     return out
-
-
-def free_slots(snap: Snapshot, queue: str) -> int:
-    """Live slots of the queue minus runs holding a lease there minus runs sent and unclaimed."""
-    used = sum(1 for a in snap.active if a.queue == queue)
-    sent = sum(1 for w in snap.waiting if w.queue == queue and w.dispatched_at is not None)
-    return snap.slots.get(queue, 0) - used - sent
 
 
 def waiting_reason(snap: Snapshot, w: Waiting) -> str | None:

@@ -9,52 +9,43 @@ dashboard, then cost no query and no JSON parsing.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
 from lab.downsample import Columns, to_columns
 from lab.repository import metrics as metrics_repo
+from lab.versioned_lru import VersionedLru
 
 MAX_ENTRIES = 2000  # runs
 History = tuple[list[int], Columns]
 
-_lock = threading.Lock()
-# run id -> (the current_round it was read at, history): one entry per run, replaced as rounds land.
-_cache: OrderedDict[uuid.UUID, tuple[int, History]] = OrderedDict()
+# run id -> history, at the current_round it was read at: one entry per run, replaced as rounds land.
+_cache: VersionedLru[uuid.UUID, History] = VersionedLru(MAX_ENTRIES)
 
 
 def histories(session: Session, runs: Sequence[tuple[uuid.UUID, int]]) -> dict[uuid.UUID, History]:
     """Full columnar history of each (run id, current_round); only misses are read from the DB."""
     out: dict[uuid.UUID, History] = {}
     missing: list[tuple[uuid.UUID, int]] = []
-    with _lock:
-        for rid, current in runs:
-            hit = _cache.get(rid)
-            if hit is None or hit[0] != current:
-                missing.append((rid, current))
-            else:
-                _cache.move_to_end(rid)
-                out[rid] = hit[1]
+    for rid, current in runs:
+        hit = _cache.get(rid, current)
+        if hit is None:
+            missing.append((rid, current))
+        else:
+            out[rid] = hit
     if missing:
         rows = metrics_repo.round_history(session, [rid for rid, _ in missing])
-        with _lock:
-            for rid, current in missing:
-                hist = to_columns(rows[rid])
-                out[rid] = hist
-                # Only what the key promises: rounds 0..current, all present.
-                if current >= 0 and hist[0] and hist[0][-1] == current:
-                    _cache[rid] = (current, hist)
-                    _cache.move_to_end(rid)
-            while len(_cache) > MAX_ENTRIES:
-                _cache.popitem(last=False)
+        for rid, current in missing:
+            hist = to_columns(rows[rid])
+            out[rid] = hist
+            # Only what the key promises: rounds 0..current, all present.
+            if current >= 0 and hist[0] and hist[0][-1] == current:
+                _cache.put(rid, current, hist)
     return out
 
 
 def clear() -> None:
     """Forget everything (tests)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()

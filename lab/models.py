@@ -35,8 +35,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from fedgen.status import RUN_STATUSES, RunStatus
 from lab.round_pack import pack_metrics, unpack_metrics
+from vocab.run_status import RUN_STATUSES, Priority, RunStatus
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -143,15 +143,14 @@ class Run(Base):
         # A sweep's runs newest first (GET /runs?sweep_id=): an old sweep's runs are otherwise
         # found by walking the creation-time index back past every newer run.
         Index("ix_runs_sweep_created", "sweep_id", "created_at"),
-        # A member's queued and running runs with what they still reserve (lab/repository/
-        # usage.py, at every submission and GET /me), read from the index alone on Postgres.
-        Index(
-            "ix_runs_owner_status",
-            "owner_id",
-            "status",
-            postgresql_include=["stored_bytes", "estimated_bytes"],
-        ),
-        # The one list of statuses (fedgen.status). Migration 0009 adds it: this constraint on
+        # A member's queued and running runs (lab/repository/usage.py, at every submission and
+        # GET /me). No column a round's update sets (lab/repository/metrics.py: round_columns) may
+        # be in any index of this table, INCLUDE columns too: each round's update of the row
+        # then stays heap-only (HOT), not a new row copy and an entry in every index. Migration
+        # 0015 also keeps the row small on Postgres (toast_tuple_target 256: the JSON columns
+        # out of line), so a round's new version fits on the row's page.
+        Index("ix_runs_owner_status", "owner_id", "status"),
+        # The one list of statuses (vocab.run_status). Migration 0009 adds it: this constraint on
         # Postgres, two triggers on SQLite (a constraint there would mean copying the table).
         CheckConstraint(
             "status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + ")", name="status"
@@ -203,7 +202,9 @@ class Run(Base):
     )
     status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED)
     # low | normal | high: a submission attribute (not part of the spec); orders the queue.
-    priority: Mapped[str] = mapped_column(String(8), default="normal", server_default="normal")
+    priority: Mapped[str] = mapped_column(
+        String(8), default=Priority.NORMAL, server_default=Priority.NORMAL.value
+    )
     # Set when the dispatcher sends the run's task, cleared when a worker claims it. A run sent and
     # not claimed by next_dispatch_at is re-sent if its message is missing (back-off per run).
     dispatched_at: Mapped[datetime | None]
@@ -247,11 +248,11 @@ class Run(Base):
     # restorable until FEDGEN_TRASH_DAYS have passed, then purged with its rounds and checkpoints.
     deleted_at: Mapped[datetime | None] = mapped_column(index=True)
     deleted_by: Mapped[str | None] = mapped_column(String(100))
-    # What the run stores now (its rounds by fedgen.sizes.round_bytes, its checkpoints' sizes),
+    # What the run stores now (its rounds by vocab.footprint.round_bytes, its checkpoints' sizes),
     # kept in the transactions that write and prune them; its owner's usage is the sum over
     # their runs, trashed ones included until purged (lab/repository/usage.py).
     stored_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
-    # fedgen.sizes.footprint_estimate at submission: what it will store once finished (None:
+    # vocab.footprint.footprint_estimate at submission: what it will store once finished (None:
     # submitted before quotas). Until it ends, the rest of it counts against its owner's quota.
     estimated_bytes: Mapped[int | None] = mapped_column(BigInteger)
 

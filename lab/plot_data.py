@@ -16,6 +16,11 @@ over seeds; top-5 pools each seed's five best rounds, as `pooled_top5` does, com
 each run's `top5_mean`/`top5_std`); `ci95` is the Student t 95 % interval of the mean over
 seeds (sample std, n-1 degrees of freedom; none for one run). lo/hi are the bar's ends.
 
+`x=round|bytes|compute` (not spec fields) draws curves instead: a point per round the
+protocol counts, its mean the runs' test accuracy at that round, its x the round, the
+cumulative MB communicated or the cumulative compute in seconds (`fedgen.cost`), averaged
+over the runs; `statistic` then applies to `groups` only.
+
 Only succeeded runs count (n); the others are listed in `excluded` by status. Fields other
 than x and by that still differ inside a point are named in `warnings`.
 """
@@ -29,11 +34,11 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sqlalchemy.orm import Session
 
-from fedgen.csv_cells import SafeWriter
+from fedgen.cost import AXIS_UNITS, COST_METRICS, CURVE_AXES, CurveAxis, cumulative
 from fedgen.specdict import (
     SHORT_NAMES,
     differing_fields,
@@ -44,16 +49,24 @@ from fedgen.specdict import (
     varying_within,
 )
 from fedgen.stats import mean_std, reported_curve, summarize_curve
-from fedgen.status import RunStatus
 from lab import curve_cache, spec_cache
 from lab.analysis import flat_spec
 from lab.models import Run
+from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
+from vocab.run_status import RunStatus
+from vocab.safe_csv import SafeWriter
 
 Interval = Literal["std", "ci95"]
 STATISTICS: tuple[str, ...] = ("final", "best", "top5", "time_to_target")
 # Which summary field holds each per-run accuracy statistic (fedgen.events.RunSummary).
-SUMMARY_FIELD = {"final": "final_acc", "best": "best_acc", "top5": "top5_mean"}
+# val_best: the runner's RunSummary.val_best (absent or NaN without validation data: the run is left out)
+SUMMARY_FIELD = {
+    "final": "final_acc",
+    "best": "best_acc",
+    "top5": "top5_mean",
+    "val_best": "val_best",
+}
 # Short names people type for the common fields: `by=algorithm` is `algorithm.name`.
 ALIASES: dict[str, str] = {short: full for full, short in SHORT_NAMES.items()}
 # Fields shown on a log axis whatever their values (Dirichlet α spans decades).
@@ -245,8 +258,15 @@ def _excluded(runs: list[Run], counted: dict[str, RunValue]) -> dict[str, Any]:
 def _check_fields(x: str, by: str, known: list[str], varying: list[str]) -> None:
     errors: list[tuple[str, str]] = []
     listed = ", ".join(varying) or "none"
-    if x not in known:
-        errors.append(("x", f"unknown field {x!r}; fields that vary in this sweep: {listed}"))
+    if x not in known and x not in CURVE_AXES:
+        errors.append(
+            (
+                "x",
+                f"unknown field {x!r}; fields that vary in this sweep: {listed} (or round, "
+                "bytes, compute: accuracy per round against the round, cumulative MB or "
+                "cumulative compute)",
+            )
+        )
     if by not in known:
         errors.append(("by", f"unknown field {by!r}; fields that vary in this sweep: {listed}"))
     elif by == x:
@@ -277,28 +297,113 @@ def plot_data(
     flats = {str(r.id): flat_spec(r) for r in runs}
     varying = differing_fields(flats.values())
     x_field, by_field = resolve_field(x), resolve_field(by)
+    curve_axis = x_field in CURVE_AXES
+    if curve_axis and statistic == "time_to_target":
+        raise PlotDataError(
+            [
+                (
+                    "statistic",
+                    f"x={x_field} draws each round's test accuracy: time_to_target needs a "
+                    "swept field as x",
+                )
+            ]
+        )
     _check_fields(x_field, by_field, group_fields(flats.values()), varying)
     counted = run_values(session, runs, statistic, target)
 
-    series, mixed = _series(runs, flats, counted, x_field, by_field, statistic, interval)
-    warnings = _warnings(series, mixed, x_field, by_field, statistic, target)
+    if curve_axis:
+        axis = cast(CurveAxis, x_field)
+        series, mixed = _curve_series(session, runs, flats, axis, by_field, interval)
+        warnings = _curve_warnings(mixed, by_field)
+    else:
+        series, mixed = _series(runs, flats, counted, x_field, by_field, statistic, interval)
+        warnings = _warnings(series, mixed, x_field, by_field, statistic, target)
     xs = [p["x"] for s in series for p in s["points"]]
     return {
         "sweep_id": str(sweep_id),
         "x": x_field,
+        "x_axis": x_field if curve_axis else "field",
+        "x_unit": AXIS_UNITS[x_field] if curve_axis else None,
         "by": by_field,
         "statistic": statistic,
         "target": target,
         "unit": "round" if statistic == "time_to_target" else "fraction",
         "interval": interval,
         "level": CI_LEVEL if interval == "ci95" else None,
-        "log_x": is_log_x(x_field, xs),
+        "log_x": False if curve_axis else is_log_x(x_field, xs),
         "series": series,
         "groups": _groups(flats, varying, counted, statistic, interval),
         "excluded": _excluded(runs, counted),
         "warnings": warnings,
         "varying": varying,
     }
+
+
+def _curve_series(
+    session: Session,
+    runs: list[Run],
+    flats: dict[str, dict[str, Any]],
+    axis: CurveAxis,
+    by_field: str,
+    interval: str,
+) -> tuple[list[dict[str, Any]], Counter[tuple[str, ...]]]:
+    """x=round|bytes|compute: one series per `by` value, a point per round the protocol counts.
+
+    A point pools the series' succeeded runs that reached the round: `mean` (± std or the 95 %
+    interval) of their test accuracy there, `x` the mean over them of the round itself, the MB
+    communicated (up + down) or the seconds of compute (clients' training + server) up to and
+    including it (`fedgen.cost.cumulative`). And how many series pool runs that also differ in
+    other fields (keyed by those fields).
+    """
+    done = [r for r in runs if r.status == RunStatus.SUCCEEDED]
+    curves = curve_cache.acc_curves(session, done)
+    per_round = (
+        metrics_repo.metric_curves(session, [r.id for r in done], COST_METRICS)
+        if axis != "round"
+        else {}
+    )
+    members: dict[str, list[Run]] = {}
+    by_values: dict[str, Any] = {}
+    for r in runs:
+        value = flats[str(r.id)].get(by_field)
+        members.setdefault(_key(value), []).append(r)
+        by_values[_key(value)] = value
+    mixed: Counter[tuple[str, ...]] = Counter()
+    series = []
+    for bk, group in sorted(members.items(), key=lambda kv: _sort_key(by_values[kv[0]])):
+        other = varying_within([flats[str(r.id)] for r in group])
+        if other:
+            mixed[tuple(other)] += 1
+        by_round: dict[int, list[tuple[Run, float, float]]] = {}
+        for r in group:
+            if r.status != RunStatus.SUCCEEDED or not curves.get(r.id):
+                continue
+            timing, rounds = spec_cache.eval_profile(r.spec)
+            accs = reported_curve(curves[r.id], timing, rounds)
+            xs = cumulative(axis, per_round.get(r.id, {}), len(accs))
+            for rnd, (acc, x) in enumerate(zip(accs, xs, strict=True)):
+                by_round.setdefault(rnd, []).append((r, acc, x))
+        points = []
+        for rnd in sorted(by_round):
+            at = by_round[rnd]
+            vals = [RunValue(r, acc) for r, acc, _ in at]
+            points.append(
+                {
+                    **_point(sum(x for *_, x in at) / len(at), vals, len(group), "final", interval),
+                    "round": rnd,
+                }
+            )
+        series.append({"by_value": _json_value(by_values[bk]), "points": points})
+    return series, mixed
+
+
+def _curve_warnings(mixed: Counter[tuple[str, ...]], by_field: str) -> list[str]:
+    """A series that pools runs differing in more than the seed averages unlike curves."""
+    return [
+        f"{n} series pool runs that also differ in {', '.join(f)}: their curve averages "
+        f"unlike runs (pick one of those fields as `by` instead of {by_field})"
+        for f, n in sorted(mixed.items())
+    ]
 
 
 def _series(
@@ -351,6 +456,7 @@ def _point(
         "n": len(vals),
         "n_total": n_total,
         "reached": (sum(not v.censored for v in vals) if statistic == "time_to_target" else None),
+        "round": None,  # x=round|bytes|compute: the round the point is (`_curve_series`)
         "run_ids": [str(v.run.id) for v in vals],
         "values": [v.value for v in vals],
     }
@@ -437,12 +543,19 @@ def plot_csv(data: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = SafeWriter(buf)  # text a spreadsheet would run as a formula is quoted
     names = [f"{c}_{suffix}" if c in CSV_SCALED else c for c in CSV_COLUMNS]
-    w.writerow([data["by"], data["x"], "statistic", "interval", *names, "run_ids"])
+    # x=round|bytes|compute: a point is a round, named beside its x (MB or s).
+    curve = data.get("x_axis", "field") != "field"
+    x_name = f"{data['x']}_{data['x_unit']}" if curve and data["x"] != "round" else data["x"]
+    w.writerow(
+        [data["by"], *(["round"] if curve else []), x_name, "statistic", "interval", *names]
+        + ["run_ids"]
+    )
     for s in data["series"]:
         for p in s["points"]:
             w.writerow(
                 [
                     "" if s["by_value"] is None else s["by_value"],
+                    *([p["round"]] if curve else []),
                     "" if p["x"] is None else p["x"],
                     data["statistic"],
                     data["interval"],

@@ -21,6 +21,11 @@ that order: a descriptor byte (its low 7 bits the element type: 'f' float32, 'd'
 users follows and only present values are stored), then the values. Floats take float32 only
 when every value of the column reads back equal; ints the narrowest type that holds them all.
 
+Users, version 2 (written when the users are not 0..n-1: a cross-device round's trained users
+out of up to 10,000): as version 1, but the ids are a typed column (a type byte, then each id in
+the narrowest signed int that holds them all: 2 bytes up to 32,767 users) instead of int64.
+The users 0..n-1 in order are still written as version 1 (the same bytes as before).
+
 Both decoders check lengths and refuse what they do not know (PackError): stored data is never
 guessed at.
 """
@@ -36,7 +41,7 @@ from typing import Any
 from fedgen.events import UserRoundMetrics
 
 METRICS_VERSION = 2
-USERS_VERSION = 1
+USERS_VERSION = 2
 
 # Codes of the metric keys stored by number instead of by name. APPEND ONLY: a code, once
 # released, names its key in every packed row stored since (a test pins the order).
@@ -252,12 +257,14 @@ def pack_users(rows: Sequence[Sequence[Any]]) -> bytes:
     """A round's per-user figures, each row the values of USER_FIELDS in order, as bytes."""
     n = len(rows)
     users = [_as_int("user", r[0]) for r in rows]
-    out = bytearray([USERS_VERSION]) + struct.pack("<I", n)
-    if users == list(range(n)):
+    contiguous = users == list(range(n))
+    out = bytearray([1 if contiguous else USERS_VERSION]) + struct.pack("<I", n)
+    if contiguous:
         out.append(_CONTIGUOUS)
-    else:
+    else:  # version 2: the ids in their narrowest type
+        code = _int_type(users)
         out.append(0)
-        out += struct.pack(f"<{n}q", *users)
+        out += bytes([ord(code)]) + struct.pack(f"<{n}{code}", *users)
     index = {name: i for i, name in enumerate(USER_FIELDS)}
     for name, kind in USERS_V1:
         out += _column(kind, name, [r[index[name]] for r in rows])
@@ -267,16 +274,23 @@ def pack_users(rows: Sequence[Sequence[Any]]) -> bytes:
 def unpack_users(data: bytes) -> list[UserRoundMetrics]:
     """The users `pack_users` packed, in their order."""
     view = memoryview(data)
-    if not view or view[0] != USERS_VERSION:
+    if not view or view[0] not in (1, USERS_VERSION):
         raise PackError(f"packed users: unknown version {view[0] if view else None}")
+    version = view[0]
     try:
         (n,) = struct.unpack_from("<I", view, 1)
         flags, pos = view[5], 6
         if flags & _CONTIGUOUS:
             users: list[int] = list(range(n))
-        else:
+        elif version == 1:
             users = list(struct.unpack_from(f"<{n}q", view, pos))
             pos += 8 * n
+        else:
+            code = chr(view[pos])
+            if code not in "bhiq":
+                raise PackError(f"packed users: unknown id type {code!r}")
+            users = list(struct.unpack_from(f"<{n}{code}", view, pos + 1))
+            pos += 1 + struct.calcsize(f"<{n}{code}")
         columns: dict[str, list[Any]] = {}
         for name, _kind in USERS_V1:
             head = view[pos]

@@ -13,12 +13,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from fedgen.spec import SpecError, parse_spec
-from fedgen.status import RunStatus
 from fedgen.studies.registry import Study, study_of_base
 from fedgen.studies.verdicts import RunResult, study_table
+from lab import curve_cache
 from lab.models import Sweep
 from lab.repository import metrics as metrics_repo
 from lab.repository import sweeps as sweeps_repo
+from vocab.run_status import RunStatus
 
 MAX_STUDY_SWEEPS_SCANNED = 1000
 
@@ -63,14 +64,25 @@ def results(session: Session, study: Study, sweep: Sweep) -> dict[str, Any]:
         if study.statistic == "ms_per_update"
         else {}
     )
+    # Validation curves (a tuned study, val_best) and cost totals: the sweep summary's reader
+    # (`curve_cache.val_and_cost`, `fedgen.cost.run_cost`), for the runs that count.
+    extras = curve_cache.val_and_cost(session, [r for r in runs if r.status == RunStatus.SUCCEEDED])
     found: list[RunResult] = []
     for r in runs:
         try:
             spec = parse_spec(r.spec)
         except SpecError:  # a row from an older schema: it fits no cell
             continue
+        vals, cost = extras.get(r.id, ([], None))
         found.append(
-            RunResult(spec, r.status == RunStatus.SUCCEEDED, curves[r.id], user_ms.get(r.id, []))
+            RunResult(
+                spec,
+                r.status == RunStatus.SUCCEEDED,
+                curves[r.id],
+                user_ms.get(r.id, []),
+                vals,
+                cost,
+            )
         )
     dataset = str((sweep.base.get("data") or {}).get("name") or study.paper_dataset)
     table = study_table(study, dataset, found)

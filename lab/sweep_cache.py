@@ -14,9 +14,7 @@ purged. An entry is served only under the version it was computed at; anything e
 from __future__ import annotations
 
 import hashlib
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import TypeVar, cast
 
@@ -24,14 +22,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lab.models import Run
+from lab.versioned_lru import VersionedLru
 
 MAX_ENTRIES = 64  # answers: ~100 KB each for a 1,000-run sweep
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-# (sweep id, the caller's key) -> (the sweep's version it was computed at, the answer)
-_cache: OrderedDict[tuple[uuid.UUID, Hashable], tuple[bytes, object]] = OrderedDict()
+# (sweep id, the caller's key) -> the answer, at the sweep's version it was computed at
+_cache: VersionedLru[tuple[uuid.UUID, Hashable], object] = VersionedLru(MAX_ENTRIES)
 
 
 def sweep_version(session: Session, sweep_id: uuid.UUID) -> bytes:
@@ -57,21 +55,14 @@ def answer(session: Session, sweep_id: uuid.UUID, key: Hashable, compute: Callab
     # ever replaced, never served in place of a newer one.
     version = sweep_version(session, sweep_id)
     slot = (sweep_id, key)
-    with _lock:
-        hit = _cache.get(slot)
-        if hit is not None and hit[0] == version:
-            _cache.move_to_end(slot)
-            return cast(T, hit[1])
+    hit = _cache.get(slot, version)
+    if hit is not None:
+        return cast(T, hit)
     value = compute()
-    with _lock:
-        _cache[slot] = (version, value)
-        _cache.move_to_end(slot)
-        while len(_cache) > MAX_ENTRIES:
-            _cache.popitem(last=False)
+    _cache.put(slot, version, value)
     return value
 
 
 def clear() -> None:
     """Forget everything (tests)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()

@@ -10,8 +10,8 @@ import math
 from datetime import datetime
 from typing import Any
 
-from fedgen.specdict import run_label
-from fedgen.status import RunStatus, stopped_at
+from vocab.run_names import run_label
+from vocab.run_status import RunStatus, stopped_at
 
 PRODUCT = "FedGen Lab"
 MAX_ERROR_CHARS = 300  # of the error's first line, in `text` and `run.error`

@@ -59,13 +59,33 @@ class Target:
     address: IP
 
 
-class TargetRefused(Exception):
-    """Why a URL is not a webhook target (the message is the user-facing reason). `final`:
-    False when it may pass later (the name did not resolve), True when it is refused."""
+# What a member is told, one message per kind of refusal: never what a name resolves to, nor
+# whether it resolves at all (that would map the lab's internal names), nor the allow list.
+NOT_PUBLIC = "webhook URL is not allowed: it must resolve to a public address"
+NOT_LISTED = (
+    "webhook URL is not allowed: its host is not on the lab's allow list (FEDGEN_WEBHOOK_ALLOW; "
+    "an admin can add it)"
+)
+NONE_LISTED = (
+    "webhook URL is not allowed: this lab allows no webhook targets (FEDGEN_WEBHOOK_ALLOW is "
+    "empty; an admin sets it)"
+)
 
-    def __init__(self, message: str, *, final: bool = True) -> None:
+
+class TargetRefused(Exception):
+    """Why a URL is not a webhook target. The message is the detailed reason (the address a name
+    resolves to, the allow list): for admins and logs; `member_message` is what a member is
+    told. `final`: False when it may pass later (the name did not resolve), True when it is
+    refused."""
+
+    def __init__(self, message: str, *, final: bool = True, member_message: str = NOT_PUBLIC):
         super().__init__(message)
         self.final = final
+        self.member_message = member_message
+
+    def told(self, detailed: bool) -> str:
+        """The reason as `detailed` (an admin) or a member is told it."""
+        return str(self) if detailed else self.member_message
 
 
 def _network(entry: str) -> Network | None:
@@ -189,7 +209,10 @@ def check_target(url: str, allow_text: str) -> Target:
     allow = parse_allow(allow_text)
     host = url_host(url)
     if not name_allowed(host, allow):
-        raise TargetRefused(name_refusal(host or "?", allow, allow_text))
+        raise TargetRefused(
+            name_refusal(host or "?", allow, allow_text),
+            member_message=NONE_LISTED if allow.empty else NOT_LISTED,
+        )
     split = urlsplit(url)
     port = split.port or (443 if split.scheme == "https" else 80)
     literal = _literal(host)

@@ -2,7 +2,8 @@
 
 A scratch Postgres schema, FEDGEN_HOME in a temporary folder, a user from `fedgen-lab users
 create` whose token goes into every request, the API on a free port, then `schemathesis run
---checks all`, its output printed as it comes. Exits with Schemathesis's status (non-zero on
+--checks all` (use_after_free and ensure_resource_availability in their trash-aware versions of
+scripts/contract_hooks.py), its output printed as it comes. Exits with Schemathesis's status (non-zero on
 any failure), 124 when it ran past `--timeout-s`, 130 on Ctrl-C, 143 on SIGTERM; on every one
 of these the API and Schemathesis are stopped, the schema dropped and the folder removed.
 
@@ -136,6 +137,14 @@ def main(argv: list[str] | None = None) -> int:
             "FEDGEN_SUBMIT_RATE": "100000/minute",
             "FEDGEN_AUTH_FAIL_RATE": "100000/minute",
             "FEDGEN_WEBHOOK_TEST_RATE": "100000/minute",
+            # Nor the caps a member holds: its admin mints tokens and submits long specs.
+            "FEDGEN_MAX_TOKENS_PER_USER": "10000",
+            "FEDGEN_MAX_STREAMS_PER_USER": "10000",
+            "FEDGEN_MAX_SUBMISSION_CPU_S": "1e12",
+            "FEDGEN_MAX_MEMBER_CPU_S": "1e12",
+            # Nor the storage quota: the sweeps it queues are never run, yet their footprint
+            # estimates add up (a full quota is a 422 by design, tests/api test it).
+            "FEDGEN_QUOTA_BYTES": str(1 << 60),
             # No worker: its runs stay queued, and their event streams would never end.
             "FEDGEN_SSE_MAX_S": SSE_MAX_S,
             # Any host name may be a webhook target (no worker runs here: nothing is ever sent);
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         py = sys.executable
         made = subprocess.run(
-            [py, "-m", "worker.lab_cli", "users", "create", "contract", "--admin"],
+            [py, "-m", "admin", "users", "create", "contract", "--admin"],
             env=env,
             cwd=ROOT,
             capture_output=True,
@@ -157,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         api = subprocess.Popen(
-            [py, "-m", "worker.lab_cli", "api", "--port", str(port), "--log-level", "warning"],
+            [py, "-m", "admin", "api", "--port", str(port), "--log-level", "warning"],
             env=env,
             cwd=ROOT,
             start_new_session=True,
@@ -171,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{base}/api/v1/openapi.json",
             "--checks",
             "all",
+            # The trash-aware versions in contract_hooks.py run instead of these two.
+            "--exclude-checks",
+            "use_after_free,ensure_resource_availability",
             "--max-examples",
             str(args.max_examples),
             "--seed",

@@ -37,14 +37,15 @@ import httpx
 import yaml
 
 from fedgen.stats import format_mean_std, mean_std, summary_text
-from fedgen.status import stopped_at
+from vocab.run_status import stopped_at
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SWEEP = ROOT / "examples" / "fedgen-vs-fedavg.yaml"
 TERMINAL = {"succeeded", "failed", "cancelled"}
-# The supervisors' (worker/supervisor.py: `up`'s, and the worker's over its slots) lines about
-# a child that died or could not start: the only lines of the children that reach the terminal.
+# The supervisors' (worker/supervisor.py: `up`'s, whose children admin/serve.py names, and the
+# worker's over its slots) lines about a child that died or could not start: the only lines of
+# the children that reach the terminal.
 ALERT = re.compile(
     r"^\[(?P<by>up|worker)\] (?P<child>\S+) (?P<what>exited with .*|could not start .*)$"
 )

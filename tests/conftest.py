@@ -5,6 +5,7 @@ Tests marked `postgres` fail (not skip) when CI=true and the server is unreachab
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,17 @@ from lab.db import make_engine, make_sessionmaker
 from migrations.apply import upgrade
 from tests.support.factories import create_user
 from tests.support.postgres import scratch_schema, truncate
+
+
+def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's signature
+    """Under `pytest -n N` each worker trains with one torch thread: N workers of as many
+    threads as cores oversubscribe the CPU (two 2-thread workers on 2 cores ran a Fashion-MNIST
+    test 14x slower than two 1-thread ones, 203 s vs 14 s). Processes the tests start keep
+    their own setting (a lab worker's --threads)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +59,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
         yield f"sqlite:///{path}"
         return
     url = request.getfixturevalue("pg_url")
-    yield url
+    # Emptied before as well as after: tests that hold the session's schema through a module
+    # fixture (a live lab, a worker process) may leave rows that must not count here.
     engine = make_engine(url, pool_size=1)
+    truncate(engine)
+    yield url
     truncate(engine)
     engine.dispose()
 

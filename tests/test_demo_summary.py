@@ -11,10 +11,22 @@ from scripts.demo import progress_line, pump, run_result, shown, summary_table
 
 
 def _run(rid: str, final: float, best: float, best_round: int, rounds: int = 30) -> dict:
-    summary = {"final_acc": final, "final_round": rounds - 1, "best_acc": best,
-               "best_round": best_round, "top5_mean": best - 0.002, "top5_std": 0.003}  # fmt: skip
-    return {"id": rid, "status": "succeeded", "rounds": rounds, "current_round": rounds,
-            "summary": summary, "error": None}  # fmt: skip
+    summary = {
+        "final_acc": final,
+        "final_round": rounds - 1,
+        "best_acc": best,
+        "best_round": best_round,
+        "top5_mean": best - 0.002,
+        "top5_std": 0.003,
+    }
+    return {
+        "id": rid,
+        "status": "succeeded",
+        "rounds": rounds,
+        "current_round": rounds,
+        "summary": summary,
+        "error": None,
+    }
 
 
 def test_summary_table_is_percent_with_final_and_best_rounds() -> None:
@@ -25,14 +37,13 @@ def test_summary_table_is_percent_with_final_and_best_rounds() -> None:
         "b": _run("b", 0.78, 0.80, 29),
         "c": _run("c", 0.70, 0.72, 30),
     }
-    groups = [
-        {"label": "algorithm.name=fedgen", "n": 2, "final_mean": 0.79, "final_std": 0.01,
-         "final_round": 29, "top5_mean": 0.8123, "top5_std": 0.004, "run_ids": ["a", "b"]},
-        {"label": "algorithm.name=fedavg", "n": 0, "final_mean": None, "final_std": None,
-         "final_round": None, "top5_mean": None, "top5_std": None, "run_ids": []},
-        {"label": "algorithm.name=fedprox", "n": 1, "final_mean": 0.7, "final_std": 0.0,
-         "final_round": 30, "top5_mean": 0.71, "top5_std": 0.0, "run_ids": ["c"]},
-    ]  # fmt: skip
+    keys = ("label", "n", "final_mean", "final_std", "final_round", "top5_mean", "top5_std")
+    rows = [
+        ("algorithm.name=fedgen", 2, 0.79, 0.01, 29, 0.8123, 0.004, ["a", "b"]),
+        ("algorithm.name=fedavg", 0, None, None, None, None, None, []),
+        ("algorithm.name=fedprox", 1, 0.7, 0.0, 30, 0.71, 0.0, ["c"]),
+    ]
+    groups = [dict(zip((*keys, "run_ids"), row, strict=True)) for row in rows]
     lines = summary_table(groups, runs).splitlines()
     assert "mean ± std" in lines[0]
     assert "docs/metrics.md" in lines[0]
@@ -54,8 +65,13 @@ def test_run_result_is_the_one_format_or_the_failure() -> None:
     assert run_result(_run("a", 0.7042, 0.7102, 27)) == (
         "final 70.42% @29 · best 71.02% @27 · top-5 70.82 ± 0.30%"
     )
-    failed = {"status": "failed", "rounds": 30, "current_round": 4, "summary": None,
-              "error": "mnist: dataset files not found"}  # fmt: skip
+    failed = {
+        "status": "failed",
+        "rounds": 30,
+        "current_round": 4,
+        "summary": None,
+        "error": "mnist: dataset files not found",
+    }
     assert run_result(failed) == "failed in round 5 of 30: mnist: dataset files not found"
 
 
@@ -78,7 +94,7 @@ CHILD_LINES = [
     "worker: Warm shutdown (MainProcess)",
     "[up] worker exited with -9 (SIGKILL); restarting in 1 s (restart 1)",
     "[up] stopping all processes",
-    "[worker] started slot0 (pid 103): /w/.venv/bin/python -m worker.lab_cli worker --slots 1",
+    "[worker] started slot0 (pid 103): /w/.venv/bin/python -m worker --slots 1",
     "[worker] slot1 exited with 1; restarting in 2 s (restart 2)",
     "[worker] stopping all processes",
     "Traceback (most recent call last):",

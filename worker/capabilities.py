@@ -2,7 +2,7 @@
 
 Host, slots, torch threads, devices (CPU model and cores, or each GPU's name, memory and free
 memory now), the code version (fedgen.versions.code_version, the value every run records) and
-the datasets whose files it finds (fedgen.data.locate). The datasets and the GPUs' free memory
+the datasets whose files it finds (vocab.host_datasets). The datasets and the GPUs' free memory
 are looked for again at every renewal, so files copied onto a running host are offered from the
 next dispatch pass; a dataset that failed to load here is no longer offered by this process
 (until it restarts), whatever the files look like: the dispatcher then sends its runs to other
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from fedgen.data.common import default_root
-from fedgen.data.locate import loadable
 from fedgen.resources import gpu_memory
 from fedgen.versions import code_version
+from vocab.host_datasets import loadable
 from worker.slots import THREADS_ENV, usable_cores, visible_devices
 
 

@@ -1,11 +1,13 @@
 """How a claimed run ends on this worker: recorded as finished, handed back, or stopped.
 
-execute_run (worker/execution.py) decides which end a run reaches; this module records it:
+execute_run (worker/claimed_run.py) decides which end a run reaches; this module records it:
 - `finish` / `finish_succeeded`: the end state, with what the run cost;
 - `hand_back`: its dataset cannot be loaded here, so back to the queue for a worker that can;
 - `out_of_memory`: CUDA ran out of memory, so back to the queue for a GPU with more free memory;
 - `wait_for_storage`: a checkpoint could not be written (a full disk): say why, wait, resume;
 - `lease_gone` / `why_stopped`: the run was purged, cancelled or taken over.
+
+Each of them answers a `RunOutcome`, the vocabulary execute_run and the Celery task return.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,13 +26,13 @@ from fedgen.data.registry import get_dataset
 from fedgen.events import RunSummary
 from fedgen.resources import ResourceMeter, format_bytes, gpu_memory
 from fedgen.spec import ExperimentSpec
-from fedgen.status import RunStatus
 from lab.config import Settings
 from lab.db import durable_commit, session_scope
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
 from lab.store import CheckpointStore
+from vocab.run_status import RunStatus
 from worker import capabilities
 from worker.sink import CheckpointWriteFailed
 
@@ -41,25 +44,47 @@ MAX_HAND_BACKS = 5
 MAX_OOMS = 2
 
 
-def why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> str:
-    """'deleted', 'cancelled' or 'lost': why a run's lease or row went away under the worker."""
+class RunOutcome(StrEnum):
+    """How one delivery of a run ended on this worker: what execute_run and the Celery task
+    return (and log). The first three are the run's end state as recorded (RunStatus's words);
+    the others leave the status to someone else. Each member is its word."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    DELETED = "deleted"  # purged under the worker: stopped, its files removed
+    LOST = "lost"  # the lease went to another worker
+    HANDED_BACK = "handed-back"  # back to the queue (dataset not loadable here, out of memory)
+    SKIPPED = "skipped"  # already ended, or held by a live lease: nothing done
+    MISSING = "missing"  # the task only: no such run (deleted, or a bad message)
+    DATABASE_UNAVAILABLE = "database-unavailable"  # the task only: gave up on an outage
+
+
+# Why a run's lease or row went away under the worker (`why_stopped`).
+StopReason = Literal[RunOutcome.DELETED, RunOutcome.CANCELLED, RunOutcome.LOST]
+
+
+def why_stopped(factory: sessionmaker[Session], rid: uuid.UUID) -> StopReason:
+    """Deleted, cancelled or lost: why a run's lease or row went away under the worker."""
     with factory() as sess:
         row = runs_repo.get_run(sess, rid)
     if row is None:
-        return "deleted"
-    return RunStatus.CANCELLED if row.cancel_requested else "lost"
+        return RunOutcome.DELETED
+    return RunOutcome.CANCELLED if row.cancel_requested else RunOutcome.LOST
 
 
-def lease_gone(factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID) -> str:
+def lease_gone(
+    factory: sessionmaker[Session], store: CheckpointStore, rid: uuid.UUID
+) -> StopReason:
     """The lease went away mid-run: say why; clean up after a purge (the row is gone).
 
     A cancelled run keeps every checkpoint it committed (the rule of api.service.withdraw_run);
     they go only when the run is purged from the trash."""
     why = why_stopped(factory, rid)
-    if why == "lost":
+    if why == RunOutcome.LOST:
         log.warning("run %s: lease lost; another worker owns it now", rid)
-        return "lost"
-    if why == "deleted":
+        return why
+    if why == RunOutcome.DELETED:
         log.info("run %s deleted; stopped and removed its checkpoint files", rid)
         store.delete_run(str(rid))  # rows went with the run; files written since go now
     else:
@@ -111,7 +136,7 @@ def hand_back(
     name: str,
     exc: DatasetError,
     cost: dict[str, Any] | None = None,
-) -> str:
+) -> RunOutcome:
     """This worker cannot load the run's dataset: stop offering it (when the run read it from
     this worker's own data folder, which is what the worker offers), and give the run back to
     the queue (not failed) for a worker that can; the run shows why."""
@@ -137,10 +162,10 @@ def hand_back(
             why = f"{first} (no worker could load dataset {dataset} in {run.attempt} attempts)"
             log.warning("run %s: %s", rid, why)
             runs_repo.finish(sess, rid, token, status=RunStatus.FAILED, error=why, cost=cost)
-            return RunStatus.FAILED
+            return RunOutcome.FAILED
         log.warning("run %s: %s", rid, notice)
         runs_repo.hand_back(sess, rid, token, notice, cost=cost)
-    return "handed-back"
+    return RunOutcome.HANDED_BACK
 
 
 def out_of_memory(
@@ -152,8 +177,8 @@ def out_of_memory(
     exc: BaseException,
     meter: ResourceMeter,
     cost: dict[str, Any],
-) -> str:
-    """CUDA ran out of memory on `device` (its label: worker.execution.device_label): record it
+) -> RunOutcome:
+    """CUDA ran out of memory on `device` (its label: worker.claimed_run.device_label): record it
     as such (the error names the device and its free and total memory; oom_count + 1;
     info['oom'] says where), and hand the run back to the queue for a GPU with more free memory
     than this one had when the segment began (the dispatcher filters on it:
@@ -169,17 +194,17 @@ def out_of_memory(
         count = runs_repo.record_oom(sess, rid, token, oom)
         if count is None:
             log.warning("run %s: %s (lease lost)", rid, error)
-            return "lost"
+            return RunOutcome.LOST
         if count >= MAX_OOMS:
             why = f"{error} (out of CUDA memory {count} times, the last on {name})"
             log.warning("run %s: %s", rid, why)
             runs_repo.finish(sess, rid, token, status=RunStatus.FAILED, error=why, cost=cost)
-            return RunStatus.FAILED
+            return RunOutcome.FAILED
         to = f"a GPU with more than {format_bytes(free)} free" if free is not None else None
         notice = f"{error}; handed back to the queue for {to or 'a worker other than ' + name}"
         log.warning("run %s: %s", rid, notice)
         runs_repo.hand_back(sess, rid, token, notice, cost=cost)
-    return "handed-back"
+    return RunOutcome.HANDED_BACK
 
 
 def storage_delay_s(settings: Settings, failures: int) -> float:

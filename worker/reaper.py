@@ -16,7 +16,7 @@ A slot that ends a run does not wait for the next tick: the task calls `nudge_di
 wakes this process's loop for a pass at once, so the slot takes the next queued run (still in
 fair order) instead of idling up to FEDGEN_REAPER_S between runs.
 
-The same loop purges the trash (`lab.trash.purge_pass`): runs and sweeps deleted more than
+The same loop purges the trash (`lab.trash_actions.purge_pass`): runs and sweeps deleted more than
 FEDGEN_TRASH_DAYS ago go for good, at most 50 of each per pass, each recorded in the audit log.
 
 `register_worker` is also what a supervisor starting several worker processes (`--slots`)
@@ -36,7 +36,7 @@ from datetime import datetime
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from lab import trash
+from lab import trash_actions
 from lab.config import Settings
 from lab.db import session_scope
 from lab.dispatch import PassReport, dispatch_pass, liveness
@@ -134,7 +134,7 @@ def start_dispatcher(
         # Once per FEDGEN_REAPER_S at most, even when a nudge brings the pass sooner.
         if time.monotonic() - last_purge >= settings.reaper_s:
             last_purge = time.monotonic()
-            trash.purge_pass(factory, settings)
+            trash_actions.purge_pass(factory, settings)
 
     def loop() -> None:
         nonlocal last_failure

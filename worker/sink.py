@@ -11,10 +11,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fedgen.events import RoundEvent, RunInfo, RunSummary
-from fedgen.sizes import KEEP_ALL, KeepRule
+from fedgen.stats import counts_round
 from lab.db import session_scope
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
+from vocab.footprint import KEEP_ALL, KeepRule
 
 
 class CheckpointWriteFailed(RuntimeError):
@@ -53,8 +54,13 @@ class DbSink:
         lease_s: float,
         keep_full: int = 2,
         keep_generator: KeepRule = KEEP_ALL,
+        rounds: int | None = None,
     ) -> None:
         self.run_id = run_id
+        # The run's R and protocol (from on_start's fidelity): which rounds its row's last_acc
+        # and best_acc may take (fedgen.stats.counts_round); without R every round counts.
+        self.rounds = rounds
+        self.eval_timing = "after_aggregation"
         self.token = token
         self.factory = factory
         self.lease_s = lease_s
@@ -71,6 +77,7 @@ class DbSink:
 
     def on_start(self, info: RunInfo) -> None:
         """Record partition fingerprint, label histogram, versions and device."""
+        self.eval_timing = str(info.fidelity.get("eval_timing", "after_aggregation"))
         with session_scope(self.factory) as s:
             if not runs_repo.record_start(
                 s, self.run_id, self.token, info=info.to_dict(), device=info.device
@@ -135,6 +142,7 @@ class DbSink:
             lease_s=self.lease_s,
             keep_full=self.keep_full,
             keep_generator=self.keep_generator,
+            counted=self.rounds is None or counts_round(event.round, self.eval_timing, self.rounds),
         )
 
     def close(self) -> None:

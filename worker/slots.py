@@ -1,8 +1,9 @@
-"""`fedgen-lab worker --slots N`: how many runs one machine takes at once, and their processes.
+"""`fedgen-lab worker --slots N` (`python -m worker --slots N`, worker/main.py): how many runs
+one machine takes at once, and their processes.
 
 A slot is one Celery worker process (solo pool, prefetch 1, acks_late: one run at a
 time) with its share of the machine: FEDGEN_TORCH_THREADS / OMP_NUM_THREADS = cores
-// slots on CPU (worker/execution.py sets torch's threads from it before a run), and
+// slots on CPU (worker/claimed_run.py sets torch's threads from it before a run), and
 one GPU through CUDA_VISIBLE_DEVICES on a GPU machine. Default: one slot per core
 with one thread each; one slot per GPU (`--slots-per-device K` packs K runs on a
 GPU). More than one slot turns the command into a supervisor (worker/supervisor.py):
@@ -115,7 +116,7 @@ def slot_commands(
     loglevel: str,
     quiet: bool = False,
 ) -> list[tuple[str, list[str], dict[str, str]]]:
-    """(name, argv, env) of each slot's single-slot `fedgen-lab worker` process.
+    """(name, argv, env) of each slot's single-slot `python -m worker` process.
 
     Every slot registers itself with the dispatcher (one slot each); only one process runs a
     dispatch pass at a time (the dispatcher's lease).
@@ -126,7 +127,6 @@ def slot_commands(
         argv = [
             sys.executable,
             "-m",
-            "worker.lab_cli",
             "worker",
             "--slots",
             "1",

@@ -1,5 +1,5 @@
-"""Child processes under one supervisor: `fedgen-lab up` (API + worker + dashboard) and the
-slots of `fedgen-lab worker --slots N` (worker/slots.py).
+"""Child processes under one supervisor: the slots of `fedgen-lab worker --slots N`
+(worker/slots.py) and `fedgen-lab up`'s API, worker and dashboard (its children: admin/serve.py).
 
 Each child gets its own process group, so stopping it also stops anything it spawned.
 A child dies alone: a *critical* child (the API under `up`) that exits stops them all; any
@@ -23,14 +23,9 @@ import sys
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from pathlib import Path
 
 GRACE_S = 10.0
 POLL_S = 0.2
-# Under `fedgen-lab up` only the API's exit stops the lab; the worker and dashboard restart.
-UP_CRITICAL = frozenset({"api"})
-# Found through the package, so `fedgen-lab up` works from any folder.
-DASHBOARD_APP = Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py"
 
 
 def _say(msg: str) -> None:
@@ -126,38 +121,6 @@ def stop_all(children: list[Child], grace_s: float = GRACE_S) -> None:
             c.proc.wait(timeout=5)
 
 
-def commands(
-    host: str, port: int, dashboard_port: int, dashboard: bool, *, embedded: bool = False
-) -> list[tuple[str, list[str]]]:
-    """The child command lines; `embedded`: the lab is the embedded SQLite one, which the
-    worker then uses on purpose (`worker --embedded`)."""
-    py = sys.executable
-    out = [("api", _api_command(py, host, port)), ("worker", _worker_command(py, embedded))]
-    app = DASHBOARD_APP
-    if dashboard and app.exists():
-        out.append(("dashboard", dashboard_command(py, str(app), host, dashboard_port)))
-    return out
-
-
-def _api_command(py: str, host: str, port: int) -> list[str]:
-    """`fedgen-lab api` on host:port, logging warnings only."""
-    lab = [py, "-m", "worker.lab_cli", "api", "--host", host, "--port", str(port)]
-    return [*lab, "--log-level", "warning"]
-
-
-def _worker_command(py: str, embedded: bool) -> list[str]:
-    """`fedgen-lab worker` on both queues, quiet (`--embedded` for the embedded lab)."""
-    lab = [py, "-m", "worker.lab_cli", "worker", "--queues", "cpu,gpu"]
-    return [*lab, "--loglevel", "WARNING", "--quiet", *(["--embedded"] if embedded else [])]
-
-
-def dashboard_command(py: str, app: str, host: str, port: int) -> list[str]:
-    """`streamlit run` of the dashboard on host:port, headless, without usage stats."""
-    where = ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
-    quiet = ["--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    return [py, "-m", "streamlit", "run", app, *where, *quiet]
-
-
 def _schedule_restart(child: Child, now: float, backoff: Backoff) -> float:
     """Mark a dead child for restart after its back-off; the delay."""
     if now - child.started_at >= backoff.reset_after_s:
@@ -238,23 +201,3 @@ def supervise(
         for s, h in old.items():
             signal.signal(s, h)
     return code
-
-
-def run_up(
-    host: str, port: int, dashboard_port: int, dashboard: bool, *, embedded: bool = False
-) -> int:
-    """Start everything and keep the worker and dashboard running until a signal or the API's
-    exit; then stop everything. `embedded`: the settings are the embedded SQLite lab, which
-    the worker of one host's `up` shares with its API. The exit code."""
-    env = dict(os.environ, FEDGEN_AUTO_UPGRADE="0", FEDGEN_API_URL=f"http://{host}:{port}/api/v1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
-    specs = [
-        (name, argv, env)
-        for name, argv in commands(host, port, dashboard_port, dashboard, embedded=embedded)
-    ]
-    return supervise(
-        specs,
-        label="up",
-        critical=UP_CRITICAL,
-        banner=f"API http://{host}:{port}/api/v1  docs http://{host}:{port}/docs",
-    )

@@ -18,7 +18,8 @@ from celery import Task
 from lab.config import Settings, get_settings
 from lab.queue import TASK_NAME
 from worker.celery_app import celery_app, worker_sessionmaker
-from worker.execution import DatabaseUnavailable, RunNotFound, execute_run
+from worker.claimed_run import DatabaseUnavailable, RunNotFound, execute_run
+from worker.outcomes import RunOutcome
 from worker.reaper import nudge_dispatcher
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,12 @@ def retry_delay(tries: int, settings: Settings) -> float:
 
 @celery_app.task(name=TASK_NAME, bind=True, max_retries=None)
 def run_simulation(
-    self: Task[..., str],
+    self: Task[..., RunOutcome],
     run_id: str,
     release_token: str | None = None,
     outage_since: float | None = None,
     outage_tries: int = 0,
-) -> str:
+) -> RunOutcome:
     """Execute one run; database outages are retried, simulation errors are not. When the run
     ends, this slot's dispatcher passes at once, so the slot takes the next queued run."""
     try:
@@ -50,7 +51,7 @@ def run_simulation(
         return outcome
     except RunNotFound as exc:
         log.warning("%s; dropping the task", exc)
-        return "missing"
+        return RunOutcome.MISSING
     except DatabaseUnavailable as exc:
         s = get_settings()
         now = time.time()
@@ -64,7 +65,7 @@ def run_simulation(
                 now - outage_since,
                 s.db_retry_budget_s,
             )
-            return "database-unavailable"
+            return RunOutcome.DATABASE_UNAVAILABLE
         delay = retry_delay(outage_tries, s)
         log.warning("run %s: %s; retrying in %.0f s", run_id, exc, delay)
         raise self.retry(

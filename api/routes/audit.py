@@ -9,10 +9,14 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
 from api.errors import FieldErrors
-from api.schemas.audit import AuditEventPublic, AuditPublic
-from api.schemas.base import NO_NUL, IsoDatetime
-from api.schemas.errors import AUTHED, error_responses
 from lab.repository import audit
+from vocab.schemas.audit import AuditEventPublic, AuditPublic
+from vocab.schemas.base import NO_NUL, IsoDatetime
+from vocab.schemas.errors import AUTHED, error_responses
+
+# Details only admins read: `address` of webhook.create is what the URL's name resolved to (a
+# member must not learn the lab's internal names' addresses from their own acts).
+ADMIN_ONLY_DETAIL = frozenset({"address"})
 
 router = APIRouter(prefix="/audit", tags=["audit"])
 
@@ -66,7 +70,11 @@ def list_audit(
         before=before,
         limit=limit,
     )
+    events = [AuditEventPublic.model_validate(r) for r in rows]
+    if not user.is_admin:
+        for e in events:
+            e.detail = {k: v for k, v in e.detail.items() if k not in ADMIN_ONLY_DETAIL}
     return AuditPublic(
-        data=[AuditEventPublic.model_validate(r) for r in rows],
+        data=events,
         next_before=rows[-1].at if len(rows) == limit else None,
     )

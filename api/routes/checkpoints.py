@@ -13,11 +13,11 @@ from api.deps import (
     SettingsDep,
     parse_uuid,
 )
-from api.schemas.checkpoints import CheckpointPublic, CheckpointsPublic, PrunedPublic
-from api.schemas.errors import AUTHED, error_responses
 from lab import checkpoint_retention as retention
 from lab.repository import checkpoints as ckpt_repo
 from lab.store import CheckpointStore
+from vocab.schemas.checkpoints import CheckpointPublic, CheckpointsPublic, PrunedPublic
+from vocab.schemas.errors import AUTHED, error_responses
 
 router = APIRouter(prefix="/runs/{run_id}/checkpoints", tags=["checkpoints"])
 

@@ -9,21 +9,23 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from api.deps import SessionDep, UserDep
 from api.errors import FieldErrors
-from api.schemas.analysis import Difference
-from api.schemas.errors import AUTHED, error_responses
 from fedgen.stats import CurveStatistic
-from lab import analysis
+from lab import difference as two_groups
+from vocab.schemas.analysis import Difference
+from vocab.schemas.errors import AUTHED, error_responses
 
 router = APIRouter(tags=["metrics"])
 _WS = r"[ \t\n\r\f\v]*"
 _UUID = r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32})"
+# A side's ids as characters: about 540 run ids, so both sides fit in one URL (MAX_URL_BYTES).
+MAX_IDS_CHARS = 20_000
 # Comma-separated UUIDs (canonical or 32 hex digits), blanks around them allowed.
 _IDS_PATTERN = rf"^{_WS}{_UUID}{_WS}(?:,{_WS}{_UUID}{_WS})*(?:,{_WS})?$"
 Ids = Annotated[
     str,
     Query(
         min_length=1,
-        max_length=40_000,
+        max_length=MAX_IDS_CHARS,
         pattern=_IDS_PATTERN,
         description="comma-separated run ids (UUIDs)",
     ),
@@ -76,8 +78,8 @@ def difference(
     differ in a setting give a `warnings` entry.
     """
     try:
-        found = analysis.difference(session, _ids("a", a), _ids("b", b), statistic, order)
-    except analysis.DifferenceError as exc:
+        found = two_groups.difference(session, _ids("a", a), _ids("b", b), statistic, order)
+    except two_groups.DifferenceError as exc:
         code = status.HTTP_404_NOT_FOUND if exc.unknown else status.HTTP_409_CONFLICT
         raise HTTPException(code, str(exc)) from None
     return Difference.model_validate(found)

@@ -4,8 +4,10 @@ Also POST /runs/{id}/stream-token: a short-lived token a browser's EventSource (
 send an Authorization header) passes as `?token=` to read that one run's stream.
 
 A stream counts against FEDGEN_MAX_STREAMS_PER_TOKEN for the API token it was opened with (a
-stream token's for the API token that minted it), and ends within TOKEN_RECHECK_S once that
-API token is revoked or expires.
+stream token's for the API token that minted it) and against FEDGEN_MAX_STREAMS_PER_USER for
+that token's member, and ends within TOKEN_RECHECK_S once that API token is revoked or expires.
+A stream token that fails (malformed, forged, expired) counts against the same failure budget
+as a bad bearer token (FEDGEN_AUTH_FAIL_RATE: 429 beyond).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from api.client_address import client_address
 from api.deps import (
     CredsDep,
     RunDep,
@@ -32,9 +35,6 @@ from api.deps import (
 )
 from api.errors import RETRY_AFTER_S
 from api.limits import Limits
-from api.schemas.errors import AUTHED, error_responses
-from api.schemas.runs import StreamToken
-from fedgen.status import TERMINAL
 from lab.db import is_unavailable
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
@@ -46,6 +46,9 @@ from lab.security import (
     parse_stream_token,
     stream_token_valid,
 )
+from vocab.run_status import TERMINAL
+from vocab.schemas.errors import AUTHED, error_responses
+from vocab.schemas.runs import STREAM_RUN_GONE, StreamToken
 
 router = APIRouter(tags=["events"])
 MAX_ROUND = 2**31 - 1
@@ -56,10 +59,12 @@ TOKEN_RECHECK_S = 2.0  # how often an open stream asks whether its API token sti
 
 @dataclass(frozen=True)
 class StreamAuth:
-    """The run of the path and the API token the stream is opened with (or minted from)."""
+    """The run of the path, the API token the stream is opened with (or minted from) and that
+    token's member."""
 
     run: Run
     token_id: uuid.UUID
+    user_id: uuid.UUID
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,13 @@ def _poll(request: Request, run_id: uuid.UUID, after: int, token_id: uuid.UUID |
     return _Polled(st[0] if st else None, rows, ok)
 
 
-def _check_stream_token(session: SessionDep, token: str, run_id: uuid.UUID) -> uuid.UUID:
-    """The API token a stream token was minted from; 401 for a malformed, forged or expired
-    stream token or one whose API token is revoked or expired; 403 for another run's."""
+def _check_stream_token(
+    request: Request, session: SessionDep, token: str, run_id: uuid.UUID
+) -> tuple[uuid.UUID, uuid.UUID]:
+    """The API token a stream token was minted from and its member; 401 for a malformed, forged
+    or expired stream token or one whose API token is revoked or expired, counted as a failed
+    authentication (429 over FEDGEN_AUTH_FAIL_RATE, as for bearer tokens); 403 for another
+    run's."""
     claim = parse_stream_token(token)
     api_token = tokens_repo.get_token(session, claim.token_id) if claim else None
     if (
@@ -89,12 +98,16 @@ def _check_stream_token(session: SessionDep, token: str, run_id: uuid.UUID) -> u
         or tokens_repo.refusal(api_token) is not None
         or not stream_token_valid(claim, api_token.token_hash)
     ):
+        limits: Limits = request.app.state.limits
+        limits.auth_failed(
+            client_address(request, request.app.state.settings.trusted_proxies), token
+        )
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "invalid or expired stream token", _UNAUTHORIZED
         )
     if claim.run_id != run_id:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "this stream token is for another run")
-    return api_token.id
+    return api_token.id, api_token.user_id
 
 
 def load_stream_run(
@@ -114,13 +127,14 @@ def load_stream_run(
     """The run of the path, authenticated by bearer token or by `?token=` (a stream token)."""
     rid = parse_uuid(run_id)
     if token is not None and creds is None:
-        token_id = _check_stream_token(session, token, rid)
+        token_id, user_id = _check_stream_token(request, session, token, rid)
     else:
-        token_id = authenticate_token(request, session, creds)[0].id
+        api_token, user = authenticate_token(request, session, creds)
+        token_id, user_id = api_token.id, user.id
     run = runs_repo.get_run(session, rid, in_trash=False)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return StreamAuth(run, token_id)
+    return StreamAuth(run, token_id, user_id)
 
 
 @router.post("/runs/{run_id}/stream-token", responses=error_responses(*AUTHED, 404, 422))
@@ -191,8 +205,9 @@ async def run_events(
     each `status` event's data is `{"status": ..., "round": last round sent}`. Authenticate
     with a bearer token, or with `?token=` from POST /runs/{id}/stream-token.
 
-    At most FEDGEN_MAX_STREAMS_PER_TOKEN streams per API token are open at once (429 beyond);
-    a stream whose API token is revoked or expires ends with an `error` event.
+    At most FEDGEN_MAX_STREAMS_PER_TOKEN streams per API token and FEDGEN_MAX_STREAMS_PER_USER
+    per member (over all their tokens) are open at once (429 beyond); a stream whose API token
+    is revoked or expires ends with an `error` event.
     """
     run_id = auth.run.id
     start = max(since_round, after_round)
@@ -201,8 +216,12 @@ async def run_events(
     interval: float = request.app.state.settings_sse_poll_s
     max_s: float = request.app.state.settings.sse_max_s
     limits: Limits = request.app.state.limits
+    settings = request.app.state.settings
     slot = limits.streams.acquire(
-        auth.token_id.hex, request.app.state.settings.max_streams_per_token
+        auth.token_id.hex,
+        settings.max_streams_per_token,
+        auth.user_id.hex,
+        settings.max_streams_per_user,
     )
 
     async def events() -> AsyncIterator[dict[str, Any]]:
@@ -259,7 +278,7 @@ async def _stream(
             return
         st = polled.status
         if st is None:
-            yield {"event": "status", "data": json.dumps({"status": "deleted"})}
+            yield {"event": "status", "data": json.dumps({"status": STREAM_RUN_GONE})}
             return
         for rnd, met in polled.rows:
             after = rnd

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Query, Response
 
 from api.deps import RunDep, SessionDep, SettingsDep, UserDep, parse_uuid
 from api.errors import FieldErrors
-from api.schemas.errors import AUTHED, error_responses
-from api.schemas.results import ComparePublic, CompareRun, MetricsPublic, UserRow, UsersPublic
-from api.schemas.runs import RunInfoPublic, segments_out
-from fedgen.status import RunStatus
 from lab import history_cache
 from lab.downsample import Columns, downsample, to_columns
 from lab.history_cache import History
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
+from vocab.run_status import RunStatus
+from vocab.schemas.errors import AUTHED, error_responses
+from vocab.schemas.results import ComparePublic, CompareRun, MetricsPublic, UserRow, UsersPublic
+from vocab.schemas.runs import RunInfoPublic, segments_out
 
 router = APIRouter(tags=["metrics"])
 MAX_ROUND = 2**31 - 1  # the round columns are 32-bit
@@ -37,8 +37,10 @@ def run_metrics(
 ) -> MetricsPublic:
     """Per-round metrics after `since_round`, at most `max_points` buckets per series."""
     rounds, cols = _histories(session, [run], since_round)[run.id]
-    status_ = cast(RunStatus, run.status)
-    return MetricsPublic(run_id=str(run.id), status=status_, **_curves(rounds, cols, max_points))
+    # The answer is a plain dataclass (nothing validates it): the column's text becomes the enum
+    # here, or the serializer would meet a str where it expects a RunStatus.
+    status = RunStatus(run.status)
+    return MetricsPublic(run_id=str(run.id), status=status, **_curves(rounds, cols, max_points))
 
 
 def _histories(
@@ -121,7 +123,7 @@ def compare(
         if wanted is not None:
             cols = {k: v for k, v in cols.items() if k in wanted}
         out.append(_compare_run(run, rounds, cols, max_points))
-    # Written by orjson straight from the dataclasses (see api.schemas.results.CompareRun).
+    # Written by orjson straight from the dataclasses (see vocab.schemas.results.CompareRun).
     return Response(orjson.dumps(ComparePublic(runs=out)), media_type="application/json")
 
 
@@ -130,7 +132,7 @@ def _compare_run(run: Run, rounds: list[int], cols: Columns, max_points: int) ->
     spec: dict[str, Any] = run.spec
     return CompareRun(
         id=str(run.id),
-        status=cast(RunStatus, run.status),
+        status=RunStatus(run.status),
         owner=run.owner.name,
         algorithm=run.algorithm,
         dataset=run.dataset,
@@ -148,7 +150,7 @@ def _compare_run(run: Run, rounds: list[int], cols: Columns, max_points: int) ->
 
 
 def _curves(rounds: list[int], cols: Columns, max_points: int) -> dict[str, Any]:
-    """`downsample`'s result as the keyword arguments of `api.schemas.results.Curves`."""
+    """`downsample`'s result as the keyword arguments of `vocab.schemas.results.Curves`."""
     r, last, lo, hi, ds = downsample(rounds, cols, max_points)
     return {"rounds": r, "metrics": last, "min": lo, "max": hi, "downsampled": ds}
 

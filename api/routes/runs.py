@@ -21,13 +21,8 @@ from api.deps import (
     require_owner,
 )
 from api.errors import FieldErrors
-from api.schemas.annotations import AnnotationsUpdate
-from api.schemas.base import NO_NUL, IsoDatetime
-from api.schemas.errors import AUTHED, BODY, error_responses
-from api.schemas.runs import RunClone, RunCreate, RunPublic, RunsPublic
 from fedgen.execution_spec import with_new_run_defaults
-from fedgen.status import RunStatus
-from lab import trash
+from lab import trash_actions
 from lab.models import Run
 from lab.repository import run_list
 from lab.repository import runs as runs_repo
@@ -40,6 +35,11 @@ from lab.repository.spec_filter import (
     field_problems,
     parse_where,
 )
+from vocab.run_status import RunStatus
+from vocab.schemas.annotations import AnnotationsUpdate
+from vocab.schemas.base import NO_NUL, IsoDatetime
+from vocab.schemas.errors import AUTHED, BODY, error_responses
+from vocab.schemas.runs import RunClone, RunCreate, RunPublic, RunsPublic
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 WhereClause = Annotated[
@@ -54,6 +54,11 @@ CURSOR = r"^[A-Za-z0-9_-]*$"
 CURSOR_DOC = (
     "The previous page's `next_cursor`: the page after it, newest first (a deep page costs "
     "what the first does, unlike `offset`); not with `offset`."
+)
+ID_PREFIX = r"^[0-9A-Fa-f-]{1,36}$"
+ID_DOC = (
+    "Runs whose id starts with these hex digits (dashes ignored), as the pages' short ids show "
+    "it: `fedgen export 1a2b3c4d` finds its run so, and lists the candidates when several match."
 )
 WHERE_DOC = (
     f"Repeatable, at most {MAX_WHERE}: `field=value`, a dotted spec field equal to a JSON value, "
@@ -83,6 +88,9 @@ def list_runs(
     tag: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
     owner: Annotated[str | None, Query(max_length=100, pattern=NO_NUL)] = None,
     sweep_id: Annotated[str | None, Query(description="a sweep id (404 if none)")] = None,
+    id_prefix: Annotated[
+        str | None, Query(min_length=1, max_length=36, pattern=ID_PREFIX, description=ID_DOC)
+    ] = None,
     created_after: IsoDatetime | None = None,
     created_before: IsoDatetime | None = None,
     where: Annotated[
@@ -111,6 +119,11 @@ def list_runs(
             after = run_list.decode_cursor(cursor)
         except ValueError as exc:
             raise FieldErrors([("cursor", f"{cursor[:40]!r} {exc}")]) from None
+    if id_prefix:
+        try:
+            run_list.id_range(id_prefix)
+        except ValueError as exc:
+            raise FieldErrors([("id_prefix", str(exc))]) from None
     clauses, problems = parse_where(where or [])
     problems += field_problems(clauses)  # unknown fields, values their type cannot hold
     if problems:
@@ -122,6 +135,7 @@ def list_runs(
         tag=tag,
         owner=owner,
         sweep_id=parse_uuid(sweep_id, "sweep") if sweep_id else None,
+        id_prefix=id_prefix or None,
         created_after=created_after,
         created_before=created_before,
         where=tuple(clauses),
@@ -175,7 +189,7 @@ def cancel_run(run: OwnRunDep, session: SessionDep, actor: ActorDep) -> RunPubli
 def delete_run(run: OwnRunDep, session: SessionDep, actor: ActorDep) -> Response:
     """Move a run to the trash (owner or admin), cancelling it if it has not ended; restorable
     with POST /runs/{id}/restore for FEDGEN_TRASH_DAYS, then purged. Recorded as run.delete."""
-    trash.delete_run(session, run, actor)
+    trash_actions.delete_run(session, run, actor)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -204,7 +218,7 @@ def restore_run(
             f"run {run.id} belongs to sweep {run.sweep_id}, which is in the trash: "
             "restore the sweep (POST /sweeps/{id}/restore)",
         )
-    trash.restore_run(session, run, actor)
+    trash_actions.restore_run(session, run, actor)
     return service.runs_public(session, [run], settings)[0]
 
 

@@ -20,17 +20,17 @@ from api import service
 from api.deps import SessionDep, SubmitterDep, UserDep, parse_uuid
 from api.errors import FieldErrors
 from api.routes.sweeps import _public as sweep_public
-from api.schemas.errors import AUTHED, BODY, error_responses
-from api.schemas.studies import (
+from fedgen.spec import SpecError
+from fedgen.studies import registry
+from lab import study_queries
+from vocab.schemas.errors import AUTHED, BODY, error_responses
+from vocab.schemas.studies import (
     StudiesPublic,
     StudyDefinition,
     StudyLaunched,
     StudyResults,
     StudySummary,
 )
-from fedgen.spec import SpecError
-from fedgen.studies import registry
-from lab import study_queries
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 

@@ -16,17 +16,17 @@ from sqlalchemy.orm import Session
 
 from api import deps, service
 from api.errors import FieldErrors
-from api.schemas.annotations import AnnotationsUpdate
-from api.schemas.errors import AUTHED, BODY, error_responses
-from api.schemas.results import PlotData
-from api.schemas.sweeps import SweepCreate, SweepPublic, SweepsPublic, SweepSummary
-from api.schemas.trash import SweepRestored
 from fedgen.specdict import group_fields
-from fedgen.stats import PlotStatistic
-from lab import analysis, plot_data, sweep_cache, trash
+from fedgen.stats import CurveStatistic, PlotStatistic
+from lab import analysis, plot_data, sweep_cache, trash_actions
 from lab.models import Sweep
 from lab.repository import sweeps as sweeps_repo
 from lab.repository.annotations import tags_of
+from vocab.schemas.annotations import AnnotationsUpdate
+from vocab.schemas.errors import AUTHED, BODY, error_responses
+from vocab.schemas.results import PlotData
+from vocab.schemas.sweeps import SweepCreate, SweepPublic, SweepsPublic, SweepSummary
+from vocab.schemas.trash import SweepRestored
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 GROUP_BY_PATTERN = rf"^ *{_FIELD} *(, *{_FIELD} *)*$"
@@ -123,7 +123,7 @@ def delete_sweep(
 ) -> Response:
     """Move a sweep and its runs to the trash (owner or admin), cancelling the unfinished ones;
     restorable with POST /sweeps/{id}/restore for FEDGEN_TRASH_DAYS. Recorded as sweep.delete."""
-    trash.delete_sweep(session, found[0], found[1], actor)
+    trash_actions.delete_sweep(session, found[0], found[1], actor)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -145,7 +145,7 @@ def restore_sweep(
     """Take a sweep out of the trash with the runs trashed with it, every round, per-user row
     and checkpoint as they were (runs deleted on their own before stay in the trash)."""
     sweep, owner = found
-    count = trash.restore_sweep(session, sweep, owner, actor)
+    count = trash_actions.restore_sweep(session, sweep, owner, actor)
     return SweepRestored(id=str(sweep.id), name=sweep.name, runs_restored=count)
 
 
@@ -191,26 +191,58 @@ def sweep_summary(
             " (each must be a field of this sweep's specs; 422 names the unknown ones)",
         ),
     ] = None,
+    statistic: Annotated[
+        CurveStatistic,
+        Query(
+            description="what `tune` chooses by: the configuration with the best mean of its "
+            "validation counterpart (val_best: the best validation accuracy), reported on test "
+            "(docs/metrics.md, Tuning); every group carries every statistic either way"
+        ),
+    ] = "val_best",
+    tune: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            pattern=GROUP_BY_PATTERN,
+            description="Comma-separated swept fields to tune by validation, e.g. "
+            "`algorithm.mu,lr`: a row per group of the other fields, its figures at the values "
+            "with the best mean validation statistic, with the budget (422 names `tune` for a "
+            "field the sweep does not vary, or a sweep without validation data)",
+        ),
+    ] = None,
 ) -> Response:
-    """Runs grouped by every field but the seed: mean ± std of final and top-5 accuracy.
+    """Runs grouped by every field but the seed: final, best, top-5 and val_best accuracy
+    (mean ± std over seeds) and cost (MB communicated, clients' and server's time).
 
     n counts the succeeded runs only; the others are counted and listed apart (`excluded`).
     `group_by` (comma-separated dotted fields) groups by those fields instead; groups whose
-    runs still differ in other fields list them in `varying` and in `warnings`.
+    runs still differ in other fields list them in `varying` and in `warnings`. `tune` picks,
+    per group of the other fields, the tuned fields' values by validation (`tune` per group).
     """
     sweep, _ = _load(session, sweep_id)
     by = [f.strip() for f in group_by.split(",") if f.strip()] if group_by else None
+    tuned = [f.strip() for f in tune.split(",") if f.strip()] if tune else None
 
     def compute() -> bytes:
         if by is not None:
             _check_group_by(session, sweep, by)
-        summary = analysis.sweep_summary(session, sweep.id, by)
+        try:
+            summary = analysis.sweep_summary(session, sweep.id, by, statistic, tuned)
+        except analysis.SummaryError as exc:
+            raise FieldErrors(exc.errors) from None
         if format == "csv":
             return analysis.summary_csv(summary["groups"]).encode()
         public = {"sweep_id": str(sweep.id), "name": sweep.name, **summary}
         return SweepSummary.model_validate(public).model_dump_json(by_alias=True).encode()
 
-    key = ("summary", format, tuple(by) if by is not None else None, sweep.name)
+    key = (
+        "summary",
+        format,
+        tuple(by) if by is not None else None,
+        sweep.name,
+        statistic,
+        tuple(tuned) if tuned else None,
+    )
     body = sweep_cache.answer(session, sweep.id, key, compute)
     if format == "csv":
         return _csv(body.decode(), f"sweep-{sweep.id}.csv")
@@ -257,7 +289,17 @@ def sweep_plot_data(
     sweep_id: str,
     session: deps.SessionDep,
     _user: deps.UserDep,
-    x: Annotated[str, _DOTTED],
+    x: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=200,
+            pattern=rf"^ *{_FIELD} *$",
+            description="a dotted spec field (`algorithm`, `alpha` and `dataset` name their "
+            "fields), or `round`, `bytes`, `compute`: each round's test accuracy against the "
+            "round, the cumulative MB communicated or the cumulative compute in s",
+        ),
+    ],
     by: Annotated[str, _DOTTED] = "algorithm",
     statistic: Annotated[
         PlotStatistic,
@@ -276,7 +318,9 @@ def sweep_plot_data(
     ] = None,
     format: Literal["json", "csv"] = "json",  # noqa: A002 - the public query name
 ) -> Response:
-    """A statistic against the swept field `x`, one series per value of `by`, over seeds.
+    """A statistic against the swept field `x`, one series per value of `by`, over seeds;
+    or, with x=round|bytes|compute, each series' accuracy curve against rounds, cumulative
+    MB or cumulative compute (a point per round, `round` naming it).
 
     Each point: mean, std, the bar's ends lo/hi, n succeeded runs of n_total, their ids and
     values. `log_x` for α (or values spanning two decades). Runs that did not succeed are

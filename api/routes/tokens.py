@@ -10,19 +10,29 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 
-from api.deps import ActorDep, SessionDep, SettingsDep, UserDep, parse_uuid, require_owner
+from api.deps import (
+    ActorDep,
+    CredsDep,
+    SessionDep,
+    SettingsDep,
+    UserDep,
+    authenticate_token,
+    parse_uuid,
+    require_owner,
+)
 from api.errors import FieldErrors
-from api.schemas.base import NO_NUL
-from api.schemas.errors import AUTHED, BODY, error_responses
-from api.schemas.tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
 from lab.models import ApiToken
 from lab.repository import audit
 from lab.repository import tokens as tokens_repo
 from lab.security import LifetimeTooLong, lifetime_days
+from vocab.schemas.base import NO_NUL
+from vocab.schemas.errors import AUTHED, BODY, error_responses
+from vocab.schemas.tokens import TokenCreate, TokenCreated, TokenPublic, TokensPublic
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
+TOKENS_RETRY_AFTER_S = 60  # a token over FEDGEN_MAX_TOKENS_PER_USER: revoke one, then retry
 
 
 def token_public(token: ApiToken, user: str) -> TokenPublic:
@@ -41,8 +51,9 @@ def token_public(token: ApiToken, user: str) -> TokenPublic:
 
 @router.get("", responses=error_responses(*AUTHED, 403, 404, 422))
 def list_tokens(
+    request: Request,
     session: SessionDep,
-    user: UserDep,
+    creds: CredsDep,
     of_user: Annotated[
         str | None,
         Query(
@@ -54,7 +65,9 @@ def list_tokens(
         ),
     ] = None,
 ) -> TokensPublic:
-    """Your tokens, newest first (an admin: everyone's, or one member's with `?user=`)."""
+    """Your tokens, newest first (an admin: everyone's, or one member's with `?user=`); the
+    one this request was made with is marked `current`."""
+    presented, user = authenticate_token(request, session, creds)
     owner_id: uuid.UUID | None = user.id
     if of_user is not None and of_user != user.name:
         if not user.is_admin:
@@ -68,18 +81,33 @@ def list_tokens(
     elif of_user is None and user.is_admin:
         owner_id = None
     rows = tokens_repo.list_tokens(session, owner_id)
-    return TokensPublic(data=[token_public(t, n) for t, n in rows], count=len(rows))
+    data = [
+        token_public(t, n).model_copy(update={"current": t.id == presented.id}) for t, n in rows
+    ]
+    return TokensPublic(data=data, count=len(rows))
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(*AUTHED, *BODY))
 def create_token(
     body: TokenCreate, session: SessionDep, settings: SettingsDep, user: UserDep, actor: ActorDep
 ) -> TokenCreated:
-    """A new token of yours; its secret (`token`) is shown in this answer only."""
+    """A new token of yours; its secret (`token`) is shown in this answer only. At most
+    FEDGEN_MAX_TOKENS_PER_USER of your tokens authenticate at once: past it, 429 until you
+    revoke one (or one expires)."""
     try:
         days = lifetime_days(body.expires_days, settings.token_max_days)
     except LifetimeTooLong as exc:
         raise FieldErrors([("expires_days", str(exc))]) from None
+    active = tokens_repo.count_active(session, user.id)
+    if active >= settings.max_tokens_per_user:
+        # A count the member holds, like FEDGEN_MAX_QUEUED_RUNS_PER_MEMBER: 429, not a field.
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"you have {active} active API tokens, the most FEDGEN_MAX_TOKENS_PER_USER "
+            f"({settings.max_tokens_per_user}) allows; revoke one you no longer use "
+            "(DELETE /tokens/{id}, or the dashboard's Settings page) first",
+            {"Retry-After": str(TOKENS_RETRY_AFTER_S)},
+        )
     token, secret = tokens_repo.create_token(session, user.id, name=body.name, expires_days=days)
     audit.record(
         session,

@@ -9,12 +9,12 @@ from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
 from api.deps import SessionDep, SettingsDep, UserDep, check_page_size
-from api.schemas.errors import AUTHED, error_responses
-from api.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
-from lab import trash
+from lab import trash_actions
 from lab.config import Settings
 from lab.models import Run, Sweep
 from lab.repository import trash as trash_repo
+from vocab.schemas.errors import AUTHED, error_responses
+from vocab.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
 
 router = APIRouter(prefix="/trash", tags=["trash"])
 
@@ -64,7 +64,7 @@ def _run(run: Run, owner: str, settings: Settings) -> TrashedRun:
         created_at=run.created_at,
         deleted_at=run.deleted_at,
         deleted_by=run.deleted_by or "",
-        purge_after=trash.purge_after(run.deleted_at, settings),
+        purge_after=trash_actions.purge_after(run.deleted_at, settings),
     )
 
 
@@ -78,5 +78,5 @@ def _sweep(session: Session, sweep: Sweep, owner: str, settings: Settings) -> Tr
         created_at=sweep.created_at,
         deleted_at=sweep.deleted_at,
         deleted_by=sweep.deleted_by or "",
-        purge_after=trash.purge_after(sweep.deleted_at, settings),
+        purge_after=trash_actions.purge_after(sweep.deleted_at, settings),
     )

@@ -8,9 +8,9 @@ from dataclasses import asdict
 from fastapi import APIRouter
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.schemas.errors import AUTHED, error_responses
-from api.schemas.usage import MemberUsage, MePublic, UsageList
 from lab.repository import usage as usage_repo
+from vocab.schemas.errors import AUTHED, error_responses
+from vocab.schemas.usage import MemberUsage, MePublic, UsageList
 
 router = APIRouter(tags=["users"])
 

@@ -26,8 +26,12 @@ from api.deps import (
 )
 from api.errors import FieldErrors
 from api.limits import Limits
-from api.schemas.errors import AUTHED, BODY, error_responses
-from api.schemas.webhooks import (
+from lab.models import User, Webhook
+from lab.repository import audit
+from lab.repository import webhooks as hooks_repo
+from lab.webhook_targets import TargetRefused, check_target
+from vocab.schemas.errors import AUTHED, BODY, error_responses
+from vocab.schemas.webhooks import (
     MAX_WEBHOOKS_PER_USER,
     DeliveriesPublic,
     DeliveryPublic,
@@ -35,14 +39,11 @@ from api.schemas.webhooks import (
     WebhookPublic,
     WebhooksPublic,
 )
-from lab.models import User, Webhook
-from lab.repository import audit
-from lab.repository import webhooks as hooks_repo
-from lab.webhook_targets import TargetRefused, check_target
 
 router = APIRouter(prefix="/webhooks", tags=["webhooks"])
 OWNER_ONLY = error_responses(*AUTHED, 403, 404)
 Limit = Annotated[int, Query(ge=1, description="at most FEDGEN_MAX_PAGE_SIZE")]
+MEMBER_DELIVERY_ERROR = "not delivered: the receiver could not be reached or did not accept it"
 Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]
 
 
@@ -74,11 +75,12 @@ def create_webhook(
     body: WebhookCreate, session: SessionDep, settings: SettingsDep, user: UserDep, actor: ActorDep
 ) -> WebhookPublic:
     """Register a webhook for some events; the answer holds its signing secret. Its host must
-    resolve, and to public addresses or ones FEDGEN_WEBHOOK_ALLOW names."""
+    resolve, and to public addresses or ones FEDGEN_WEBHOOK_ALLOW names. A member's 422 says
+    which kind of refusal it is, never what the name resolves to (an admin's says)."""
     try:
         target = check_target(body.url, settings.webhook_allow)
     except TargetRefused as exc:
-        raise FieldErrors([("url", str(exc))]) from None
+        raise FieldErrors([("url", exc.told(bool(user.is_admin)))]) from None
     if hooks_repo.count_of_owner(session, user.id) >= MAX_WEBHOOKS_PER_USER:
         # The body is fine; the user's webhooks are at the limit (a state: 409, not 422).
         raise HTTPException(
@@ -146,16 +148,30 @@ def test_webhook(
     return DeliveryPublic.model_validate(hooks_repo.queue_test(session, *found))
 
 
+def _as_member_sees(d: DeliveryPublic) -> DeliveryPublic:
+    """A delivery without why its attempts failed: an HTTP status, "connection refused by
+    <address> port N", a time-out or a refusal at send would tell a member which internal
+    addresses and ports answer. They read one message; admins read the recorded one."""
+    if d.last_error is None and (d.last_status_code is None or 200 <= d.last_status_code < 300):
+        return d
+    return d.model_copy(update={"last_status_code": None, "last_error": MEMBER_DELIVERY_ERROR})
+
+
 @router.get("/{webhook_id}/deliveries", responses=error_responses(*AUTHED, 403, 404, 422))
 def list_deliveries(
     found: OwnWebhookDep,
     session: SessionDep,
     settings: SettingsDep,
+    user: UserDep,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> DeliveriesPublic:
     """The webhook's deliveries, newest first: status, attempts, next attempt, last HTTP status
-    or error."""
+    or error. A member reads one message for every failed attempt (MEMBER_DELIVERY_ERROR); an
+    admin reads what was recorded (the status, the refused address and port, ...)."""
     check_page_size(limit, settings)
     rows, count = hooks_repo.list_deliveries(session, found[0].id, limit, offset)
-    return DeliveriesPublic(data=[DeliveryPublic.model_validate(r) for r in rows], count=count)
+    data = [DeliveryPublic.model_validate(r) for r in rows]
+    if not user.is_admin:
+        data = [_as_member_sees(d) for d in data]
+    return DeliveriesPublic(data=data, count=count)

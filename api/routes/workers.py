@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import SessionDep, SettingsDep, UserDep
-from api.schemas.errors import AUTHED, error_responses
-from api.schemas.workers import WorkerPublic, WorkerRun, WorkersPublic
 from lab.repository import workers as workers_repo
+from vocab.schemas.errors import AUTHED, error_responses
+from vocab.schemas.workers import WorkerPublic, WorkerRun, WorkersPublic
 
 router = APIRouter(tags=["workers"])
 

@@ -2,13 +2,16 @@
 
 The whole view lives in the URL (`?sweep=<id>` or `?runs=a,b`, `metric`, `x`, `group`,
 `by`, `show`, `smooth`, `points`, `log`, `target`), so the address bar is a link that
-reproduces it. Only the plotted metric (and the round times when needed) is fetched.
+reproduces it. With neither, it opens on the member's newest sweep (or, with none, says
+how to pick): never on the lab's newest runs, which mix members and split seed groups. A
+group of one run is drawn as its line and named "n = 1: no band"; without grouping each run
+has a style of its own. Only the plotted metric (and the round times when needed) is fetched.
 
 Live: running runs are drawn with the finished ones (bands over the runs that reached each
 round, their latest points marked). While any shown run is queued or running, the data
 part below the controls is an `st.fragment` that reruns itself every REFRESH_S seconds
 and asks the server only for the new rounds of those runs (GET /compare?since_round=k),
-merged into a per-session cache (dashboard.compare_view); ended runs are never fetched
+merged into a per-session cache (dashboard.compare_page.compare_view); ended runs are never fetched
 again, and the refreshing stops when every shown run has ended.
 """
 
@@ -21,21 +24,26 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from api.schemas.runs import RunPublic
-from dashboard import charts, compare_view, loaders, ui
-from dashboard.difference import difference_block
-from dashboard.frames import compare_long
-from dashboard.tables import (
+from dashboard import api_client, charts, loaders, run_name, url_state
+from dashboard.charts import TraceStyle
+from dashboard.compare_page import compare_view
+from dashboard.compare_page.compare_view import CachedRun, CompareCache
+from dashboard.compare_page.curves import (
     STOPPED,
     aggregate,
+    compare_long,
     group_labels,
     group_warnings,
     groupable_fields,
     smooth,
     time_to_target,
 )
-from fedgen import metric_names
-from fedgen.status import RunStatus
+from dashboard.compare_page.difference import difference_block
+from fedgen import durations, metric_names
+from vocab.run_status import RunStatus
+from vocab.schemas.results import ComparePublic
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.sweeps import SweepPublic
 
 METRICS = list(metric_names.COMPARE_METRICS)
 GROUP_MODES = {
@@ -43,11 +51,23 @@ GROUP_MODES = {
     "fields": "Chosen fields",
     "none": "No grouping (one line per run)",
 }
-X_AXES = ["round", "wall-clock"]
+X_AXES = ["round", "wall-clock", "bytes", "compute"]
+# How each x axis is named, and the long frame's column it reads (dashboard.compare_page.curves).
+X_LABELS = {
+    "round": "round",
+    "wall-clock": durations.TRAINING_TIME,
+    "bytes": "cumulative MB",
+    "compute": "cumulative compute",
+}
+X_COLUMN = {"round": "round", "wall-clock": "wall_s", "bytes": "mb", "compute": "compute_s"}
+# The per-round metrics the cost axes are summed from (fedgen.cost).
+COST_FETCH = {
+    "bytes": ("bytes_up", "bytes_down"),
+    "compute": ("time_train_ms", "time_server_ms"),
+}
 COMPACT = 12  # more chosen runs than this: a summary line instead of the run chips
-TIME_METRIC = "time_total_ms"  # the wall-clock axis and seconds-to-target come from it
 REFRESH_S = 2.0  # how often the data part reruns while a shown run is queued or running
-CACHE_KEY = "cmp_cache"  # session state: {"key": (points, metrics), "runs": {id: entry}}
+CACHE_KEY = "cmp_cache"  # session state: a compare_view.CompareCache
 
 
 @dataclass
@@ -68,10 +88,10 @@ class View:
     by: list[str] | None
     run_names: dict[str, str]  # one name per run, for marks and hovers
     names: dict[str, str]  # the line (run or group) each run is drawn in
-    styles: dict[str, dict[str, str]]
+    styles: dict[str, TraceStyle]
     shown: list[str]
     options: list[str]
-    cache: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cache: dict[str, CachedRun] = field(default_factory=dict)
     shown_ids: list[str] = field(default_factory=list)
     points: int = 0
     wanted: tuple[str, ...] = ()
@@ -106,22 +126,38 @@ class View:
     def status(self, rid: str) -> str | None:
         """The run's latest known status: the cache's, else the listed one."""
         entry = self.cache.get(rid)
-        return entry["status"] if entry else self.by_id[rid].status
+        return entry.status if entry else self.by_id[rid].status
 
-    def fetch(self, ids: list[str], since: int, pts: int) -> dict[str, Any]:
+    def fetch(self, ids: list[str], since: int, pts: int) -> ComparePublic:
         """GET /compare for `ids` (rounds after `since`; a whole fetch when it is negative)."""
         if since < 0 and not self.cache:  # the first whole fetch: shared with others for 5 s
-            return ui.call(loaders.compare, self.url, self.token, tuple(ids), pts, self.wanted)
-        return ui.call(
+            return api_client.call(
+                loaders.compare, self.url, self.token, tuple(ids), pts, self.wanted
+            )
+        return api_client.call(
             loaders.compare_since, self.url, self.token, tuple(ids), since, pts, self.wanted
         )
 
 
+def own_latest_sweep(url: str, token: str, sweeps: list[SweepPublic]) -> str:
+    """The sweep the page starts on: the member's newest one, unless a link (`?runs=`) or the
+    Runs page chose runs; "" when so, or when the member has no sweep (never the lab's
+    newest runs, which mix other members' runs and split seed groups)."""
+    if st.query_params.get("runs") or st.session_state.get("compare_ids"):
+        return ""
+    me = api_client.try_call(loaders.me, url, token)
+    mine = [s for s in sweeps if me is not None and s.owner == me.name]
+    return max(mine, key=lambda s: s.created_at).id if mine else ""
+
+
 def pick_sweep(url: str, token: str) -> str:
-    """The sweep whose runs are all taken ("" for none), from the URL or the select box."""
-    sweeps = ui.try_call(loaders.sweeps, url, token) or []
+    """The sweep whose runs are all taken ("" for none), from the URL or the select box; the
+    member's newest sweep at first."""
+    sweeps = api_client.try_call(loaders.sweeps, url, token) or []
     sweep_names = {"": "—", **{s.id: f"{s.name} ({s.count} runs)" for s in sweeps}}
-    ui.from_url("cmp_sweep", "sweep", "", choices=list(sweep_names))
+    if "cmp_sweep" not in st.session_state and st.query_params.get("sweep") is None:
+        st.session_state["cmp_sweep"] = own_latest_sweep(url, token, sweeps)
+    url_state.from_url("cmp_sweep", "sweep", "", choices=list(sweep_names))
     return str(
         st.selectbox(
             "Take all runs of a sweep",
@@ -135,18 +171,18 @@ def pick_sweep(url: str, token: str) -> str:
 def pick_runs(url: str, token: str, sweep_id: str) -> tuple[dict[str, RunPublic], list[str]]:
     """The runs listed (by id) and the ids chosen; stops the page when there is none."""
     if sweep_id:
-        by_id = {r.id: r for r in ui.call(loaders.runs, url, token, sweep_id=sweep_id)}
+        by_id = {r.id: r for r in api_client.call(loaders.runs, url, token, sweep_id=sweep_id)}
         st.caption(f"All {len(by_id)} runs of the sweep. Clear the sweep to pick single runs.")
         return by_id, list(by_id)
-    runs = ui.call(loaders.runs, url, token)
+    runs = api_client.call(loaders.runs, url, token)
     if not runs:
         st.info("No runs to compare yet. Submit a sweep on the **Submit** page.")
         st.stop()
     by_id = {r.id: r for r in runs}
     picked_elsewhere = [i for i in st.session_state.get("compare_ids", []) if i in by_id]
-    started = [i for i, r in by_id.items() if r.current_round > 0][:10]
-    names_all = compare_view.run_names(runs)
-    chosen = ui.list_from_url("cmp_selection", "runs", picked_elsewhere or started, list(by_id))
+    names_all = run_name.compact_names(runs)  # the one display name (Runs, Live, ...)
+    # Nothing chosen stays nothing (the page says how to pick): no guess from the lab's newest.
+    chosen = url_state.list_from_url("cmp_selection", "runs", picked_elsewhere, list(by_id))
     # A long selection (a shared link) stays a one-line summary until asked for: 50 chips
     # cost the browser more than the chart does.
     if len(chosen) <= COMPACT or st.toggle(f"Edit the {len(chosen)} chosen runs", key="cmp_edit"):
@@ -162,25 +198,37 @@ def pick_runs(url: str, token: str, sweep_id: str) -> tuple[dict[str, RunPublic]
 
 def plot_controls() -> tuple[str, str, float, int, bool]:
     """Metric, x axis, smoothing, points per run and log y, each seeded from the URL."""
-    c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 2, 1])
-    ui.from_url("cmp_metric", "metric", METRICS[0], choices=METRICS)
+    # "Log y" gets room for its label beside its switch at 1,280 px (a 1-part column cut it).
+    c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 2, 1.6])
+    url_state.from_url("cmp_metric", "metric", METRICS[0], choices=METRICS)
     metric = c1.selectbox("Metric", METRICS, key="cmp_metric", format_func=metric_names.title)
-    ui.from_url("cmp_x", "x", X_AXES[0], choices=X_AXES)
-    x_axis = c2.radio("x axis", X_AXES, horizontal=True, key="cmp_x")
-    ui.from_url("cmp_smooth", "smooth", 0.0, float)
+    url_state.from_url("cmp_x", "x", X_AXES[0], choices=X_AXES)
+    # The time axis is the runs' training time (fedgen.durations); "wall-clock" stays its
+    # value in links made before. bytes and compute: the cost so far (docs/metrics.md, Cost).
+    x_axis = c2.radio(
+        "x axis",
+        X_AXES,
+        horizontal=True,
+        key="cmp_x",
+        format_func=X_LABELS.__getitem__,
+        help="round; training time (each round's time_total_ms summed); cumulative MB "
+        "communicated (bytes up + down); cumulative compute in s (the clients' training + the "
+        "server's step, evaluation not counted)",
+    )
+    url_state.from_url("cmp_smooth", "smooth", 0.0, float)
     st.session_state["cmp_smooth"] = min(max(float(st.session_state["cmp_smooth"]), 0.0), 0.99)
     smoothing = c3.slider("Smoothing (EMA)", 0.0, 0.99, step=0.01, key="cmp_smooth")
-    ui.from_url("cmp_points", "points", 500, int)
+    url_state.from_url("cmp_points", "points", 500, int)
     st.session_state["cmp_points"] = min(max(int(st.session_state["cmp_points"]), 20), 5000)
     max_points = c4.number_input("Max points per run", 20, 5000, step=20, key="cmp_points")
-    ui.from_url("cmp_log", "log", False, lambda v: v == "1")
+    url_state.from_url("cmp_log", "log", False, lambda v: v == "1")
     log_y = c5.toggle("Log y", key="cmp_log")
     return str(metric), str(x_axis), float(smoothing), int(max_points), bool(log_y)
 
 
 def group_controls(chosen_runs: list[RunPublic]) -> tuple[str, list[str] | None]:
     """The grouping mode and, when grouping by chosen fields, those fields."""
-    ui.from_url("cmp_group_mode", "group", "seed", choices=list(GROUP_MODES))
+    url_state.from_url("cmp_group_mode", "group", "seed", choices=list(GROUP_MODES))
     mode = str(
         st.radio(
             "Group",
@@ -194,13 +242,13 @@ def group_controls(chosen_runs: list[RunPublic]) -> tuple[str, list[str] | None]
         return mode, None
     fields = groupable_fields(chosen_runs)
     varying = groupable_fields(chosen_runs, varying_only=True)
-    ui.list_from_url("cmp_group_by", "by", varying, fields)
+    url_state.list_from_url("cmp_group_by", "by", varying, fields)
     return mode, st.multiselect("Group by", fields, key="cmp_group_by")
 
 
 def shown_lines(options: list[str], what: str) -> list[str]:
     """The runs or groups drawn: all, or those the filter keeps (`?show=a|b`)."""
-    ui.list_from_url("cmp_shown", "show", options, options, sep="|")
+    url_state.list_from_url("cmp_shown", "show", options, options, sep="|")
     shown: list[str] = [g for g in st.session_state["cmp_shown"] if g in options] or options
     if st.toggle(f"Filter {what}", key="cmp_filter", value=len(shown) < len(options)):
         st.session_state.setdefault("cmp_show", shown)
@@ -217,20 +265,28 @@ def controls(url: str, token: str) -> View:
     sweep_id = pick_sweep(url, token)
     by_id, chosen = pick_runs(url, token, sweep_id)
     if not chosen:
-        st.info("Pick runs above (or select them on the **Runs** page).")
+        st.info(
+            "No runs chosen. Take all runs of a sweep above, pick single runs under **Runs**, "
+            "or tick runs on the **Runs** page and press its Compare button."
+        )
         st.stop()
+
     chosen_runs = [by_id[i] for i in chosen]
     metric, x_axis, smoothing, max_points, log_y = plot_controls()
     mode, by = group_controls(chosen_runs)
     groups = group_labels(chosen_runs, by if mode == "fields" else None)
-    run_names = compare_view.seed_names(chosen_runs, groups)
+    run_names = run_name.compact_names(chosen_runs)
     names = run_names if mode == "none" else groups
-    styles = compare_view.trace_styles(chosen_runs, names, None if mode == "none" else by)
+    styles = (
+        compare_view.run_styles(chosen_runs, names)
+        if mode == "none"
+        else compare_view.trace_styles(chosen_runs, names, by)
+    )
     options = list(dict.fromkeys(names[i] for i in chosen))
     shown = shown_lines(options, "runs" if mode == "none" else "groups")
     # The target is in % like the chart (a link from before, with a fraction such as 0.8,
     # still works).
-    ui.from_url(
+    url_state.from_url(
         "cmp_target", "target", 80.0, lambda v: float(v) * 100 if float(v) <= 1 else float(v)
     )
     st.session_state["cmp_target"] = min(max(float(st.session_state["cmp_target"]), 0.0), 100.0)
@@ -260,14 +316,15 @@ def prepare_cache(v: View) -> None:
     changes; runs no longer shown dropped, so they are fetched afresh if shown again)."""
     # Wall-clock needs every round's duration (a downsampled point hides the rounds it
     # stands for).
-    v.points = 0 if v.x_axis == "wall-clock" else v.max_points
+    v.points = 0 if v.x_axis != "round" else v.max_points
     with_time = v.x_axis == "wall-clock" or v.metric == "test_acc"
-    v.wanted = (v.metric, TIME_METRIC) if with_time else (v.metric,)
+    v.wanted = (v.metric, metric_names.ROUND_TIME) if with_time else (v.metric,)
+    v.wanted += tuple(m for m in COST_FETCH.get(v.x_axis, ()) if m not in v.wanted)
     store = st.session_state.get(CACHE_KEY)
-    if not store or store.get("key") != (v.points, v.wanted):
-        store = {"key": (v.points, v.wanted), "runs": {}}
+    if not isinstance(store, CompareCache) or store.key != (v.points, v.wanted):
+        store = CompareCache(key=(v.points, v.wanted))
         st.session_state[CACHE_KEY] = store
-    v.cache = store["runs"]
+    v.cache = store.runs
     v.shown_ids = [i for i in v.chosen if v.names.get(i) in set(v.shown)]
     for rid in set(v.cache) - set(v.shown_ids):
         del v.cache[rid]
@@ -289,9 +346,13 @@ def bands_figure(
         g: compare_view.group_legend(g, int(d["n"].max()), counts.get(g))
         for g, d in agg.groupby("group")
     }
+    # A group of one run has no spread: the title says so rather than "mean ± std".
+    single = all(int(n) == 1 for n in agg.groupby("group")["n"].max())
     return charts.band_chart(
         agg,
-        f"{title}: mean ± std over seeds",
+        f"{title}: one run per group (n = 1: no band)"
+        if single
+        else f"{title}: mean ± std over seeds",
         v.y_title,
         x=x,
         styles=v.styles,
@@ -308,10 +369,10 @@ def chart_part(
 ) -> pd.DataFrame | None:
     """The chart (one line per run, or mean ± std bands), its caption and its CSV; returns
     the bands (None with one line per run)."""
-    if any(v.cache[i].get("downsampled") for i in v.shown_ids if i in v.cache):
+    if any(v.cache[i].downsampled for i in v.shown_ids if i in v.cache):
         st.caption(f"Curves downsampled by the server to at most {v.max_points} points per run.")
     smoothed = smooth(long, v.smoothing)
-    x = "wall_s" if v.x_axis == "wall-clock" else "round"
+    x = X_COLUMN[v.x_axis]
     title = v.y_title + (f" (EMA {v.smoothing:g})" if v.smoothing else "")
     heads = compare_view.running_heads(smoothed, statuses, v.run_names, v.styles, v.names, v.cache)
     final_rounds = compare_view.final_rounds([v.by_id[i] for i in v.shown_ids])
@@ -356,7 +417,7 @@ TTT_COLUMNS = {
     "runs": "n finished",
     "reached_text": "reached",
     "round_median_text": "median rounds",
-    "seconds_median_text": "median seconds",
+    "seconds_median_text": f"median {durations.TRAINING_TIME} (s)",
     "unfinished": "not finished",
 }
 
@@ -372,7 +433,7 @@ def target_part(v: View, long: pd.DataFrame, statuses: dict[str, str | None]) ->
         key="cmp_target",
         disabled=v.metric != "test_acc",
     )
-    ui.to_url(v.url_params())
+    url_state.to_url(v.url_params())
     if v.metric != "test_acc":
         st.caption("Time to target is computed on test accuracy.")
         return
@@ -413,7 +474,7 @@ def live_part(v: View, live_at_start: bool) -> None:
     live = any(compare_view.in_flight(s) for s in statuses.values())
     if live_at_start and not live:
         st.rerun()  # every shown run has ended: redraw once without the timer
-    long = compare_long(compare_view.cached_payload(v.cache, v.shown_ids), v.metric)
+    long = compare_long(compare_view.cached_runs(v.cache, v.shown_ids), v.metric)
     waiting = compare_view.not_started([v.by_id[i] for i in v.shown_ids], v.cache, v.run_names)
     if long.empty:
         st.info(no_round_note(waiting, live))
@@ -435,9 +496,9 @@ def live_part(v: View, live_at_start: bool) -> None:
 def render() -> None:
     """The page: the controls, the URL that reproduces them, then the data part."""
     st.title("Compare")
-    url, token = ui.connection()
+    url, token = api_client.connection()
     v = controls(url, token)
-    ui.to_url(v.url_params())
+    url_state.to_url(v.url_params())
     if not v.shown:
         st.info("Every group is hidden: pick some under **Show**.")
         st.stop()

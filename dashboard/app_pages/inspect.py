@@ -8,10 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from api.schemas.runs import RunInfoPublic, RunPublic
-from dashboard import charts, live_view, loaders, ui
-from dashboard.client import ApiError, ApiNotFound
-from dashboard.latents import (
+from dashboard import api_client, charts, live_view, loaders, run_picker, url_state
+from dashboard.inspect_page.latents import (
     LOADER_MISSING,
     every_class_in_legend,
     every_class_on_axis,
@@ -20,20 +18,22 @@ from dashboard.latents import (
 )
 from fedgen import specdict
 from fedgen.algorithms.registry import algorithms, find_algorithm
+from fedgen_lab.errors import LabError, LabNotFound
+from vocab.schemas.runs import RunInfoPublic, RunPublic
 
 
 def _linked_run_gone(url: str, token: str) -> None:
     """Stop with a note when the URL names a deleted run, rather than show another run."""
-    linked = st.query_params.get("run")
+    linked = run_picker.linked_run_id()
     if not linked:
         return
     try:
         loaders.run(url, token, str(linked))
-    except ApiNotFound:
+    except LabNotFound:
         st.warning(live_view.gone_note(str(linked)), icon=":material/delete:")
         st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
         st.stop()
-    except ApiError:
+    except LabError:
         pass  # said by the picker's own call
 
 
@@ -42,10 +42,10 @@ def partition(url: str, token: str, run_id: str) -> None:
     st.header("Partition")
     try:
         info: RunInfoPublic | None = loaders.info(url, token, run_id)
-    except ApiNotFound:
+    except LabNotFound:
         info = None  # the API answers 404 until the run has started
-    except ApiError as exc:
-        ui.show_error(exc)
+    except LabError as exc:
+        api_client.show_error(exc)
         info = None
     if info is None or not info.label_histogram:
         st.info("This run has not started yet: the partition is recorded when it starts.")
@@ -72,7 +72,7 @@ def generator_rounds(url: str, token: str, run_id: str, run: RunPublic) -> pd.Da
         with_one = ", ".join(d.label for d in algorithms() if d.has_generator)
         st.info(f"Generator checkpoints exist for {with_one} runs only.")
         st.stop()
-    ckpts = ui.call(loaders.checkpoints, url, token, run_id)
+    ckpts = api_client.call(loaders.checkpoints, url, token, run_id)
     gens = ckpts[ckpts["kind"] == "generator"]
     if gens.empty:
         st.info(
@@ -100,9 +100,9 @@ def pick_view(run_id: str, rounds: list[int]) -> tuple[list[int], int, int]:
         "(docs/metrics.md, How rounds are counted).",
     )
     c1, c2 = st.columns(2)
-    ui.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
+    url_state.from_url("inspect_per_class", "per_class", 50, int, choices=list(range(10, 201)))
     per_class = c1.slider("Samples per class", 10, 200, key="inspect_per_class")
-    ui.from_url("inspect_seed", "seed", 0, int, choices=list(range(10_001)))
+    url_state.from_url("inspect_seed", "seed", 0, int, choices=list(range(10_001)))
     seed = int(c2.number_input("Sampling seed", 0, 10_000, key="inspect_seed"))
     st.query_params.update(
         {
@@ -122,7 +122,7 @@ def latents(url: str, token: str, run_id: str, gens: pd.DataFrame) -> None:
         return
     ids_by_round = dict(zip(gens["round"], gens["id"], strict=True))
     blobs = {
-        r: ui.call(loaders.checkpoint_bytes, url, token, run_id, str(ids_by_round[r]))
+        r: api_client.call(loaders.checkpoint_bytes, url, token, run_id, str(ids_by_round[r]))
         for r in picked
     }
     try:
@@ -139,9 +139,9 @@ def latents(url: str, token: str, run_id: str, gens: pd.DataFrame) -> None:
 def render() -> None:
     """The page: pick a run, then its partition and its generator's latents."""
     st.title("Inspect")
-    url, token = ui.connection()
+    url, token = api_client.connection()
     _linked_run_gone(url, token)
-    run_id, by_id = ui.pick_run(url, token, key="inspect_run")
+    run_id, by_id = run_picker.pick_run(url, token, key="inspect_run")
     partition(url, token, run_id)
     gens = generator_rounds(url, token, run_id, by_id[run_id])
     latents(url, token, run_id, gens)

@@ -1,6 +1,6 @@
 """Lab: the live workers (host, slot, devices, code, datasets, what each runs now), the slots
 busy, and the runs that no live worker can take, refreshed every few seconds; then what each
-member's runs store against their quota (dashboard/usage_view.py).
+member's runs store against their quota (dashboard/lab_page/usage_view.py).
 
 A worker is live while its heartbeat is younger than the API's worker TTL (FEDGEN_WORKER_TTL_S);
 one row per worker process (a slot).
@@ -12,8 +12,9 @@ from datetime import UTC, datetime, tzinfo
 
 import streamlit as st
 
-from api.schemas.workers import WorkerPublic
-from dashboard import lab_view, loaders, runs_table, times, ui, usage_view
+from dashboard import api_client, lab_view, loaders, runs_table, table_columns, times
+from dashboard.lab_page import usage_view
+from vocab.schemas.workers import WorkerPublic
 
 REFRESH_S = 5
 EMPTY = (
@@ -29,10 +30,11 @@ def workers_table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> Non
         lab_view.table(workers, now, tz),
         hide_index=True,
         key="lab_workers",
-        column_config=ui.text_columns(
+        column_config=table_columns.text_columns(
             {
                 "slot": "The worker process (its node name is slot@host)",
-                "queues": "The run queues it serves",
+                "queues": "The runs it takes: cpu or gpu (the broker's queue names add the "
+                "lab's FEDGEN_QUEUE_PREFIX)",
                 "threads": "Torch threads per run",
                 "code version": "git:<first 12 of the commit>[+dirty] or src:<hash of the "
                 "sources>; the full values are under the table",
@@ -55,14 +57,14 @@ def workers_table(workers: list[WorkerPublic], now: datetime, tz: tzinfo) -> Non
                 label=f"Watch {lab_view.run_text(r)}",
                 icon=":material/monitoring:",
                 query_params={"run": r.id},
-                help=f"Live page of run {r.id} on {w.name}",
+                help=f"Live run page of run {r.id} on {w.name}",
             )
 
 
 def waiting(now: datetime, tz: tzinfo) -> None:
     """The runs no live worker can take, with what each waits for."""
-    url, token = ui.connection()
-    stuck = lab_view.waiting_runs(ui.call(loaders.runs, url, token))
+    url, token = api_client.connection()
+    stuck = lab_view.waiting_runs(api_client.call(loaders.runs, url, token))
     if not stuck:
         return
     st.subheader("Runs no live worker can take")
@@ -72,8 +74,8 @@ def waiting(now: datetime, tz: tzinfo) -> None:
 
 def panel() -> None:
     """Summary, workers and waiting runs (a fragment: reruns by itself every few seconds)."""
-    url, token = ui.connection()
-    body = ui.call(loaders.workers, url, token)
+    url, token = api_client.connection()
+    body = api_client.call(loaders.workers, url, token)
     workers = body.workers
     now = datetime.now(UTC)
     tz = times.zone(st.context.timezone)
@@ -91,8 +93,8 @@ def panel() -> None:
 def storage() -> None:
     """What each member's runs store against their quota (GET /usage: an admin sees every
     member, a member themselves); read once per page load, it changes slowly."""
-    url, token = ui.connection()
-    body = ui.try_call(loaders.usage, url, token)
+    url, token = api_client.connection()
+    body = api_client.try_call(loaders.usage, url, token)
     if body is None:
         return
     st.subheader("Storage")
@@ -101,7 +103,7 @@ def storage() -> None:
         usage_view.table(body),
         hide_index=True,
         key="lab_usage",
-        column_config=ui.text_columns(usage_view.HELP),
+        column_config=table_columns.text_columns(usage_view.HELP),
     )
 
 

@@ -16,19 +16,28 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from api.schemas.runs import RunPublic
-from dashboard import annotate, live_view, loaders, run_failures, run_state, times, ui
-from dashboard.client import ApiError, ApiNotFound
-from dashboard.frames import (
+from dashboard import (
+    annotate,
+    api_client,
+    live_view,
+    loaders,
+    run_failures,
+    run_picker,
+    run_state,
+    times,
+)
+from dashboard.live_history import (
     last_round,
     merge_history,
     metrics_frame,
     user_band,
-    users_frame,
     worst_users,
 )
-from fedgen import metric_names
-from fedgen.status import ACTIVE, RunStatus
+from fedgen import durations, metric_names
+from fedgen_lab.errors import LabError, LabNotFound
+from fedgen_lab.frames import users_frame
+from vocab.run_status import ACTIVE, RunStatus
+from vocab.schemas.runs import RunPublic
 
 
 @dataclass(frozen=True)
@@ -60,20 +69,20 @@ def linked_run_status(url: str, token: str) -> str | None:
     """The status of the run the link (`?run=`) or the last view names; None when there is
     none. A link to a run that no longer exists is said on the page, and the page stops; a
     remembered run that was deleted since is forgotten quietly."""
-    linked = st.query_params.get("run")
-    wanted = linked or st.session_state.get("live_run_id")
+    linked = run_picker.linked_run_id()
+    wanted = linked or run_picker.watched_run_id()
     if not wanted:
         return None
     try:
         return loaders.run(url, token, str(wanted)).status
-    except ApiNotFound:
+    except LabNotFound:
         if not linked:
-            st.session_state.pop("live_run_id", None)
+            run_picker.watch(None)
             return None
         st.warning(live_view.gone_note(str(wanted)), icon=":material/delete:")
         st.page_link("app_pages/runs.py", label="Runs", icon=":material/table_rows:")
         st.stop()
-    except ApiError:
+    except LabError:
         return None  # said by the picker's own call below
     return None
 
@@ -86,7 +95,7 @@ def note_and_tags(w: Watch) -> None:
         st.markdown(line)
     try:
         me = loaders.me(w.url, w.token)
-    except ApiError:  # without an identity the editor says who may edit
+    except LabError:  # without an identity the editor says who may edit
         me = None
     with st.expander("Note and tags" if line else "Add a note or tags"):
         if annotate.editor(run, me, key="live") is not None:
@@ -95,23 +104,23 @@ def note_and_tags(w: Watch) -> None:
 
 def pull(w: Watch) -> str:
     """Take the stream's new rounds into the cached history; return the run's status."""
-    c = ui.client()
+    c = api_client.client()
     hist = st.session_state.get(w.hist)
     since = last_round(hist)
     # Each tick takes what the server has and waits only briefly for more: the next tick
     # (2 s on) asks again from the last round, so a longer wait would only keep the script
     # running (a second of every two) without showing rounds much sooner.
-    events = c.events(w.run_id, since_round=since, wait_s=0.3)
+    events = c.events_now(w.run_id, since_round=since, wait_s=0.3)
     payload = live_view.events_payload(events)
-    if payload["rounds"] or hist is None:
+    if payload.rounds or hist is None:
         st.session_state[w.hist] = merge_history(hist, payload)
     status = live_view.last_status(events) or st.session_state.get(w.status)
     status = status or w.run.status
     st.session_state[w.status] = status
     users = st.session_state.get(w.users)
-    if payload["rounds"] or users is None:
+    if payload.rounds or users is None:
         first = int(users["round"].max()) + 1 if users is not None and not users.empty else None
-        new_users = users_frame(ui.call(c.users, w.run_id, round_from=first))
+        new_users = users_frame(api_client.call(c.users, w.run_id, round_from=first))
         if users is None or users.empty:
             st.session_state[w.users] = new_users
         elif not new_users.empty:
@@ -164,7 +173,7 @@ def where_it_ran(w: Watch, run: RunPublic) -> None:
 def info_part(w: Watch) -> None:
     """How its clients trained and the files its data was read from (its info), when the
     run recorded them."""
-    info = ui.try_call(loaders.info, w.url, w.token, w.run_id)
+    info = api_client.try_call(loaders.info, w.url, w.token, w.run_id)
     trained = live_view.execution_caption(info) if info else None
     if trained:
         st.caption(trained)
@@ -209,15 +218,26 @@ def state_part(w: Watch, shown: RunPublic, status: str, error: str | None) -> No
 
 
 def figures_part(df: pd.DataFrame, run: RunPublic, status: str) -> None:
-    """The run's accuracy figures so far, its last round stored and its wall-clock."""
+    """The run's accuracy figures so far, its last round stored, its running and training
+    time (fedgen.durations: the names and definitions every page uses)."""
     rounds = run.rounds
     figures = live_view.accuracy_figures(df, run.spec, rounds, status == RunStatus.SUCCEEDED)
-    m = st.columns(len(figures) + 2)
+    m = st.columns(len(figures) + 3)
     for col, (label, value) in zip(m, figures, strict=False):
         col.metric(label, value, help=live_view.figure_help(label, run.spec, rounds))
-    m[-2].metric("last round", live_view.last_round(df, rounds), help=live_view.ROUND_HELP)
-    if "time_total_ms" in df:
-        m[-1].metric("wall-clock", f"{df['time_total_ms'].sum() / 1000:.1f} s")
+    m[-3].metric("last round", live_view.last_round(df, rounds), help=live_view.ROUND_HELP)
+    running = durations.between(run.started_at, run.finished_at or datetime.now(UTC))
+    m[-2].metric(
+        durations.RUNNING_TIME,
+        durations.format_s(running),
+        help=durations.HELP[durations.RUNNING_TIME],
+    )
+    if metric_names.ROUND_TIME in df:
+        m[-1].metric(
+            durations.TRAINING_TIME,
+            durations.format_s(durations.training_s(df[metric_names.ROUND_TIME].tolist())),
+            help=durations.HELP[durations.TRAINING_TIME],
+        )
 
 
 def users_part(users: pd.DataFrame | None, rev: str) -> None:
@@ -270,11 +290,11 @@ def panel(w: Watch) -> None:
     run, run_id, url, token = w.run, w.run_id, w.url, w.token
     try:
         status = pull(w)
-    except ApiNotFound:  # deleted while watched
+    except LabNotFound:  # deleted while watched
         st.warning(live_view.gone_note(run_id), icon=":material/delete:")
         return
-    except ApiError as exc:
-        ui.show_error(exc)
+    except LabError as exc:
+        api_client.show_error(exc)
         return
     # A status other than the listed one (a worker took it, it ended): the whole page again,
     # once, so the picker's label and the refresh timer follow (the list is read afresh).
@@ -287,10 +307,10 @@ def panel(w: Watch) -> None:
     df = metrics_frame(st.session_state[w.hist])
     # The run itself (segments, waiting reason, notices, cancel asked): at most one request
     # per 5 s, and afresh when the stream reports another status than the cached copy.
-    full = ui.try_call(loaders.run, url, token, run_id) or run
+    full = api_client.try_call(loaders.run, url, token, run_id) or run
     if full.status != status:
         loaders.run.clear(url, token, run_id)
-        full = ui.try_call(loaders.run, url, token, run_id) or run
+        full = api_client.try_call(loaders.run, url, token, run_id) or run
     current = int(df["round"].max()) if not df.empty else full.current_round
     # The stream's status and round are newer than the stored run's.
     shown = full.model_copy(update={"status": status, "current_round": current})
@@ -306,14 +326,18 @@ def panel(w: Watch) -> None:
     charts_part(w, df)
 
 
+PICKER = "live_run"  # the run picker's key (`run_picker.pick_run`)
+FOLLOW_S = 3.0  # how often the picker checks the lab for runs added, started or ended
+
+
 def render() -> None:
     """The page: pick a run, its note and tags, then the panel that follows it."""
     st.title("Live run")
-    url, token = ui.connection()
-    # The picker's key follows the run's status: its label names the status, and Streamlit's
-    # frontend does not always redraw a kept select box's label when only the label changed.
-    status = linked_run_status(url, token) or "any"
-    run_id, by_id = ui.pick_run(url, token, key=f"live_run_{status}")
+    url, token = api_client.connection()
+    linked_run_status(url, token)  # a link to a deleted run: said, and the page stops
+    run_id, by_id = run_picker.pick_run(url, token, key=PICKER)
+    # The picker follows the lab: a run added, started or ended anywhere reruns the page.
+    st.fragment(run_every=FOLLOW_S)(run_picker.follow_lab)(url, token, PICKER)
     w = Watch(url, token, run_id, by_id[run_id])
     note_and_tags(w)
     active = w.run.status in ACTIVE

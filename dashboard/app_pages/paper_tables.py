@@ -16,25 +16,30 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from api.schemas.runs import RunPublic
-from api.schemas.sweeps import SweepPublic
-from dashboard import loaders, study_view, sweep_plot, times, ui
-from dashboard.client import LabClient
+from dashboard import api_client, loaders, study_view, times, url_state
+from dashboard.paper_tables_page import sweep_plot
+from dashboard.paper_tables_page.versus_paper import NO_PAPER, number, versus_paper
 from dashboard.sweep_tables import (
+    cost_frame,
     frame_latex,
+    noisy_timing,
     summary_groups,
+    swept_fields,
     table1_latex,
     table1_long,
     table1_matrix,
     table3_frame,
-    timing_rows,
+    tune_frame,
 )
 from dashboard.table_csv import TABLE3_NUMBERS, table1_csv_frame, table3_csv_frame
-from dashboard.versus_paper import NO_PAPER, number, versus_paper
 from fedgen import paper
-from fedgen.csv_cells import frame_csv
 from fedgen.stats import CURVE_STATISTICS, STATISTIC_LABELS
-from fedgen.status import ACTIVE
+from vocab.run_names import algorithm_name, paper_column
+from vocab.run_status import ACTIVE
+from vocab.safe_csv import frame_csv
+from vocab.schemas.results import PlotData
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.sweeps import SweepPublic, SweepSummary
 
 REFRESH_S = 3
 # The tables' statistics: a run's own figure (time to target is the plot's alone).
@@ -63,12 +68,18 @@ class Pick:
     def to_url(self) -> None:
         """The query string of the whole view (defaults left out)."""
         stat = self.statistic if self.statistic != "top5" else None
-        ui.to_url({"sweep": self.sweep_id, "statistic": stat, **plot_url()})
+        # Before the tune picker first ran (it needs the summary's fields), the link's own
+        # `tune` stays: the picker reads it from the address.
+        if "tables_tune" in st.session_state:
+            tune = ",".join(st.session_state["tables_tune"]) or None
+        else:
+            tune = st.query_params.get("tune") or None
+        url_state.to_url({"sweep": self.sweep_id, "statistic": stat, "tune": tune, **plot_url()})
 
 
 def pick(url: str, token: str) -> Pick:
     """The sweep and the statistic, seeded from the URL."""
-    sweeps = ui.call(loaders.sweeps, url, token)
+    sweeps = api_client.call(loaders.sweeps, url, token)
     if not sweeps:
         st.info(
             "No sweeps yet. Submit one on the **Submit** page (e.g. algorithms × α × seeds 0, "
@@ -77,13 +88,13 @@ def pick(url: str, token: str) -> Pick:
     now = datetime.now(UTC)
     tz = times.zone(st.context.timezone)
     names = {s.id: study_view.sweep_label(s, now, tz) for s in sweeps}
-    ui.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
+    url_state.from_url("tables_sweep", "sweep", next(iter(names), None), choices=list(names))
     sweep_id = (
         st.selectbox("Sweep", list(names), key="tables_sweep", format_func=lambda k: names[k])
         if names
         else None
     )
-    ui.from_url("tables_stat", "statistic", "top5", choices=list(STATISTICS))
+    url_state.from_url("tables_stat", "statistic", "top5", choices=list(STATISTICS))
     statistic = st.radio(
         "Statistic",
         list(STATISTICS),
@@ -98,11 +109,13 @@ def pick(url: str, token: str) -> Pick:
 def seed_plot_pickers() -> None:
     """The sweep plot's pickers, seeded from the URL (x and by are checked against the sweep
     where the plot is drawn)."""
-    ui.from_url("tables_plot_x", "x", None)
-    ui.from_url("tables_plot_by", "by", None)
-    ui.from_url("tables_plot_stat", "plot_stat", "top5", choices=list(sweep_plot.STATISTICS))
-    ui.from_url("tables_plot_interval", "interval", "std", choices=list(sweep_plot.INTERVALS))
-    ui.from_url("tables_plot_target", "target_pct", 70.0, cast=float)
+    url_state.from_url("tables_plot_x", "x", None)
+    url_state.from_url("tables_plot_by", "by", None)
+    url_state.from_url("tables_plot_stat", "plot_stat", "top5", choices=list(sweep_plot.STATISTICS))
+    url_state.from_url(
+        "tables_plot_interval", "interval", "std", choices=list(sweep_plot.INTERVALS)
+    )
+    url_state.from_url("tables_plot_target", "target_pct", 70.0, cast=float)
 
 
 def plot_url() -> dict[str, Any]:
@@ -120,7 +133,7 @@ def plot_url() -> dict[str, Any]:
 
 def sweep_runs(p: Pick) -> list[RunPublic]:
     """The chosen sweep's runs (none without a sweep)."""
-    return ui.call(loaders.runs, p.url, p.token, sweep_id=p.sweep_id) if p.sweep_id else []
+    return api_client.call(loaders.runs, p.url, p.token, sweep_id=p.sweep_id) if p.sweep_id else []
 
 
 def progress_part(p: Pick, members: list[RunPublic]) -> None:
@@ -141,9 +154,80 @@ def progress_part(p: Pick, members: list[RunPublic]) -> None:
         st.rerun(scope="app")
 
 
+def tune_part(p: Pick, summary: SweepSummary) -> SweepSummary | None:
+    """The "Tune by validation over" picker: with fields chosen, the summary tuned over them
+    (each group of the other fields at the values with the best mean validation statistic)
+    and what was chosen, with each group's budget; None when the lab refused (said why)."""
+    swept = swept_fields(summary)
+    url_state.list_from_url("tables_tune", "tune", [], choices=swept)
+    # Another sweep picked: the fields it does not sweep leave the picker.
+    st.session_state["tables_tune"] = [f for f in st.session_state["tables_tune"] if f in swept]
+    tune = st.multiselect(
+        "Tune by validation over",
+        swept,
+        key="tables_tune",
+        format_func=sweep_plot.picker_label,
+        help="For every group of the other fields, the values of these fields whose runs have "
+        "the best mean validation figure (the statistic above, on the validation data: "
+        "partition.val_fraction > 0); the table then shows the test statistic there. The "
+        "test set is never used to choose (docs/metrics.md, Tuning).",
+    )
+    p.to_url()
+    if not tune:
+        return summary
+    tuned = api_client.try_call(
+        loaders.sweep_summary, p.url, p.token, str(p.sweep_id), p.statistic, ",".join(tune)
+    )
+    if tuned is None:
+        return None
+    chosen = tune_frame(tuned)
+    st.dataframe(
+        chosen,
+        hide_index=True,
+        key="tables_tune_chosen",
+        column_config={
+            "budget": st.column_config.NumberColumn(
+                "budget", format="%d", help="configurations of the tuned fields the group had"
+            ),
+            **{
+                c: st.column_config.NumberColumn(c, format="%.2f")
+                for c in ("validation", "test", "test_seed_std")
+            },
+        },
+        placeholder=times.DASH,
+    )
+    budgets = sorted({int(b) for b in chosen["budget"]}) if not chosen.empty else []
+    st.caption(
+        f"Chosen by validation ({STATISTICS[p.statistic]} on the validation data, mean over "
+        "seeds); validation and test in %, test ± seed std. "
+        + (
+            f"Budgets differ ({', '.join(map(str, budgets))} configurations): compare rows "
+            "with equal budgets."
+            if len(budgets) > 1
+            else "Every group had the same budget."
+        )
+    )
+    for w in tuned.warnings:
+        st.warning(w)
+    return tuned
+
+
+def cost_part(summary: SweepSummary) -> None:
+    """Each group's cost per run beside its accuracy (MB, clients' and server's seconds)."""
+    with st.expander("Cost per run: bytes communicated and compute"):
+        st.dataframe(cost_frame(summary), hide_index=True, key="tables_cost")
+        st.caption(
+            "Per run, mean ± seed std over the group's finished runs: MB (10^6 bytes) sent up "
+            "and down over every trained round, the clients' local training and the server's "
+            "steps in seconds (docs/metrics.md, Cost)."
+        )
+
+
 def table1_part(p: Pick, members: list[RunPublic]) -> None:
     """Our Table 1 beside the paper's numbers (matrix, versus list, CSV and LaTeX)."""
-    summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
+    summary = tune_part(p, api_client.call(loaders.sweep_summary, p.url, p.token, p.sweep_id))
+    if summary is None:
+        return
     runs = {r.id: r for r in members}
     groups = summary_groups(summary, runs, p.statistic)
     long = table1_long(groups)
@@ -155,7 +239,7 @@ def table1_part(p: Pick, members: list[RunPublic]) -> None:
     for rec in long.to_dict("records"):
         if math.isnan(number(rec["paper_mean"])):  # say so rather than leave a bare cell
             key = (rec["dataset"], rec["setting"], rec["T"])
-            col = paper.PAPER_LABELS.get(rec["algorithm"], rec["algorithm"])
+            col = algorithm_name(rec["algorithm"])
             text.loc[key, col] = f"{text.loc[key, col]} ({NO_PAPER})"
     styled = text.style.apply(
         lambda col: ["font-weight: bold" if b else "" for b in mask[col.name]], axis=0
@@ -185,16 +269,19 @@ def table1_part(p: Pick, members: list[RunPublic]) -> None:
     d2.download_button("LaTeX", table1_latex(long), "table1.tex", "text/x-tex", key="tables_t1_tex")
     with st.expander("LaTeX source"):
         st.code(table1_latex(long), language="latex")
+    cost_part(summary)
 
 
 def table3_part(p: Pick) -> None:
     """Table 3: ms per local update, ours beside the paper's (CSV and LaTeX)."""
     st.header("Table 3: ms per local update")
-    timing = ui.try_call(loaders.timing, p.url, p.token, p.sweep_id) if p.sweep_id else None
-    t3 = table3_frame(timing_rows(timing))
+    timing = api_client.try_call(loaders.timing, p.url, p.token, p.sweep_id) if p.sweep_id else None
+    t3 = table3_frame(timing)
     if t3.empty:
         st.info("No timing yet: runs report time_user_ms from round 1 on.")
         return
+    if noisy := noisy_timing(t3):
+        st.warning(noisy, icon=":material/speed:")
     st.dataframe(
         t3,
         hide_index=True,
@@ -230,7 +317,7 @@ def published_table1() -> pd.DataFrame:
     """The paper's Table 1, a row per dataset, setting and T."""
     rows = []
     for k, v in paper.TABLE1.items():
-        cells = {paper.PAPER_LABELS[a]: f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}
+        cells = {paper_column(a): f"{m:.2f} ± {s:.2f}" for a, (m, s) in v.items()}
         rows.append({"dataset": k.dataset, "setting": k.setting, "T": k.local_steps, **cells})
     return pd.DataFrame(rows)
 
@@ -248,10 +335,17 @@ def panel(p: Pick) -> None:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def plot_data(url: str, token: str, sweep_id: str, fmt: str = "json", **query: Any) -> Any:
-    """GET /sweeps/{id}/plot-data (JSON, or its CSV)."""
-    with LabClient(url, token) as c:
-        return c.plot_data(sweep_id, fmt=fmt, **query)
+def plot_data(url: str, token: str, sweep_id: str, **query: Any) -> PlotData:
+    """GET /sweeps/{id}/plot-data."""
+    with api_client.open_client(url, token) as c:
+        return c.plot_data(sweep_id, **query)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def plot_csv(url: str, token: str, sweep_id: str, **query: Any) -> str:
+    """GET /sweeps/{id}/plot-data?format=csv: the plot's points as a CSV file."""
+    with api_client.open_client(url, token) as c:
+        return c.plot_csv(sweep_id, **query)
 
 
 def plot_panel(p: Pick) -> None:
@@ -260,7 +354,7 @@ def plot_panel(p: Pick) -> None:
     if not p.sweep_id:
         return
     st.header("Plot")
-    summary = ui.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
+    summary = api_client.call(loaders.sweep_summary, p.url, p.token, p.sweep_id)
     varying = list(dict.fromkeys(f for g in summary.groups for f in g.fields))
     if not varying:
         st.info("Only the seed varies in this sweep: there is no field to plot against.")
@@ -279,7 +373,7 @@ def plot_panel(p: Pick) -> None:
     stat, interval, target = plot_statistic(c3, c4)
     p.to_url()
     query = {"x": x, "by": by, "statistic": stat, "interval": interval, "target": target}
-    data = ui.try_call(plot_data, p.url, p.token, p.sweep_id, **query)
+    data = api_client.try_call(plot_data, p.url, p.token, p.sweep_id, **query)
     if data is not None:
         plot_result(p, data, query, interval)
 
@@ -312,22 +406,22 @@ def plot_statistic(stat_col: Any, bar_col: Any) -> tuple[str, str, float | None]
     return str(stat), str(interval), target
 
 
-def plot_result(p: Pick, data: dict[str, Any], query: dict[str, Any], interval: str) -> None:
+def plot_result(p: Pick, data: PlotData, query: dict[str, Any], interval: str) -> None:
     """The plot, what it counts, its warnings, its CSV and the parallel coordinates."""
     sweep_id = str(p.sweep_id)
     st.plotly_chart(sweep_plot.plot_figure(data, f"plot-{sweep_id}"), key="tables_plot")
-    counted = sum(p["n"] for s in data["series"] for p in s["points"])
-    left = ", ".join(f"{n} {s}" for s, n in sorted(data["excluded"]["counts"].items()))
+    counted = sum(point.n for s in data.series for point in s.points)
+    left = ", ".join(f"{n} {s}" for s, n in sorted(data.excluded.counts.items()))
     st.caption(
         f"Each point: the mean over its finished runs (n of the point's runs beside it while some "
         f"are not), bar {sweep_plot.INTERVALS[interval]}. {counted} runs counted"
         + (f"; not counted: {left}." if left else ".")
     )
-    for w in data["warnings"]:
+    for w in data.warnings:
         st.warning(w)
     st.download_button(
         "CSV",
-        ui.call(plot_data, p.url, p.token, sweep_id, fmt="csv", **query),
+        api_client.call(plot_csv, p.url, p.token, sweep_id, **query),
         f"sweep-{sweep_id}-plot.csv",
         "text/csv",
         key="tables_plot_csv",
@@ -341,7 +435,7 @@ def plot_result(p: Pick, data: dict[str, Any], query: dict[str, Any], interval: 
 def render() -> None:
     """The page: the pickers, then the tables and the plot (refreshing while runs are active)."""
     st.title("Sweep tables")
-    url, token = ui.connection()
+    url, token = api_client.connection()
     picked = pick(url, token)
     seed_plot_pickers()
     picked.to_url()

@@ -1,5 +1,6 @@
 """Runs: the lab's runs per status, the filterable table a page at a time (live while any run
-is active); compare, watch, cancel, clone or delete the runs picked (`dashboard.runs_actions`).
+is active); compare, watch, cancel, clone or delete the runs picked
+(`dashboard.runs_page.runs_actions`).
 
 The counts line is the server's: every run of the lab under the filters but the status, not
 those of the page shown. The table pages back through every run, newest first: each page is
@@ -13,29 +14,22 @@ take them, what they wait for; running runs an ETA from their own median round t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 import streamlit as st
 
-from api.schemas.runs import RunPublic, RunsPublic
-from api.schemas.users import UserPublic
-from dashboard import (
-    loaders,
-    run_failures,
-    run_filters,
-    run_name,
-    runs_actions,
-    runs_csv,
-    runs_table,
-    status_counts,
-    times,
-    ui,
-)
-from dashboard.client import ApiError, LabClient
-from fedgen.csv_cells import frame_csv
-from fedgen.status import ACTIVE, RUN_STATUSES, RunStatus
+from dashboard import api_client, loaders, run_failures, run_name, runs_table, table_columns, times
+from dashboard.runs_page import run_filters, runs_actions, runs_csv, status_counts
+from dashboard.spec_form import SpecChoices
+from fedgen import durations
+from fedgen.metric_names import ROUND_TIME
+from fedgen_lab.errors import LabError
+from vocab import run_names
+from vocab.run_status import ACTIVE, RUN_STATUSES, RunStatus
+from vocab.safe_csv import frame_csv
+from vocab.schemas.runs import RunPublic, RunsPublic
+from vocab.schemas.users import UserPublic
 
 STATUSES = ["", *RUN_STATUSES]
 PAGE_SIZES = [25, 100, 500]
@@ -48,18 +42,18 @@ class Listing:
 
     url: str
     token: str
-    filters: dict[str, Any]
+    filters: run_filters.RunFilters
     page_size: int
 
     @property
     def status(self) -> str:
         """The status filter ("" for any): the counts line counts every status regardless."""
-        return str(self.filters.get("status") or "")
+        return str(self.filters.status or "")
 
     @property
     def cursors_key(self) -> str:
         """What the page stack belongs to: other filters or page size start again at page 1."""
-        return repr((sorted(self.filters.items()), self.page_size))
+        return repr((sorted(self.filters.params().items()), self.page_size))
 
 
 def filter_choices(url: str, token: str) -> dict[str, tuple[str, list[str] | None]]:
@@ -68,12 +62,12 @@ def filter_choices(url: str, token: str) -> dict[str, tuple[str, list[str] | Non
     (cached a minute); none when the API cannot be read (the table says why)."""
     try:
         choices = loaders.spec_choices(url, token)
-    except ApiError:
-        choices = {}
+    except LabError:
+        choices = SpecChoices()
     return {
         "runs_status": ("status", STATUSES),
-        "runs_alg": ("algorithm", ["", *choices.get("algorithm.name", [])]),
-        "runs_data": ("dataset", ["", *choices.get("data.name", [])]),
+        "runs_alg": ("algorithm", ["", *choices.algorithms]),
+        "runs_data": ("dataset", ["", *choices.datasets]),
         "runs_owner": ("owner", None),
         "runs_tag": ("tag", None),
     }
@@ -97,7 +91,7 @@ def _or_any(value: str) -> str:
     return value or "any"
 
 
-def filter_controls(url: str, token: str) -> tuple[dict[str, Any], int]:
+def filter_controls(url: str, token: str) -> tuple[run_filters.RunFilters, int]:
     """The filter widgets (seeded from the link; the URL follows what they hold) and the runs
     per page."""
     choices = filter_choices(url, token)
@@ -112,7 +106,8 @@ def filter_controls(url: str, token: str) -> tuple[dict[str, Any], int]:
     )
     owner = c4.text_input("Owner", key="runs_owner")
     tag = c5.text_input("Tag", key="runs_tag")
-    w1, w2, w3 = st.columns([6, 4, 1])
+    # "Per page" gets room for its widest choice: a narrow box showed "10" while 100 applied.
+    w1, w2, w3 = st.columns([6, 4, 2])
     where = run_filters.where_clauses(
         w1.text_input(
             "Spec fields",
@@ -126,16 +121,8 @@ def filter_controls(url: str, token: str) -> tuple[dict[str, Any], int]:
         "Search notes and tags", key="runs_q", help="Text in a run's note or tags, any case"
     )
     per_page = w3.selectbox("Per page", PAGE_SIZES, index=1, key="runs_per_page")
-    filters: dict[str, Any] = {
-        "status": status,
-        "algorithm": algorithm,
-        "dataset": dataset,
-        "owner": owner,
-        "tag": tag,
-        "where": where,
-        "q": q,
-    }
-    wanted = {k: v for k, v in filters.items() if v}
+    filters = run_filters.RunFilters(status, algorithm, dataset, owner, tag, tuple(where), q)
+    wanted = {k: v for k, v in filters.params().items() if v}
     in_url = {k: st.query_params.get_all(k) for k in st.query_params}
     if in_url != {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}:
         st.query_params.from_dict(wanted)
@@ -150,8 +137,8 @@ def round_times(
     current_round: int,  # noqa: ARG001 (a cache key)
 ) -> list[float | None]:
     """time_total_ms per round of one run (for its ETA); cached per round reached."""
-    with LabClient(url, token) as c:
-        return list(c.metrics(run_id).metrics.get("time_total_ms") or [])
+    with api_client.open_client(url, token) as c:
+        return list(c.metrics(run_id).metrics.get(ROUND_TIME) or [])
 
 
 def failures(v: Listing, page: RunsPublic, now: datetime) -> None:
@@ -162,9 +149,9 @@ def failures(v: Listing, page: RunsPublic, now: datetime) -> None:
     if not total or v.status not in ("", RunStatus.FAILED):
         return
     try:
-        failed = {**v.filters, "status": RunStatus.FAILED}
-        newest = loaders.runs(v.url, v.token, limit=FAILURES_LISTED, **failed)
-    except ApiError:
+        failed = replace(v.filters, status=RunStatus.FAILED)
+        newest = loaders.runs(v.url, v.token, limit=FAILURES_LISTED, **failed.params())
+    except LabError:
         return  # the table above already says what the API refused
     shown, _, recent = run_failures.recent_failures(newest, now, FAILURES_LISTED)
     names = run_name.compact_names(shown)
@@ -199,19 +186,21 @@ def load(v: Listing) -> RunsPublic | None:
     after saying why the API refused them (a malformed spec field filter is said under the
     filters)."""
     try:
-        return loaders.runs_page(v.url, v.token, cursor_stack(v)[-1], v.page_size, **v.filters)
-    except ApiError as exc:
+        return loaders.runs_page(
+            v.url, v.token, cursor_stack(v)[-1], v.page_size, **v.filters.params()
+        )
+    except LabError as exc:
         if exc.status == 422:
             problems = run_filters.filter_problems(exc.detail, exc.message)
             st.error(problems, icon=":material/filter_alt_off:")
         else:
-            ui.show_error(exc)
+            api_client.show_error(exc)
         return None
 
 
 def nothing_shown(v: Listing) -> None:
     """Why the table is empty: the filters, or no run yet (and how to start one)."""
-    if any(v.filters.values()):
+    if any(v.filters.params().values()):
         st.info("No runs match these filters.")
         return
     st.info(
@@ -300,7 +289,7 @@ def me_or_none(url: str, token: str) -> UserPublic | None:
     """Who is signed in; None when the API will not say (identity is optional to read)."""
     try:
         return loaders.me(url, token)
-    except ApiError:
+    except LabError:
         return None
 
 
@@ -313,6 +302,7 @@ def table(v: Listing) -> None:
         status_counts.counts_line(page.status_counts, page.status_counts_exact),
         help="The lab's runs per status under the other filters",
     )
+    runs_actions.undo_bar()
     if not page.data:
         nothing_shown(v)
         return
@@ -365,18 +355,19 @@ COLUMNS = {
         "run",
         pinned=True,
         help="Named by what differs among the runs shown, abbreviated, and the seed last ("
-        + run_name.LEGEND
+        + run_names.LEGEND
         + "); the caption says what they all share",
     ),
     "seed": st.column_config.NumberColumn("seed", format="%d"),
-    **ui.text_columns(
+    **table_columns.text_columns(
         {
             "status": "claimed: a worker took it, no round stored yet; cancelling: a cancel was "
             "asked, it stops after its current round",
             "progress": "The last round stored / the run's rounds R (round 0 is the initial "
             "model's evaluation, round r the model after r aggregations: a finished run reads "
             "R/R)",
-            "duration": "Start to finish (to now while running); queued: how long it waits",
+            durations.RUNNING_TIME: f"{durations.HELP[durations.RUNNING_TIME]}; queued: how "
+            "long it waits",
             "age": "Since submission; tick the run for the full times (local and UTC)",
             "ETA": "Running runs: median round time × rounds left (finish time)",
             "queue": "Position among queued runs",
@@ -393,9 +384,16 @@ COLUMNS = {
         format=_PCT,
         help="Test accuracy of the last round the protocol evaluates (succeeded runs)",
     ),
-    "best acc (%)": st.column_config.NumberColumn("best acc (%)", format=_PCT),
+    "best acc (%)": st.column_config.NumberColumn(
+        "best acc (%)",
+        format=_PCT,
+        help="The best test accuracy over the rounds the protocol counts (not round R under "
+        "before_training): the summary's best once the run ends, the same figure as Live's",
+    ),
     "last acc (%)": st.column_config.NumberColumn(
-        "last acc (%)", format=_PCT, help="The newest stored round's test accuracy"
+        "last acc (%)",
+        format=_PCT,
+        help="The newest stored round the protocol counts (the final once the run ends)",
     ),
     "peak RSS (MiB)": st.column_config.NumberColumn(
         "peak RSS (MiB)", format="%.0f", help="Largest resident memory of a worker running it"
@@ -408,12 +406,14 @@ COLUMNS = {
 def render() -> None:
     """The page: the filters, then the table that refreshes itself while runs are active."""
     st.title("Runs")
-    url, token = ui.connection()
+    url, token = api_client.connection()
     v = Listing(url, token, *filter_controls(url, token))
     try:  # whether to refresh: any run active (the same, cached, read the fragment makes)
-        first = loaders.runs_page(url, token, cursor_stack(v)[-1], v.page_size, **v.filters)
+        first = loaders.runs_page(
+            url, token, cursor_stack(v)[-1], v.page_size, **v.filters.params()
+        )
         interval = "3s" if active(first) else None
-    except ApiError:  # the fragment says why
+    except LabError:  # the fragment says why
         interval = None
     st.fragment(run_every=interval)(table)(v)
 

@@ -13,12 +13,12 @@ from datetime import UTC, datetime, tzinfo
 
 import streamlit as st
 
-from api.schemas.tokens import TokenPublic
-from api.schemas.webhooks import WebhookPublic
-from dashboard import alerts_view, times, tokens_view, ui
-from dashboard.client import ApiError
-from dashboard.error_detail import error_fields
-from fedgen.webhook_events import EVENT_LABELS
+from dashboard import api_client, times
+from dashboard.settings_page import alerts_view, tokens_view
+from fedgen_lab.errors import LabError
+from vocab.schemas.tokens import TokenPublic
+from vocab.schemas.webhooks import WebhookPublic
+from vocab.webhook_events import EVENT_LABELS
 
 REFRESH_S = 5
 DELIVERIES_SHOWN = 20
@@ -32,11 +32,11 @@ def _tz() -> tzinfo:
     return times.zone(st.context.timezone)
 
 
-def show_field_errors(exc: ApiError) -> None:
-    """A 422's messages, one per field; any other failure as ui.show_error says it."""
-    fields = error_fields(exc.detail) if exc.status == 422 else {}
+def show_field_errors(exc: LabError) -> None:
+    """A 422's messages, one per field; any other failure as api_client.show_error says it."""
+    fields = exc.fields if exc.status == 422 else {}
     if not fields:
-        ui.show_error(exc)
+        api_client.show_error(exc)
     for name, msg in fields.items():
         st.error(f"{name}: {msg}", icon=":material/error:")
 
@@ -61,8 +61,8 @@ def token_form() -> None:
         if not st.form_submit_button("Create token", icon=":material/key:"):
             return
     try:
-        made = ui.client().create_token(name.strip(), int(days) or None)
-    except ApiError as exc:
+        made = api_client.client().create_token(name.strip(), int(days) or None)
+    except LabError as exc:
         show_field_errors(exc)
         return
     st.success(f"Token {tokens_view.label(made)} created. Copy it now:", icon=":material/check:")
@@ -71,18 +71,48 @@ def token_form() -> None:
 
 
 def revoke_control(tokens: list[TokenPublic]) -> bool:
-    """Pick an active token and revoke it; True when one was revoked."""
+    """Pick an active token and revoke it after a confirmation; True when one was revoked.
+
+    Nothing is picked at first (a revoke is never one click away from the page's own token),
+    the token this browser is signed in with is marked in the picker, and its confirmation
+    says that revoking it signs this browser out."""
     live = tokens_view.active(tokens)
     if not live:
         return False
     pick_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
-    picked = pick_col.selectbox(
-        "Token to revoke", live, format_func=tokens_view.label, key="tokens_pick"
+    picked: TokenPublic | None = pick_col.selectbox(
+        "Token to revoke",
+        live,
+        index=None,
+        placeholder="Pick a token to revoke",
+        format_func=tokens_view.label,
+        key="tokens_pick",
     )
-    if not button_col.button("Revoke", key="tokens_revoke", icon=":material/block:"):
+    with button_col.popover(
+        "Revoke…",
+        icon=":material/block:",
+        disabled=picked is None,
+        help="Pick a token first" if picked is None else None,
+    ):
+        if picked is None:
+            return False
+        if picked.current:
+            st.warning(
+                f"{picked.name or 'unnamed'} ({picked.id[:8]}) is the token **this browser** "
+                "is signed in with: "
+                "revoking it signs this browser out (you sign in again with another token).",
+                icon=":material/logout:",
+            )
+        else:
+            st.markdown(
+                f"Revoke {tokens_view.label(picked)}? Programs using it get 401 from their "
+                "next request on; this cannot be undone."
+            )
+        if not st.button("Yes, revoke", key="tokens_revoke", type="primary"):
+            return False
+    if api_client.try_call(api_client.client().revoke_token, picked.id) is None:
         return False
-    if ui.try_call(ui.client().revoke_token, picked.id) is None:
-        return False
+    st.session_state.pop("tokens_pick", None)
     st.success(f"Token {tokens_view.label(picked)} revoked.", icon=":material/check:")
     return True
 
@@ -95,11 +125,11 @@ def tokens_section() -> None:
         "others. The token this page is signed in with is one of them; revoking it signs you out."
     )
     token_form()
-    page = ui.try_call(ui.client().list_tokens)
+    page = api_client.try_call(api_client.client().list_tokens)
     if page is None:
         return
     if revoke_control(page.data):
-        page = ui.try_call(ui.client().list_tokens) or page
+        page = api_client.try_call(api_client.client().list_tokens) or page
     tokens = page.data
     if not tokens:
         st.info("No token.", icon=":material/key_off:")
@@ -133,8 +163,8 @@ def add_form() -> None:
         if not st.form_submit_button("Add webhook", icon=":material/add_alert:"):
             return
     try:
-        hook = ui.client().create_webhook(url.strip(), chosen, secret.strip() or None)
-    except ApiError as exc:
+        hook = api_client.client().create_webhook(url.strip(), chosen, secret.strip() or None)
+    except LabError as exc:
         show_field_errors(exc)
         return
     st.success(f"Webhook to {hook.url} added.", icon=":material/check:")
@@ -142,7 +172,7 @@ def add_form() -> None:
 
 def deliveries(hook_id: str, now: datetime) -> None:
     """The hook's newest deliveries."""
-    page = ui.try_call(ui.client().webhook_deliveries, hook_id, DELIVERIES_SHOWN)
+    page = api_client.try_call(api_client.client().webhook_deliveries, hook_id, DELIVERIES_SHOWN)
     if page is None:
         return
     rows = page.data
@@ -178,15 +208,17 @@ def hook_card(hook: WebhookPublic, now: datetime) -> None:
             f"added {times.when(hook.created_at, now, _tz())}"
         )
         if test_col.button("Send test", key=f"alerts_test_{hid}", icon=":material/send:"):
-            if ui.try_call(ui.client().test_webhook, hid) is not None:
+            if api_client.try_call(api_client.client().test_webhook, hid) is not None:
                 st.toast("Test delivery queued; a worker sends it within seconds.")
-        if delete_col.button("Delete", key=f"alerts_del_{hid}", icon=":material/delete:"):
-            try:
-                ui.client().delete_webhook(hid)
-            except ApiError as exc:
-                ui.show_error(exc)
-            else:
-                st.rerun()
+        with delete_col.popover("Delete…", icon=":material/delete:"):
+            st.markdown(f"Delete the webhook to `{hook.url}` and its deliveries? No undo.")
+            if st.button("Yes, delete", key=f"alerts_del_{hid}", type="primary"):
+                try:
+                    api_client.client().delete_webhook(hid)
+                except LabError as exc:
+                    api_client.show_error(exc)
+                else:
+                    st.rerun()
         with st.expander("Signing secret"):
             st.code(hook.secret, language=None)
             st.caption(HOW_TO_VERIFY)
@@ -195,7 +227,7 @@ def hook_card(hook: WebhookPublic, now: datetime) -> None:
 
 def hooks_panel() -> None:
     """Every webhook of yours (an admin sees all), refreshed every few seconds."""
-    page = ui.call(ui.client().list_webhooks)
+    page = api_client.call(api_client.client().list_webhooks)
     hooks = page.data
     now = datetime.now(UTC)
     if not hooks:

@@ -6,9 +6,9 @@ generated from GET /spec/schema, so an untouched form submits exactly what an em
 submission gets. Only the chosen algorithm's parameters are shown, and the
 folder's fields (data.folder: path, classes as a count or names, channels, image size) only
 for the `folder` dataset, the synthetic samples and classes only for `synthetic`
-(FormField.only, dashboard.spec_form_folder); every other spec field is under "Advanced".
+(FormField.only, dashboard.conditional_fields); every other spec field is under "Advanced".
 The spec that will be sent is shown as YAML, without the fields left at a null default
-(dashboard.spec_build: the API gives a missing field the same null).
+(dashboard.submit_page.spec_build: the API gives a missing field the same null).
 
 What is shown is what is sent: inputs take any value and a value outside the schema's limits
 is named under its field ("rounds: must be at least 1"); Validate and Submit refuse while any
@@ -27,10 +27,14 @@ import streamlit as st
 import yaml
 from pydantic import ValidationError
 
-from dashboard import loaders, ui
-from dashboard.client import ApiError
-from dashboard.form_checks import check, read_list, read_tags, refusals
-from dashboard.spec_build import applies, build_spec, build_sweep, sweep_size
+from dashboard import api_client, loaders
+from dashboard.conditional_fields import (
+    ALGORITHM,
+    beside_their_field,
+    names_text,
+    parse_names,
+    sweeps_whole,
+)
 from dashboard.spec_form import (
     FormField,
     fields_from_schema,
@@ -38,25 +42,34 @@ from dashboard.spec_form import (
     text_field,
     text_fields,
 )
-from dashboard.spec_form_folder import (
-    ALGORITHM,
-    beside_their_field,
-    names_text,
-    parse_names,
-    sweeps_whole,
-)
+from dashboard.spec_schema import SchemaNode
+from dashboard.submit_page import submitted
+from dashboard.submit_page.form_checks import check, read_list, read_tags, refusals
+from dashboard.submit_page.spec_build import applies, build_spec, build_sweep, sweep_size
 from dashboard.worker_offer import Offer, offer
 from fedgen.spec import SpecError, format_validation_error
 from fedgen.specdict import get_dotted
 from fedgen.sweep import SweepSpec, expand
+from fedgen_lab.errors import LabError
 
-ERR_KEY = "submit_errors"  # {"body": the JSON the API judged, "errors": field -> message}
+ERR_KEY = "submit_errors"  # a Judged: the body the API judged and its field -> message errors
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The body last sent to the API and what it said of it (field -> message)."""
+
+    body: dict[str, Any]
+    errors: dict[str, str]
+
+
 UNSET = "— profile's choice —"
 
 
 def _forget() -> None:
-    """A widget changed: the API's errors were about another body."""
+    """A widget changed: the API's errors and the last submission were about another body."""
     st.session_state.pop(ERR_KEY, None)
+    submitted.forget()
 
 
 def _now(defaults: dict[str, Any], path: str) -> Any:
@@ -64,11 +77,48 @@ def _now(defaults: dict[str, Any], path: str) -> Any:
     return st.session_state.get(f"submit_one_{path}", get_dotted(defaults, path))
 
 
+def sweepable(f: FormField) -> bool:
+    """Whether sweep mode gives `f` a list (see Form.in_list)."""
+    return f.section != "advanced" and not f.nullable and not sweeps_whole(f)
+
+
+def carry_values(fields: list[FormField], to_sweep: bool) -> None:
+    """The Single run / Sweep switch's callback: the other mode's inputs start from what this
+    mode's hold (their widgets are not drawn after the switch, so Streamlit would forget
+    them). A single value becomes a one-value list; a list gives its first value, as typed."""
+    state = st.session_state
+    for f in fields:
+        if not sweepable(f):
+            continue  # the same widget (submit_one_...) in both modes: kept as it is
+        one, listed = f"submit_one_{f.form_key}", f"submit_sw_{f.form_key}"
+        if to_sweep and one in state:
+            value = state[one]
+            if f.kind in ("choice", "bool"):
+                state[listed] = [value]
+            elif value is not None and f.kind != "names":
+                state[listed] = str(value)
+        elif not to_sweep and listed in state:
+            value = state[listed]
+            if f.kind in ("choice", "bool"):
+                if value:
+                    state[one] = value[0]
+                continue
+            first, problem = read_list(str(value), f)
+            if first and problem is None and f.kind in ("int", "float", "str"):
+                state[one] = first[0]
+
+
+def _switched(fields: list[FormField]) -> None:
+    """The mode radio changed: carry the values over, forget the API's errors."""
+    carry_values(fields, st.session_state.get("submit_mode") == "Sweep")
+    _forget()
+
+
 def workers_offer(url: str, token: str, defaults: dict[str, Any]) -> tuple[Offer | None, str]:
     """What the live workers can load for this spec's queue; (None, why) when unknown."""
     try:
         workers = loaders.workers(url, token)
-    except ApiError as exc:
+    except LabError as exc:
         return (
             None,
             f"The live workers could not be read ({exc.message}): datasets are not checked.",
@@ -83,7 +133,7 @@ class Form:
     live workers offer, and the values and refusals gathered as each widget is drawn."""
 
     defaults: dict[str, Any]
-    schema: dict[str, Any]
+    schema: SchemaNode
     found: Offer | None
     offer_unknown: str
     sweep: bool
@@ -121,7 +171,7 @@ class Form:
     def in_list(self, f: FormField) -> bool:
         """Whether `f` takes a list: in sweep mode's columns, but a conditional section's
         fields (data.folder: one object, zipped with data.name) and nullable ones take one."""
-        return self.sweep and f.section != "advanced" and not f.nullable and not sweeps_whole(f)
+        return self.sweep and sweepable(f)
 
     def draw(self, f: FormField) -> None:
         """`f`'s widget when it applies to what is picked so far; its value in `values`."""
@@ -155,7 +205,7 @@ class Form:
             value: list[Any] = st.multiselect(
                 f.label,
                 options,
-                default=[f.default],
+                default=None if key in st.session_state else [f.default],
                 key=key,
                 help=f.help,
                 format_func=self.dataset_label,
@@ -164,10 +214,12 @@ class Form:
             if not value:
                 self.local_errors[f.path] = "pick at least one value"
             return value
-        default = "0, 1, 2" if f.path == "seed" else str(f.default)
+        default: str | None = "0, 1, 2" if f.path == "seed" else str(f.default)
         help_ = f"Comma-separated values. {f.help}"
+        if key in st.session_state:  # carried over from single-run mode, or typed
+            default = None
         text = st.text_input(f.label, default, key=key, help=help_, on_change=_forget)
-        values, problem = read_list(text, f)
+        values, problem = read_list(text or "", f)
         if problem:
             self.local_errors[f.path] = problem
         return values
@@ -195,11 +247,12 @@ def single(f: FormField, key: str, label: Callable[[Any], str]) -> Any:
     an out-of-range value instead, naming the limit.
     """
     common: dict[str, Any] = {"key": key, "help": f.help, "on_change": _forget}
+    held = key in st.session_state  # the widget's state (or the sweep's values carried over)
     if f.kind == "choice" or (f.kind == "bool" and f.nullable):
         options = list(f.choices) if f.kind == "choice" else [True, False]
         if f.nullable:
             options = [None, *options]
-        index = options.index(f.default)
+        index = None if held else options.index(f.default)
         return st.selectbox(f.label, options, index=index, format_func=label, **common)
     if f.kind == "names":  # a count ('3') or comma-separated names ('cat, dog, bird')
         text = st.text_input(
@@ -207,18 +260,20 @@ def single(f: FormField, key: str, label: Callable[[Any], str]) -> Any:
         )
         return parse_names(text)
     if f.kind == "bool":
-        return st.checkbox(f.label, value=bool(f.default), **common)
+        return st.checkbox(f.label, value=False if held else bool(f.default), **common)
     placeholder = UNSET if f.nullable else None
     if f.kind == "int":
-        return st.number_input(f.label, value=f.default, step=1, placeholder=placeholder, **common)
+        start_int = None if held else f.default
+        return st.number_input(f.label, value=start_int, step=1, placeholder=placeholder, **common)
     if f.kind == "float":
         # %.10g: a typed 0.1234567 is shown as typed (%g would show 0.123457 and send more)
-        start = None if f.default is None else float(f.default)
+        start = None if f.default is None or held else float(f.default)
         got = st.number_input(
             f.label, value=start, format="%.10g", placeholder=placeholder, **common
         )
         return None if got is None else float(got)
-    text = st.text_input(f.label, "" if f.default is None else str(f.default), **common)
+    start_text = None if held or f.default is None else str(f.default)
+    text = st.text_input(f.label, start_text, **common)
     return None if f.nullable and not text else text
 
 
@@ -274,7 +329,9 @@ def advanced_part(form: Form) -> None:
 def labels_part(form: Form) -> tuple[dict[str, Any], str]:
     """Tags, note and the sweep's name; returns ({tags, note}, sweep name)."""
     text = text_fields(form.schema)
-    sweep_field = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
+    sweep_field = text_field(
+        "name", SchemaNode.of(SweepSpec.model_json_schema()).properties["name"]
+    )
     with st.expander("Tags and note"):
         tag = text["tags"]
         tags_text = st.text_input(
@@ -284,7 +341,13 @@ def labels_part(form: Form) -> tuple[dict[str, Any], str]:
             on_change=_forget,
         )
         tags, tags_problem = read_tags(tags_text, tag, form.schema)
-        note = st.text_area("Note", key="submit_note", help=text["note"].help, on_change=_forget)
+        note = st.text_area(
+            "Note (every lab member can read it)",
+            key="submit_note",
+            help=f"Shown with the run on every member's Runs page. {text['note'].help}",
+            on_change=_forget,
+        )
+        st.caption("Notes and tags are visible to every member of the lab.")
         sweep_name = st.text_input(
             "Sweep name",
             "sweep",
@@ -354,12 +417,12 @@ def send(sent: Body, validate: bool, sweep: bool) -> None:
     """Validate exactly the body shown, then say it is valid or submit it."""
     # The API validates the (base) spec; a sweep's every combination is expanded by the same
     # code the API runs on POST /sweeps (fedgen.sweep.expand).
-    result = ui.call(ui.client().validate_spec, sent.spec)
+    result = api_client.call(api_client.client().validate_spec, sent.spec)
     problems = result.errors if not result.ok else (combination_errors(sent.body) if sweep else {})
     if problems:
-        st.session_state[ERR_KEY] = {"body": sent.body, "errors": problems}
+        st.session_state[ERR_KEY] = Judged(sent.body, dict(problems))
         st.rerun()
-    st.session_state[ERR_KEY] = {}
+    st.session_state[ERR_KEY] = Judged(sent.body, {})
     if validate:
         st.success(
             f"The sweep is valid: all {sweep_size(sent.grid)} runs, as shown above."
@@ -377,53 +440,47 @@ def send(sent: Body, validate: bool, sweep: bool) -> None:
 
 
 def submit_sweep(sent: Body) -> None:
-    """POST /sweeps, and a link to compare its runs."""
-    created = ui.try_call(ui.client().create_sweep, sent.sweep_name, sent.base, sent.grid)
+    """POST /sweeps; the page says so until the form changes (submitted.show)."""
+    created = api_client.try_call(
+        api_client.client().create_sweep, sent.sweep_name, sent.base, sent.grid
+    )
     if not created:
         return
     loaders.runs.clear()
     loaders.sweeps.clear()
-    st.success(f"Queued sweep {created.id} with {created.count} runs.")
-    st.page_link(
-        "app_pages/compare.py",
-        label="Compare its runs as they land",
-        icon=":material/compare_arrows:",
-        query_params={"sweep": created.id},
-    )
+    first = created.run_ids[0] if created.run_ids else None
+    submitted.remember(submitted.Submitted(created.id, created.count, first))
 
 
 def submit_run(spec: dict[str, Any]) -> None:
-    """POST /runs, and a link to watch it."""
-    run = ui.try_call(ui.client().submit_run, spec)
+    """POST /runs; the page says so until the form changes (submitted.show)."""
+    run = api_client.try_call(api_client.client().submit_run, spec)
     if not run:
         return
     loaders.runs.clear()
-    st.session_state["live_run_id"] = run.id
-    st.success(f"Queued run {run.id}.")
-    st.page_link(
-        "app_pages/live.py", label="Watch it on the Live page", icon=":material/monitoring:"
-    )
+    submitted.remember(submitted.Submitted(run.id, None, run.id))
 
 
 def render() -> None:
     """The page: mode, the fields, tags and note, the YAML, then Validate and Submit."""
     st.title("Submit")
-    url, token = ui.connection()
+    url, token = api_client.connection()
     # (defaults, schema) from the server: the one source of the form's fields and values.
-    defaults, schema = ui.call(loaders.spec_source, url, token)
+    defaults, schema = api_client.call(loaders.spec_source, url, token)
     found, offer_unknown = workers_offer(url, token, defaults)
     mode = st.radio(
         "What to submit",
         ["Single run", "Sweep"],
         horizontal=True,
         key="submit_mode",
-        on_change=_forget,
+        on_change=_switched,
+        args=(fields_from_schema(schema, defaults),),
         help="In a sweep, give comma-separated values for any field in the three columns: "
         "every combination becomes a run.",
     )
     form = Form(defaults, schema, found, offer_unknown, sweep=mode == "Sweep")
-    judged: dict[str, Any] = st.session_state.get(ERR_KEY) or {}
-    form.server_errors = dict(judged.get("errors") or {})
+    judged: Judged | None = st.session_state.get(ERR_KEY)
+    form.server_errors = dict(judged.errors) if judged else {}
     columns_part(form)
     advanced_part(form)
     extra, sweep_name = labels_part(form)
@@ -440,6 +497,7 @@ def render() -> None:
         st.error(f"**{what}**: fix these fields first.\n\n{refusals(form.local_errors)}")
     elif validate or submit:
         send(sent, validate, form.sweep)
+    submitted.show()
 
 
 # Streamlit runs a page script as __main__; an import (a test, a type check) only defines.

@@ -8,29 +8,69 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from api.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
-from dashboard import loaders, times, trash_view, ui
-from dashboard.client import ApiError
+from dashboard import api_client, loaders, times, trash_view
+from fedgen_lab.errors import LabError
+from vocab.schemas.trash import TrashedRun, TrashedSweep, TrashPublic
 
 
 def load() -> TrashPublic | None:
     """GET /trash, or None after showing why it could not be read."""
     try:
-        return ui.client().trash()
-    except ApiError as exc:
-        ui.show_error(exc)
+        return api_client.client().trash()
+    except LabError as exc:
+        api_client.show_error(exc)
         return None
 
 
+UNDO_KEY = "trash_undo"  # {"kind": "run" | "sweep", "id": what was just restored}
+
+
+def _forget_lists() -> None:
+    loaders.runs.clear()
+    loaders.runs_page.clear()
+    loaders.sweeps.clear()
+
+
 def restore(kind: str, ident: str) -> None:
-    """Restore one run or sweep, then say so and show the trash afresh."""
-    c = ui.client()
+    """Restore one run or sweep; the page then says so, with an Undo and a link to it."""
+    c = api_client.client()
     call = c.restore_run if kind == "run" else c.restore_sweep
-    if ui.try_call(call, ident) is not None:
-        st.toast(f"Restored {kind} {ident[:8]}")
-        loaders.runs.clear()
-        loaders.runs_page.clear()
-        loaders.sweeps.clear()
+    if api_client.try_call(call, ident) is not None:
+        st.session_state[UNDO_KEY] = {"kind": kind, "id": ident}
+        _forget_lists()
+
+
+def undo(kind: str, ident: str) -> None:
+    """Move what was just restored back to the Trash (the Undo button's callback)."""
+    c = api_client.client()
+    call = c.delete_run if kind == "run" else c.delete_sweep
+    try:
+        call(ident)
+    except LabError as exc:
+        api_client.show_error(exc)
+        return
+    st.session_state.pop(UNDO_KEY, None)
+    st.toast(f"Moved {kind} {ident[:8]} back to the Trash")
+    _forget_lists()
+
+
+def undo_bar() -> None:
+    """After a restore: what came back, where to see it, and an Undo button."""
+    held = st.session_state.get(UNDO_KEY)
+    if not held:
+        return
+    kind, ident = held["kind"], held["id"]
+    note, undo_col, link_col = st.columns([5, 1, 1.4], vertical_alignment="center")
+    note.success(f"Restored {kind} {ident[:8]}.", icon=":material/restore_from_trash:")
+    undo_col.button(
+        "Undo", key="trash_undo_button", icon=":material/undo:", on_click=undo, args=(kind, ident)
+    )
+    if kind == "run":
+        link_col.page_link("app_pages/live.py", label="Open the run", query_params={"run": ident})
+    else:
+        link_col.page_link(
+            "app_pages/compare.py", label="Open the sweep", query_params={"sweep": ident}
+        )
 
 
 def buttons(kind: str, rows: list[TrashedRun] | list[TrashedSweep], now: datetime) -> None:
@@ -73,6 +113,7 @@ def render() -> None:
         "delete them for good. A run of a deleted sweep comes back with its sweep."
     )
     now = datetime.now(UTC)
+    undo_bar()
     if not body.runs and not body.sweeps:
         st.info("The trash is empty.")
     if body.sweeps:

@@ -20,6 +20,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 import torch
 
 from fedgen.algorithms.context import ClientUpload, RunContext
+from fedgen.algorithms.params import AlgorithmParams
+from fedgen.algorithms.registry import get_algorithm
 from fedgen.algorithms.shared import Federation
 from fedgen.batched import (
     BatchedGradHook,
@@ -29,10 +31,9 @@ from fedgen.batched import (
     cross_entropy_losses,
 )
 from fedgen.client import GradHook, LossFn, cross_entropy_loss, local_sgd
-from fedgen.evaluation import Evaluation
+from fedgen.evaluation import Evaluation, Logits
 from fedgen.events import Checkpoint
 from fedgen.federated import UserData
-from fedgen.spec import AlgorithmParams
 
 P = TypeVar("P", bound=AlgorithmParams)
 
@@ -77,6 +78,7 @@ class Algorithm(Generic[P]):
             lr,
             self.local_loss(user, server_round),
             self.grad_hook(user, server_round),
+            self.data.augment,
         )
         return self.fed.make_upload(user, model, loss)
 
@@ -126,6 +128,7 @@ class Algorithm(Generic[P]):
                 torch.tensor([lrs[i] for i in members], device=device),
                 self.batched_loss([plans[i] for i in members], server_round),
                 self.batched_grad_hook(stack, server_round),
+                self.data.augment,
             )
             for j, i in enumerate(members):
                 uploads[i] = self.upload_batched(users[i], stack.state(j), losses[j], batches[i])
@@ -151,6 +154,14 @@ class Algorithm(Generic[P]):
         """Evaluate the current model(s) on every user's split and the global protocol."""
         return self.fed.evaluate()
 
+    def validation_logits(self) -> Logits:
+        """The global model's forward pass (eval mode): what `val_acc` measures on the users'
+        validation data (`partition.val_fraction`). An algorithm whose global prediction is
+        not one model (FedEnsemble) overrides it."""
+        model = self.fed.global_model
+        model.eval()
+        return model
+
     # -- checkpoints ---------------------------------------------------------
     def global_state(self) -> dict[str, torch.Tensor]:
         """The global model's state dict (the 'model' checkpoint)."""
@@ -167,3 +178,14 @@ class Algorithm(Generic[P]):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from `state_dict()`."""
         self.fed.load_state_dict(state)
+
+
+def build_algorithm(ctx: RunContext) -> Algorithm[Any]:
+    """The algorithm `ctx.spec.algorithm` names, given its parameters.
+
+    The spec's `algorithm` field validates against the registered params classes by
+    `name`, and each registered class is generic in exactly its params class.
+    """
+    params = ctx.spec.algorithm
+    algorithm: Algorithm[Any] = get_algorithm(params.name).load_class()(ctx, params)
+    return algorithm

@@ -1,55 +1,46 @@
 """The built-in algorithms: one `AlgorithmDecl` each, in the order every list shows them.
 
 Adding an algorithm (docs/architecture.md, "How to add an algorithm"): its params class
-in `fedgen/spec.py`, its `Algorithm` in `fedgen/algorithms/<name>.py`, one `_builtin` here
-(its fields by keyword; what is not given takes AlgorithmDecl's default).
+in `fedgen/algorithms/params.py`, its `Algorithm` in `fedgen/algorithms/<name>.py`, one
+`_builtin` here (its fields by keyword; what is not given takes AlgorithmDecl's default).
+`fedgen.algorithms.registry` registers `BUILTINS` when it is imported.
 
-`ms_per_round`: ms per round on one core at the paper setting (10 users x T = 20,
-official CNN, Fashion-MNIST), the median over the runs of the Fashion-MNIST studies of
-2026-12-01 (table2, table3, fig5-delay, Table 1's FedDistill column: 2 processes x 1
-thread, the runs' own `wall_s` / rounds; docs/results/studies-fashion-mnist.md).
-FedEnsemble had no run that day: FedAvg's figure times its ratio to FedAvg in the
-2026-11-30 Table 1 (3.9). The VM's speed varies about 2x from day to day: an estimate.
-Colours: plotly's D3 palette in this order (the Compare page's colours since issue 9),
-then its light variants (D3 category20's) for the baselines of issue 32.
+`ms_per_round`: milliseconds per round on one core at the paper setting (10 users x T = 20,
+official CNN, Fashion-MNIST), the basis of a study's CPU-time estimate; how each figure was
+measured is in docs/results/benchmarks.md ("Per-round costs of the algorithms"). Colours:
+plotly's D3 palette in this order (the Compare page's first colours), then its light variants
+(D3 category20's) for the non-IID baselines.
 
-The baselines of issue 32 (SCAFFOLD ... FedAvgM) are not in the FedGen paper: no paper
-label, so the paper's tables and `fedgen.paper.PAPER_LABELS` leave them out. Their
-`ms_per_round` is FedAvg's 330 times their ratio to FedAvg: the median round of 3-round
-synthetic runs at the paper setting (20 users, 10 a round, T = 20, B = 32, one thread),
-twice each, on a shared and loaded 2-core VM (2026-12-03; rounds varied 2x between
-repeats). MOON took 3x FedAvg (three forward passes a step), the others 0.9-1.2x (FedDyn
-1.7x once), within the noise: 1.05x is assumed for the client-side corrections and the
-server optimisers. An estimate until a Fashion-MNIST study times them.
+The non-IID baselines (SCAFFOLD ... FedAvgM) are not in the FedGen paper: no paper label, so
+the paper's tables and `fedgen.paper.PAPER_LABELS` leave them out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fedgen.algorithms.decl import AlgorithmDecl, Share
 from fedgen.algorithms.params import (
+    AlgorithmParams,
     FedAdamParams,
     FedAvgMParams,
-    FedDynParams,
-    FedNovaParams,
-    FedYogiParams,
-    MoonParams,
-    ScaffoldParams,
-)
-from fedgen.algorithms.registry import AlgorithmDecl, Share, register_algorithm
-from fedgen.spec import (
-    AlgorithmParams,
     FedAvgParams,
     FedDFParams,
     FedDistillParams,
     FedDistillPlusParams,
+    FedDynParams,
     FedEnsembleParams,
     FedGenParams,
+    FedNovaParams,
     FedProxParams,
+    FedYogiParams,
+    MoonParams,
+    ScaffoldParams,
 )
 
 ALL: frozenset[Share] = frozenset({"all"})
 ALL_OR_PREDICTOR: frozenset[Share] = frozenset({"all", "predictor"})
+_declared: list[AlgorithmDecl] = []
 
 
 def _builtin(
@@ -65,10 +56,10 @@ def _builtin(
     in_paper: bool = True,
     **more: Any,
 ) -> None:
-    """Register one built-in: `cls` is `module:Class` under `fedgen.algorithms`; the paper's
+    """Declare one built-in: `cls` is `module:Class` under `fedgen.algorithms`; the paper's
     label defaults to `label` (none when not `in_paper`); `more`: AlgorithmDecl's other
     fields (batchable, has_generator, ...)."""
-    register_algorithm(
+    _declared.append(
         AlgorithmDecl(
             name=name,
             label=label,
@@ -241,3 +232,6 @@ _builtin(
     kept_on_server=("shared", 1),  # the velocity
     batchable=True,  # FedAvg's clients; only the server step differs
 )
+
+#: Every built-in, in the order every list shows them.
+BUILTINS: tuple[AlgorithmDecl, ...] = tuple(_declared)

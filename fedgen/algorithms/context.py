@@ -8,7 +8,7 @@ import torch
 
 from fedgen.federated import FederatedData
 from fedgen.fidelity import Fidelity
-from fedgen.models.cnn import ModelConfig
+from fedgen.models.decl import ModelConfig
 from fedgen.spec import ExperimentSpec
 
 

@@ -10,7 +10,7 @@ FedAvg is exactly the `Algorithm` defaults over the shared `Federation`
 from __future__ import annotations
 
 from fedgen.algorithms.base import Algorithm
-from fedgen.spec import FedAvgParams
+from fedgen.algorithms.params import FedAvgParams
 
 
 class FedAvg(Algorithm[FedAvgParams]):

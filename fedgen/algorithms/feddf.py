@@ -36,10 +36,10 @@ from torch.nn import functional as F  # noqa: N812
 from fedgen.aggregate import aggregation_weights, weighted_average
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
+from fedgen.algorithms.params import FedDFParams
 from fedgen.algorithms.shared import Tensors
 from fedgen.data.datasets import load_dataset
 from fedgen.data_spec import DataSpec
-from fedgen.spec import FedDFParams
 
 
 class FedDF(Algorithm[FedDFParams]):
@@ -137,7 +137,7 @@ class FedDF(Algorithm[FedDFParams]):
             mask = u.label_counts.index_select(0, self.val_y) > 0
             if not bool(mask.any()):
                 continue
-            out = self._val_logits({**base, **fed.user_local[u.index]}, self.val_x[mask])
+            out = self._val_logits({**base, **fed.user_local.peek(u.index)}, self.val_x[mask])
             correct += float((out.argmax(1) == self.val_y[mask]).sum())
             count += int(mask.sum())
         return correct / max(count, 1)

@@ -25,9 +25,9 @@ from torch.nn import functional as F  # noqa: N812
 from fedgen.aggregate import state_nbytes
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
+from fedgen.algorithms.params import FedDistillParams, FedDistillPlusParams
 from fedgen.client import LossFn
 from fedgen.federated import UserData
-from fedgen.spec import FedDistillParams, FedDistillPlusParams
 
 
 class FedDistill(Algorithm[FedDistillParams | FedDistillPlusParams]):

@@ -15,9 +15,9 @@ from torch.func import functional_call
 
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload
+from fedgen.algorithms.params import FedEnsembleParams
 from fedgen.algorithms.shared import Tensors
-from fedgen.evaluation import Evaluation, evaluate_shared
-from fedgen.spec import FedEnsembleParams
+from fedgen.evaluation import Evaluation, Logits, evaluate_shared
 
 
 class FedEnsemble(Algorithm[FedEnsembleParams]):
@@ -44,11 +44,17 @@ class FedEnsemble(Algorithm[FedEnsembleParams]):
             return [*out, (base, len(rest))]
         for k in rest:
             state = dict(base)
-            state.update(self.fed.user_local[k])
+            state.update(self.fed.user_local.peek(k))
             out.append((state, 1))
         return out
 
     def evaluate(self) -> Evaluation:
+        return evaluate_shared(
+            self.validation_logits(), self.data, self.fid.test_protocol, self.spec.eval_batch_size
+        )
+
+    def validation_logits(self) -> Logits:
+        """The ensemble's summed logits (its global prediction)."""
         states = self._member_states()
         work = self.fed.work
         work.eval()
@@ -60,4 +66,4 @@ class FedEnsemble(Algorithm[FedEnsembleParams]):
                 total = total + (out * mult if mult != 1 else out)
             return total
 
-        return evaluate_shared(logits, self.data, self.fid.test_protocol, self.spec.eval_batch_size)
+        return logits

@@ -34,7 +34,9 @@ from fedgen.aggregate import state_nbytes
 from fedgen.algorithms import fedgen_head as H  # noqa: N812
 from fedgen.algorithms import fedgen_losses as L  # noqa: N812
 from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.client_state import PerUserRows
 from fedgen.algorithms.context import ClientUpload, RunContext
+from fedgen.algorithms.params import FedGenParams
 from fedgen.batched import BatchedLoss, StackedClients, cross_entropy_losses
 from fedgen.client import LossFn, local_sgd
 from fedgen.events import Checkpoint
@@ -47,7 +49,6 @@ from fedgen.models.generator import (
     generator_config,
     sample_noise,
 )
-from fedgen.spec import FedGenParams
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class FedGen(Algorithm[FedGenParams]):
             embedding=p.embedding,
             batchnorm=fid.generator_batchnorm,
             noise=fid.noise,
+            model=ctx.spec.model.name,
         )
         self.generator = build_generator(self.gcfg, ctx.seed + 1).to(ctx.device)
         gparams = list(self.generator.parameters())
@@ -95,9 +97,9 @@ class FedGen(Algorithm[FedGenParams]):
         self.rng = torch.Generator(device=ctx.device)
         self.rng.manual_seed(ctx.seed * 1_000_003 + 11)
         self.smoothing = 1.0 if fid.label_counts == "sampled_batches" else 0.0
-        self.user_counts = torch.zeros(
-            len(self.data.users), self.data.num_classes, device=ctx.device
-        )
+        # Each user's latest reported counts, made on its first report (memory and checkpoints
+        # grow with the users ever sampled, not with num_users: client_state.PerUserRows).
+        self.user_counts = PerUserRows(len(self.data.users), self.data.num_classes, ctx.device)
         self.available = self.data.available_labels
         self.counts_reported = False  # a Python flag: no device sync to ask whether p_hat exists
         self._folded: FoldedGenerator | None = None  # clients' view of the generator; None = stale
@@ -107,7 +109,7 @@ class FedGen(Algorithm[FedGenParams]):
     def prior(self) -> torch.Tensor:
         """p_hat(y): the latest counts reported by all users so far (uniform over available labels before)."""
         if self.counts_reported:
-            return self.user_counts.sum(0)
+            return self.user_counts.total()
         prior = torch.zeros(self.data.num_classes, device=self.ctx.device)
         prior[self.available] = 1.0
         return prior
@@ -194,7 +196,13 @@ class FedGen(Algorithm[FedGenParams]):
         batches = self.fed.batches(user)
         plan = self.plan(batches, server_round)
         loss = local_sgd(
-            model, self.data.train_x, self.data.train_y, batches, lr, self.plan_loss(plan)
+            model,
+            self.data.train_x,
+            self.data.train_y,
+            batches,
+            lr,
+            self.plan_loss(plan),
+            augment=self.data.augment,
         )
         return self._with_counts(self.fed.make_upload(user, model, loss), user, batches)
 
@@ -341,7 +349,7 @@ class FedGen(Algorithm[FedGenParams]):
             "generator": {k: v.detach().clone() for k, v in self.generator.state_dict().items()},
             "optimizer": self.gen_opt.state_dict(),
             "rng": self.rng.get_state(),
-            "user_counts": self.user_counts.clone(),
+            "user_counts": self.user_counts.state_dict(),
         }
         return state
 
@@ -352,5 +360,5 @@ class FedGen(Algorithm[FedGenParams]):
         self._folded = None
         self.gen_opt.load_state_dict(g["optimizer"])
         self.rng.set_state(g["rng"].cpu())
-        self.user_counts = g["user_counts"].to(self.ctx.device)
-        self.counts_reported = bool(self.user_counts.sum() > 0)
+        self.user_counts.load_state_dict(g["user_counts"])
+        self.counts_reported = len(self.user_counts) > 0

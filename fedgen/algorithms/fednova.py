@@ -51,7 +51,9 @@ class FedNova(Algorithm[FedNovaParams]):
         model = self.fed.load_user_model(user)
         pos = self.fed.streams[user.index].take(steps, self.spec.batch_size)
         batches = user.train_idx[torch.from_numpy(pos).to(user.train_idx.device)]
-        loss = local_sgd(model, self.data.train_x, self.data.train_y, batches, lr)
+        loss = local_sgd(
+            model, self.data.train_x, self.data.train_y, batches, lr, augment=self.data.augment
+        )
         upload = self.fed.make_upload(user, model, loss)
         # τ_i travels with the update (the paper's client sends its normaliser).
         upload.extras["tau"] = torch.tensor(float(steps), device=loss.device)

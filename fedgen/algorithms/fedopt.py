@@ -31,8 +31,7 @@ import torch
 from fedgen.algorithms import client_state as cs
 from fedgen.algorithms.base import Algorithm
 from fedgen.algorithms.context import ClientUpload, RunContext
-from fedgen.algorithms.params import FedAdamParams, FedAvgMParams, FedYogiParams
-from fedgen.spec import AlgorithmParams
+from fedgen.algorithms.params import AlgorithmParams, FedAdamParams, FedAvgMParams, FedYogiParams
 
 P = TypeVar("P", bound=AlgorithmParams)
 AdaptiveP = TypeVar("AdaptiveP", bound=FedAdamParams | FedYogiParams)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 
 from fedgen.algorithms.base import Algorithm
+from fedgen.algorithms.params import FedProxParams
 from fedgen.batched import StackedClients
 from fedgen.client import GradHook
 from fedgen.federated import UserData
-from fedgen.spec import FedProxParams
 
 
 class FedProx(Algorithm[FedProxParams]):

@@ -10,11 +10,17 @@ z_prev = R_{w_i^{t−1}}(x) of the user's own model from its previous local trai
   sim the cosine similarity, τ the temperature;
 * the local objective (§3.3, eq. (4)): ℓ = ℓ_sup(w; (x, y)) + μ ℓ_con(w; w_i^{t−1}, w^t; x).
 
-The server is FedAvg's. The representation is the lab CNN's `features` output (the
-predictor's input, 32-d for the official CNN); the paper adds a projection head, which
-these CNNs do not have. The reference models run in eval mode (their BatchNorm statistics
-are used, never updated). Every user's previous model (its whole state; the initial model
-until it first trains, as in the paper) is part of the full checkpoint.
+The server is FedAvg's. The network is the paper's (§3.2) when `projection_dim` > 0: the
+model's `features` (the base encoder), a projection head (a 2-layer MLP, features d -> d ->
+projection_dim, ReLU between) and the predictor (the output layer) reading the head's output;
+z is the head's output. The head is built into the model itself (`ModelConfig.projection_dim`,
+`fedgen.models.cnn.add_projection_head`), so it is part of the federated model: broadcast,
+uploaded (bytes_down, bytes_up), averaged, and in every checkpoint. With `projection_dim` 0
+(the default) there is no head and z is the `features` output (the predictor's input, 32-d
+for the official CNN), as before the option existed. The reference models run in eval mode
+(their BatchNorm statistics are used, never updated). Every user's previous model (its whole
+state; the initial model until it first trains, as in the paper) is part of the full
+checkpoint.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.algorithms.params import MoonParams
 from fedgen.client import LossFn
 from fedgen.federated import UserData
-from fedgen.models.cnn import SplitModel
+from fedgen.models.cnn import PREDICTOR_PREFIX, SplitModel
 
 
 class Moon(Algorithm[MoonParams]):
@@ -41,13 +47,14 @@ class Moon(Algorithm[MoonParams]):
     def __init__(self, ctx: RunContext, params: MoonParams) -> None:
         super().__init__(ctx, params)
         self.ref: SplitModel = copy.deepcopy(self.fed.global_model).eval()
-        self.prev: list[cs.Tensors] = cs.per_user(self.fed, self.fed.global_state())
+        self.encoder = _Encoder(self.ref).eval()
+        self.prev: cs.PerUser = cs.per_user(self.fed, self.fed.global_state())
 
     def _representation(self, state: cs.Tensors, x: torch.Tensor) -> torch.Tensor:
+        """R_w(x) of the model whose tensors are `state` (a whole model's): (B, latent_dim)."""
+        encoder_state = {k: v for k, v in state.items() if not k.startswith(PREDICTOR_PREFIX)}
         with torch.no_grad():
-            z: torch.Tensor = functional_call(
-                self.ref.features, _prefixed(state, "features."), (x,)
-            )
+            z: torch.Tensor = functional_call(self.encoder, encoder_state, (x,))
         return z
 
     def local_loss(self, user: UserData, server_round: int) -> LossFn:  # noqa: ARG002
@@ -75,13 +82,24 @@ class Moon(Algorithm[MoonParams]):
         return upload
 
     def state_dict(self) -> dict[str, Any]:
-        return {**self.fed.state_dict(), "moon_prev": [cs.cloned(t) for t in self.prev]}
+        return {**self.fed.state_dict(), "moon_prev": self.prev.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.fed.load_state_dict(state)
         cs.restore_all(self.prev, state["moon_prev"])
 
 
-def _prefixed(state: cs.Tensors, prefix: str) -> cs.Tensors:
-    """The entries of a whole model's state under `prefix`, named relative to it."""
-    return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+class _Encoder(nn.Module):
+    """R_w: a `SplitModel` without its predictor (`SplitModel.extract`), sharing its modules,
+    so a whole model's state minus the predictor's entries is this module's state."""
+
+    def __init__(self, model: SplitModel) -> None:
+        super().__init__()
+        self.features = model.features
+        self.projection = model.projection
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z: torch.Tensor = self.features(x)
+        if self.projection is not None:
+            z = self.projection(z)
+        return z

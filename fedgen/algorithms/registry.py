@@ -8,94 +8,32 @@ paper's label where the paper has one, and whether its clients can run batched. 
 spec's discriminated `algorithm` field and its JSON schema, the runner, `fedgen.paper`,
 `fedgen.studies`, the dashboard's form and Compare colours, the benches and the tests' parameter lists all read this registry.
 
-Built-ins are declared in `fedgen.algorithms.builtin`; plugins (entry-point group
-`fedgen.algorithms`, see `fedgen.plugins`) are added on first use of `algorithms()`.
+A declaration is an `AlgorithmDecl` (`fedgen.algorithms.decl`). The built-ins
+(`fedgen.algorithms.builtin`) are registered when this module is imported; plugins (entry-point
+group `fedgen.algorithms`, see `fedgen.plugins`) on first use of `algorithms()`. The spec sits
+above this module and the algorithm classes (torch) above that: `build_algorithm` is
+`fedgen.algorithms.base`'s.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import math
-import re
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
 from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter
 from pydantic_core import core_schema
 
-if TYPE_CHECKING:
-    from fedgen.algorithms.base import Algorithm
-    from fedgen.algorithms.context import RunContext
-    from fedgen.spec import AlgorithmParams
-
-Share = Literal["all", "predictor"]
-RoundState = Literal["params", "model", "shared"]
-NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-COLOUR_PATTERN = re.compile(r"^#[0-9A-Fa-f]{6}$")
-# Where a declaration that does not come from a plugin comes from.
-BUILTIN = "fedgen"
-
-
-@dataclass(frozen=True)
-class AlgorithmDecl:
-    """Everything the lab needs to know about one algorithm, in one place.
-
-    `algorithm_cls` is "module:Class" (imported when a run builds the algorithm) or the
-    class itself; `ms_per_round` is the CPU cost model of the study estimates: ms per
-    round on one core at the paper setting (10 users x T = 20, official CNN, Fashion-MNIST;
-    `fedgen.studies.costs.estimate_cpu_s` scales it), required: an algorithm without one
-    cannot be registered, so no estimate silently falls back to a guess.
-    """
-
-    name: str
-    label: str
-    params_cls: type[AlgorithmParams]
-    algorithm_cls: str | type[Algorithm[Any]]
-    colour: str
-    ms_per_round: float
-    shares: frozenset[Share] = frozenset({"all"})
-    paper_label: str | None = None
-    source: str = BUILTIN  # the plugin's distribution, or "fedgen" for a built-in
-    # Its client update can run as one computation for many users (`execution: batched`,
-    # `Algorithm.client_update_batch`); False: it always runs one user after another.
-    batchable: bool = False
-    # Parameter-sized stacks its batched step keeps beyond FedAvg's (SCAFFOLD's c − c_i: 1;
-    # FedDyn's g_k and anchor: 2): `batch_clients: auto` sizes chunks with them.
-    batched_state_copies: int = 0
-    # What the lab reads here instead of branching on the algorithm's name:
-    # its server trains a generator whose checkpoints the Inspect page shows
-    has_generator: bool = False
-    # the `fedgen.knobs` home its params section holds (FedGen's generator knobs: "fedgen")
-    knob_home: str | None = None
-    # knob name -> the value it takes for this algorithm under either profile, unless set
-    knob_defaults: tuple[tuple[str, Any], ...] = ()
-    # spec fields (dotted) its timing rows are told apart by (Table 3: FedGen's B_G)
-    timing_fields: tuple[str, ...] = ()
-    # the algorithm timing ratios are taken against (Table 3: FedAvg)
-    timing_reference: bool = False
-    # its training reads `partition.test_protocol` (FedDF validates its distillation as the
-    # run evaluates), so runs differing only in the protocol cannot share one training
-    # (`fedgen.protocol_twins`)
-    trains_by_protocol: bool = False
-    # checkpoint contents besides the shared model (fedgen.sizes): every user keeps its whole
-    # model; per-user and global label logits; the server's own torch RNG state
-    personal_model: bool = False
-    label_logits: bool = False
-    server_rng: bool = False
-    # what it keeps from round to round (fedgen.sizes): per user, and on the server with its
-    # number of copies; "params" every parameter, "model" the whole model (buffers too),
-    # "shared" the parameters the users share
-    kept_per_user: RoundState | None = None
-    kept_on_server: tuple[RoundState, int] | None = None
-
-    def load_class(self) -> type[Algorithm[Any]]:
-        """The algorithm class (imports its module on first use: torch)."""
-        if not isinstance(self.algorithm_cls, str):
-            return self.algorithm_cls
-        module, _, attr = self.algorithm_cls.partition(":")
-        cls: type[Algorithm[Any]] = getattr(importlib.import_module(module), attr)
-        return cls
+from fedgen.algorithms.builtin import BUILTINS
+from fedgen.algorithms.decl import (
+    BUILTIN,
+    COLOUR_PATTERN,
+    NAME_PATTERN,
+    AlgorithmDecl,
+)
+from fedgen.algorithms.params import AlgorithmParams
+from fedgen.plugin_loader import PluginRecord, load_group
 
 
 class RegistryError(ValueError):
@@ -105,12 +43,9 @@ class RegistryError(ValueError):
 _lock = threading.RLock()
 _decls: dict[str, AlgorithmDecl] = {}
 _adapter: TypeAdapter[Any] | None = None
-_builtins_loaded = False
 
 
 def _check(decl: AlgorithmDecl) -> None:
-    from fedgen.spec import AlgorithmParams
-
     if not NAME_PATTERN.match(decl.name):
         raise RegistryError(f"algorithm name {decl.name!r} must match {NAME_PATTERN.pattern}")
     if decl.name in _decls:
@@ -118,7 +53,9 @@ def _check(decl: AlgorithmDecl) -> None:
             f"algorithm {decl.name!r} is already registered (by {_decls[decl.name].source})"
         )
     if not (isinstance(decl.params_cls, type) and issubclass(decl.params_cls, AlgorithmParams)):
-        raise RegistryError(f"{decl.name}: params_cls must subclass fedgen.spec.AlgorithmParams")
+        raise RegistryError(
+            f"{decl.name}: params_cls must subclass fedgen.algorithms.params.AlgorithmParams"
+        )
     name_field = decl.params_cls.model_fields.get("name")
     if name_field is None or name_field.default != decl.name:
         raise RegistryError(
@@ -150,8 +87,6 @@ def register_algorithm(decl: AlgorithmDecl) -> AlgorithmDecl:
     """Add `decl`; RegistryError when a field is invalid or the name is taken (registering an
     equal declaration again is a no-op)."""
     with _lock:
-        if decl.source != BUILTIN:
-            _ensure_builtins()  # a plugin may not take a built-in's name
         if _decls.get(decl.name) == decl:
             return decl
         _check(decl)
@@ -161,31 +96,31 @@ def register_algorithm(decl: AlgorithmDecl) -> AlgorithmDecl:
     return decl
 
 
-def _ensure_builtins() -> None:
-    global _builtins_loaded
-    with _lock:
-        if not _builtins_loaded:
-            _builtins_loaded = True
-            importlib.import_module("fedgen.algorithms.builtin")
+def _register_entry_point(obj: Any, source: str) -> str:
+    """Register what a `fedgen.algorithms` entry point resolved to (an AlgorithmDecl, or a
+    zero-argument callable returning one) as coming from distribution `source`."""
+    decl = obj() if callable(obj) and not isinstance(obj, AlgorithmDecl) else obj
+    if not isinstance(decl, AlgorithmDecl):
+        raise TypeError(f"expected an AlgorithmDecl, got {type(decl).__name__}")
+    return register_algorithm(dataclasses.replace(decl, source=source)).name
 
 
-def _ensure_all() -> None:
-    _ensure_builtins()
-    from fedgen.plugins import load as load_plugins
-
-    load_plugins()
+def load_plugins(*, force: bool = False) -> tuple[PluginRecord, ...]:
+    """The installed plugins of group `fedgen.algorithms`, registered once per process (again
+    with `force`): every look-up below asks first, so every process sees the same
+    algorithms."""
+    return load_group("fedgen.algorithms", _register_entry_point, force=force)
 
 
 def builtin_algorithms() -> tuple[AlgorithmDecl, ...]:
     """The algorithms this repository declares, in declaration order (no plugins loaded)."""
-    _ensure_builtins()
     with _lock:
         return tuple(d for d in _decls.values() if d.source == BUILTIN)
 
 
 def algorithms() -> tuple[AlgorithmDecl, ...]:
     """Every registered algorithm: built-ins first, then the installed plugins'."""
-    _ensure_all()
+    load_plugins()
     with _lock:
         return tuple(_decls.values())
 
@@ -271,7 +206,7 @@ class AlgorithmField:
 
 def snapshot() -> dict[str, AlgorithmDecl]:
     """The registry's contents (tests restore it with `restore`)."""
-    _ensure_all()
+    load_plugins()
     with _lock:
         return dict(_decls)
 
@@ -286,9 +221,6 @@ def restore(saved: dict[str, AlgorithmDecl]) -> None:
 
 
 __all__ = [
-    "build_algorithm",
-    "BUILTIN",
-    "AlgorithmDecl",
     "AlgorithmField",
     "RegistryError",
     "algorithm_names",
@@ -297,17 +229,15 @@ __all__ = [
     "find_algorithm",
     "get_algorithm",
     "label",
+    "load_plugins",
     "params_adapter",
     "register_algorithm",
+    "restore",
     "sharing_predictor",
+    "snapshot",
 ]
 
 
-def build_algorithm(ctx: RunContext) -> Algorithm[Any]:
-    """The algorithm `ctx.spec.algorithm` names, given its parameters.
-
-    The spec's `algorithm` field validates against the registered params classes by
-    `name`, and each registered class is generic in exactly its params class.
-    """
-    params = ctx.spec.algorithm
-    return get_algorithm(params.name).load_class()(ctx, params)
+# The built-ins first: a plugin may not take a built-in's name.
+for _decl in BUILTINS:
+    register_algorithm(_decl)

@@ -11,7 +11,9 @@ Algorithm 1 (the equation numbers are the paper's Algorithm 1 lines):
 * lines 16-17, the server: x ← x + η_g · mean(Δy_i), c ← c + |S|/N · mean(Δc_i).
 
 The model's Δy mean follows `fidelity.aggregation` (with η_g = 1 SCAFFOLD's model update
-is FedAvg's); c stays the mean of all N users' c_i, as line 17 keeps it. Every user's
+is FedAvg's); c stays the mean of all N users' c_i, as line 17 keeps it, unless
+`variate_weighting: aggregation` weights the Δc_i mean as the model's (then c is that
+weighted running sum, no longer the plain mean of the c_i). Every user's
 c_i exists from the start (zeros, as the paper initialises them) and, with c, is part of
 the full checkpoint. Both directions carry twice FedAvg's bytes (model and variate).
 
@@ -44,7 +46,7 @@ class Scaffold(Algorithm[ScaffoldParams]):
         super().__init__(ctx, params)
         self.keys = cs.trained_keys(self.fed)
         self.c: cs.Tensors = cs.zeros_for(self.fed, self.keys)
-        self.c_users: list[cs.Tensors] = cs.per_user(self.fed, self.c)
+        self.c_users: cs.PerUser = cs.per_user(self.fed, self.c)
 
     def broadcast_nbytes(self, user: UserData) -> int:
         return super().broadcast_nbytes(user) + cs.nbytes(self.c)
@@ -105,9 +107,12 @@ class Scaffold(Algorithm[ScaffoldParams]):
         self.fed.aggregate(uploads)  # the averaged y_i (and shared BN statistics)
         eta_g = self.params.global_lr
         deltas = [{k: u.extras[DELTA_C + k] for k in self.keys} for u in uploads]
-        # Line 17: c += |S|/N · mean(Δc_i) = (1/N) Σ Δc_i.
+        # Line 17: c += |S|/N · mean(Δc_i) = (1/N) Σ Δc_i; or the mean weighted as the model's.
         share = len(uploads) / len(self.data.users)
-        mean_dc = weighted_average(deltas, aggregation_weights([1] * len(uploads), "uniform"))
+        mode = "uniform" if self.params.variate_weighting == "uniform" else self.fid.aggregation
+        mean_dc = weighted_average(
+            deltas, aggregation_weights([u.num_samples for u in uploads], mode)
+        )
         with torch.no_grad():
             for k in self.keys:
                 if eta_g != 1.0:
@@ -120,7 +125,7 @@ class Scaffold(Algorithm[ScaffoldParams]):
         return {
             **self.fed.state_dict(),
             "scaffold_c": cs.cloned(self.c),
-            "scaffold_c_users": [cs.cloned(t) for t in self.c_users],
+            "scaffold_c_users": self.c_users.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from torch import nn
 from torch.func import functional_call
 
 from fedgen.aggregate import aggregation_weights, state_nbytes, weighted_average
+from fedgen.algorithms.client_state import PerUser
 from fedgen.algorithms.context import ClientUpload, RunContext
 from fedgen.batched import StackedClients
 from fedgen.client import BatchStream
@@ -63,9 +64,14 @@ class Federation:
             if not self.buffers_shared:
                 self.local_keys += self.buffer_keys
         init = self.global_model.state_dict()
-        self.user_local: list[Tensors] = [
-            {k: init[k].detach().clone() for k in self.local_keys} for _ in self.data.users
-        ]
+        # Made on a user's first training (client_state.PerUser): memory and checkpoints grow
+        # with the users ever sampled; a user never trained holds the initial local state.
+        self.user_local = PerUser(
+            {k: init[k].detach() for k in self.local_keys}, len(self.data.users)
+        )
+        # Whose own model `evaluate` runs: None, every user's; a list, those users' alone (the
+        # runner's choice for cross-device rounds: their trained users, docs/metrics.md).
+        self.eval_users: list[int] | None = None
         seeds = np.random.SeedSequence([ctx.seed, 7]).spawn(len(self.data.users))
         self.streams = [
             BatchStream(u.num_train, s) for u, s in zip(self.data.users, seeds, strict=True)
@@ -90,7 +96,7 @@ class Federation:
             if self.buffers_shared:
                 for k in self.buffer_keys:
                     work_state[k].copy_(global_state[k])
-            for k, v in self.user_local[user.index].items():
+            for k, v in self.user_local.peek(user.index).items():
                 work_state[k].copy_(v)
         return self.work
 
@@ -138,7 +144,7 @@ class Federation:
     def user_tensors(self, index: int) -> Tensors:
         """Full state of user `index`'s model: global shared part plus its local part."""
         state = dict(self.global_model.state_dict())
-        state.update(self.user_local[index])
+        state.update(self.user_local.peek(index))
         return state
 
     def trained_tensors(self, upload: ClientUpload) -> Tensors:
@@ -146,7 +152,7 @@ class Federation:
         state = dict(self.global_model.state_dict())
         state.update(upload.params)
         state.update(upload.buffers)
-        state.update(self.user_local[upload.user])
+        state.update(self.user_local.peek(upload.user))
         return state
 
     def logits_with(self, state: Tensors) -> Logits:
@@ -166,7 +172,11 @@ class Federation:
         if self.personal:
             # Personalised models: each user's own model on its own split; global = pooled splits.
             return evaluate_per_user(
-                lambda k: self.logits_with(self.user_tensors(k)), self.data, protocol, batch
+                lambda k: self.logits_with(self.user_tensors(k)),
+                self.data,
+                protocol,
+                batch,
+                users=self.eval_users,
             )
         if not self.local_keys:
             self.global_model.eval()
@@ -176,7 +186,7 @@ class Federation:
             # Local BN statistics: the global model uses the users' statistics averaged by size.
             weights = aggregation_weights([u.num_train for u in self.data.users], "samples")
             state = dict(self.global_model.state_dict())
-            state.update(weighted_average(self.user_local, weights))
+            state.update(weighted_average(list(self.user_local), weights))
             global_logits = self.logits_with(state)
         return evaluate_per_user(
             lambda k: self.logits_with(self.user_tensors(k)),
@@ -184,6 +194,7 @@ class Federation:
             protocol,
             batch,
             global_logits,
+            self.eval_users,
         )
 
     # -- checkpoints ---------------------------------------------------------
@@ -193,14 +204,13 @@ class Federation:
     def state_dict(self) -> dict[str, Any]:
         return {
             "global": self.global_state(),
-            "user_local": self.user_local,
+            "user_local": self.user_local.state_dict(),
             "streams": [s.state_dict() for s in self.streams],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.global_model.load_state_dict(state["global"])
-        self.user_local = [
-            {k: v.to(self.ctx.device) for k, v in d.items()} for d in state["user_local"]
-        ]
+        # {"made": {user: tensors}}, or every user's entry as older checkpoints hold
+        self.user_local.load_state_dict(state["user_local"])
         for stream, s in zip(self.streams, state["streams"], strict=True):
             stream.load_state_dict(s)

@@ -7,14 +7,25 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
-from fedgen.data_spec import DataSpec
-
-if TYPE_CHECKING:  # tensors only in annotations: `fedgen validate` imports this without torch
+if TYPE_CHECKING:  # arrays only in annotations: `fedgen validate` imports this without them
+    import numpy as np
     import torch
+
+
+class DataFiles(Protocol):
+    """What the loaders' file look-ups read of a spec's `data` section
+    (`fedgen.data_spec.DataSpec`, which sits above the dataset registry and so above them)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def root(self) -> str | None: ...
+
+    @property
+    def download(self) -> bool: ...
 
 
 class DatasetError(RuntimeError):
@@ -111,7 +122,7 @@ def default_root() -> Path:
     return Path(env).expanduser() if env else Path("~/.fedgen/data").expanduser()
 
 
-def base_root(data: DataSpec) -> Path:
+def base_root(data: DataFiles) -> Path:
     return Path(data.root).expanduser() if data.root else default_root()
 
 

@@ -44,9 +44,9 @@ from fedgen.data.common import (
     file_record,
     torchvision_download,
 )
-from fedgen.data.locate import DEBIAN_FASHION_MNIST, IdxInfo, idx_folders
-from fedgen.data.locate import IDX as _IDX
-from fedgen.data.locate import find_files as _find_files
+from fedgen.data.files import DEBIAN_FASHION_MNIST, IdxInfo, idx_folders
+from fedgen.data.files import IDX as _IDX
+from fedgen.data.files import find_files as _find_files
 from fedgen.data.registry import get_dataset
 from fedgen.data.synthetic import make_synthetic
 from fedgen.data_spec import DataSpec

@@ -27,23 +27,23 @@ import functools
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from fedgen.data.common import (
     DataFile,
+    DataFiles,
     DatasetError,
     DatasetTensors,
     base_root,
     file_record,
     tree_record,
 )
-from fedgen.data.registry import DatasetDecl, Shape
-from fedgen.data_spec import DataSpec, FolderSpec
-from fedgen.spec import PartitionSpec
+from fedgen.data.decl import DatasetDecl, Shape
+from fedgen.data.folder_spec import FolderSpec
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and torch are imported where files are read: the checks' callers
+    # (the dataset registry, so `fedgen validate`) load neither
+    import numpy as np
     import torch
 
 FIELD = "data.folder"
@@ -54,7 +54,15 @@ Layout = Literal["npz", "imagefolder"]
 Problems = list[tuple[str, str]]
 
 
-def _folder(data: DataSpec) -> FolderSpec:
+class FolderData(DataFiles, Protocol):
+    """What this module reads of a spec's `data` section (`fedgen.data_spec.DataSpec`, which
+    validates names against the dataset registry, which declares `folder` from here)."""
+
+    @property
+    def folder(self) -> FolderSpec | None: ...
+
+
+def _folder(data: FolderData) -> FolderSpec:
     if data.folder is None:  # DataSpec's own validator requires it for name 'folder'
         raise DatasetError(f"{FIELD}: required when data.name is 'folder'")
     return data.folder
@@ -66,12 +74,12 @@ def folder_path(folder: FolderSpec, root: Path) -> Path:
     return p if p.is_absolute() else root / p
 
 
-def folder_shape(data: DataSpec) -> Shape:
+def folder_shape(data: FolderData) -> Shape:
     f = _folder(data)
     return (f.channels, f.image_size, f.image_size)
 
 
-def folder_classes(data: DataSpec) -> int:
+def folder_classes(data: FolderData) -> int:
     return _folder(data).num_classes
 
 
@@ -89,6 +97,8 @@ def layout_of(path: Path) -> Layout | None:
 
 def _npz_header(file: Path, key: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype of array `key` in an .npz, read from its header alone."""
+    import numpy as np
+
     with zipfile.ZipFile(file) as zf, zf.open(f"{key}.npy") as fh:
         version = np.lib.format.read_magic(fh)
         if version == (1, 0):
@@ -99,6 +109,8 @@ def _npz_header(file: Path, key: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
 
 
 def _check_npz(f: FolderSpec, path: Path) -> Problems:
+    import numpy as np
+
     side, c = f.image_size, f.channels
     expected = f"expected (N, H, W) or (N, C, H, W) with H, W = {side}" + (
         "" if c == 1 else f" and C = {c} (data.folder.channels)"
@@ -198,7 +210,7 @@ def check_files(f: FolderSpec, root: Path) -> Problems:
     ]
 
 
-def check_folder(data: DataSpec) -> Problems:
+def check_folder(data: FolderData) -> Problems:
     """`check_files` for the spec's folder on this host (the registry's `check`)."""
     return check_files(_folder(data), base_root(data))
 
@@ -207,6 +219,7 @@ def check_folder(data: DataSpec) -> Problems:
 
 
 def _scaled(x: np.ndarray[Any, Any]) -> torch.Tensor:
+    import numpy as np
     import torch
 
     if x.dtype == np.uint8:  # ToTensor then Normalize(0.5, 0.5), as for MNIST
@@ -215,6 +228,8 @@ def _scaled(x: np.ndarray[Any, Any]) -> torch.Tensor:
 
 
 def _load_npz(path: Path, split: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    import numpy as np
+
     with np.load(path / f"{split}.npz") as arrays:
         x, y = arrays["x"], arrays["y"]
     if x.ndim == 3:
@@ -225,6 +240,7 @@ def _load_npz(path: Path, split: str) -> tuple[np.ndarray[Any, Any], np.ndarray[
 def _load_images(
     f: FolderSpec, path: Path, split: str
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    import numpy as np
     from PIL import Image
 
     side, mode = f.image_size, PIL_MODES[f.channels]
@@ -296,7 +312,7 @@ def load_folder(f: FolderSpec, root: Path, name: str = "folder") -> DatasetTenso
     return _load_cached(name, f.model_dump_json(), path, root.resolve(), train.stat().st_mtime)
 
 
-def load_folder_dataset(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:  # noqa: ARG001
+def load_folder_dataset(data: FolderData, partition: object) -> DatasetTensors:  # noqa: ARG001
     """The registry's loader of `folder`: the spec's `data.folder`."""
     return load_folder(_folder(data), base_root(data))
 
@@ -328,13 +344,13 @@ def folder_dataset(
         problems = check_files(folder, root)
         return True if not problems else f"{name}: {problems[0][1]}"
 
-    def load(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:  # noqa: ARG001
+    def load(data: FolderData, partition: object) -> DatasetTensors:  # noqa: ARG001
         root = base_root(data)
         if prepare is not None and check_files(folder, root):
             prepare(path_for(root))
         return load_folder(folder, root, name)
 
-    def check(data: DataSpec) -> Problems:
+    def check(data: FolderData) -> Problems:
         if prepare is not None:
             return []
         return [("data.name", f"{name}: {msg}") for _, msg in check_files(folder, base_root(data))]

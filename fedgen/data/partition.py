@@ -20,7 +20,7 @@ order. All indices are positions in the dataset files, in their stored order.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import numpy as np
@@ -42,6 +42,7 @@ __all__ = [
     "Partition",
     "PartitionError",
     "build_partition",
+    "carve_validation",
     "dirichlet_partition",
     "group_partition",
     "official_partition",
@@ -65,6 +66,10 @@ class Partition:
     """One int64 array per user, indices into the test set (label-matched per-user split)."""
     num_classes: int
     """Number of classes of the dataset."""
+    val_indices: list[IntArray] = field(default_factory=list)
+    """One int64 array per user, indices into the training set held out as the user's
+    validation data (`carve_validation`; disjoint from every user's train indices); empty
+    list: no validation data (`partition.val_fraction` 0)."""
 
     @property
     def num_users(self) -> int:
@@ -74,12 +79,17 @@ class Partition:
     def fingerprint(self) -> str:
         """Return a sha256 (first 16 hex digits) over every user's train and test indices.
 
-        Each user's train indices, then each user's test indices, are hashed in order,
-        every array prefixed by its length, as little-endian int64.
+        Each user's train indices, then each user's test indices, then (only when there is
+        validation data, so a split without it keeps its fingerprint) each user's validation
+        indices, are hashed in order, every array prefixed by its length, as little-endian int64.
         """
         h = hashlib.sha256()
         h.update(f"users={self.num_users};classes={self.num_classes}".encode())
-        for part in (self.train_indices, self.test_indices):
+        parts = [self.train_indices, self.test_indices]
+        if self.val_indices:
+            h.update(b";val")
+            parts.append(self.val_indices)
+        for part in parts:
             for idx in part:
                 arr = np.ascontiguousarray(idx, dtype="<i8")
                 h.update(np.int64(arr.size).astype("<i8").tobytes())
@@ -104,6 +114,10 @@ class Partition:
         """Return a JSON-friendly summary: sizes per user, totals and the fingerprint."""
         train_sizes = [int(i.size) for i in self.train_indices]
         test_sizes = [int(i.size) for i in self.test_indices]
+        extra: dict[str, Any] = {}
+        if self.val_indices:
+            val_sizes = [int(i.size) for i in self.val_indices]
+            extra = {"val_sizes": val_sizes, "total_val": sum(val_sizes)}
         return {
             "num_users": self.num_users,
             "num_classes": self.num_classes,
@@ -111,6 +125,7 @@ class Partition:
             "test_sizes": test_sizes,
             "total_train": sum(train_sizes),
             "total_test": sum(test_sizes),
+            **extra,
             "fingerprint": self.fingerprint(),
         }
 
@@ -317,12 +332,52 @@ def group_partition(
     for name, g in (("train", tg), ("test", vg)):
         if g.size and (g.min() < 0 or g.max() >= num_users):
             raise PartitionError(f"{name} group ids outside [0, num_users={num_users})")
-    train_idx = [np.flatnonzero(tg == u).astype(np.int64) for u in range(num_users)]
+    train_idx = _by_group(tg, num_users)
     empty = [u for u, i in enumerate(train_idx) if i.size == 0]
     if empty:
         raise PartitionError(f"users {empty[:10]} have no training samples (num_users={num_users})")
-    test_idx = [np.flatnonzero(vg == u).astype(np.int64) for u in range(num_users)]
+    test_idx = _by_group(vg, num_users)
     return Partition(train_idx, test_idx, num_classes)
+
+
+def _by_group(groups: IntArray, num_users: int) -> list[IntArray]:
+    """Each group's sample positions in dataset order (a stable sort: one pass, not one scan
+    of the dataset per user, which took 30 s for 10,000 users of synthetic-fedprox)."""
+    order = np.argsort(groups, kind="stable").astype(np.int64)
+    bounds = np.searchsorted(groups[order], np.arange(num_users + 1))
+    return [order[bounds[u] : bounds[u + 1]] for u in range(num_users)]
+
+
+#: Stream of the validation draw under `data_seed`: its own generator, so the split's draws
+#: (and a split without validation data) are those of a spec without `val_fraction`.
+VAL_STREAM = 7
+
+
+def carve_validation(part: Partition, fraction: float, seed: int) -> Partition:
+    """Hold out `fraction` of each user's training samples as its validation data.
+
+    Each user in order gets ``floor(fraction * n)`` of its n training samples (at least 1
+    when n >= 2 and fraction > 0), drawn without replacement by one
+    ``default_rng(SeedSequence([seed, VAL_STREAM]))``; the rest stay its training data in
+    their assignment order. ``fraction`` 0 returns `part` unchanged (no validation data).
+    The test split is not touched (it was matched to the labels before the carve).
+    """
+    if not 0.0 <= fraction <= 0.5:
+        raise PartitionError(f"val_fraction={fraction} outside [0, 0.5]")
+    if fraction == 0.0:
+        return part
+    rng = np.random.default_rng(np.random.SeedSequence([seed, VAL_STREAM]))
+    train: list[IntArray] = []
+    val: list[IntArray] = []
+    for idx in part.train_indices:
+        n = int(idx.size)
+        k = int(np.floor(fraction * n))
+        if k == 0 and n >= 2:
+            k = 1
+        picked = np.sort(rng.choice(n, size=k, replace=False)) if k else np.zeros(0, np.int64)
+        val.append(idx[picked].astype(np.int64))
+        train.append(np.delete(idx, picked).astype(np.int64))
+    return replace(part, train_indices=train, val_indices=val)
 
 
 def official_min_samples(dataset: str, num_classes: int) -> int:
@@ -342,10 +397,12 @@ def build_partition(
     indices are always built; a ``global`` test protocol simply evaluates on the whole test
     set instead of using them.
     """
+    val_fraction = p.val_fraction
     if ds.train_groups is not None and ds.test_groups is not None:
-        return group_partition(
+        groups = group_partition(
             ds.train_groups, ds.test_groups, num_users=p.num_users, num_classes=ds.num_classes
         )
+        return carve_validation(groups, val_fraction, p.data_seed)
     # `draws` is a knob field (fedgen.knobs), added to PartitionSpec when the class is built.
     draws = getattr(p, "draws", None) or default_draws
     args: SplitArgs = {
@@ -362,8 +419,10 @@ def build_partition(
     train_y, test_y = ds.train_y.numpy(), ds.test_y.numpy()
     if draws == "official":
         variant: Variant = "emnist" if ds.name == "emnist-letters" else "mnist"
-        return official_partition(train_y, test_y, variant=variant, **args)
-    return dirichlet_partition(train_y, test_y, **args)
+        split = official_partition(train_y, test_y, variant=variant, **args)
+    else:
+        split = dirichlet_partition(train_y, test_y, **args)
+    return carve_validation(split, val_fraction, p.data_seed)
 
 
 #: Training-set label counts of the built-ins the API can check without loading them (their

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from fedgen.generator_presets import PRESETS, dataset_family
+from fedgen.generator_presets import preset_dims
 
 NoiseKind = Literal["uniform", "normal"]
 
@@ -48,18 +48,17 @@ def generator_config(
     embedding: bool = False,
     batchnorm: bool = True,
     noise: NoiseKind = "uniform",
+    model: str = "official-cnn",
 ) -> GeneratorConfig:
-    """Resolve a named preset for `dataset`; explicit dimensions override the preset's.
+    """Resolve a named preset for `dataset` and `model` (`preset_dims`: the preset widened
+    for a model of wide latent features); explicit dimensions override the preset's.
 
     Raises
     ------
     KeyError
         If `preset` is not one of 'default', 'cnn0'..'cnn3'.
     """
-    table = PRESETS[dataset_family(dataset)]
-    if preset not in table:
-        raise KeyError(f"unknown generator preset {preset!r}; expected one of {sorted(table)}")
-    hidden, nd = table[preset]
+    hidden, nd = preset_dims(dataset, preset, model)
     return GeneratorConfig(
         noise_dim=noise_dim if noise_dim is not None else nd,
         hidden_dim=hidden_dim if hidden_dim is not None else hidden,

@@ -11,6 +11,7 @@ One job per module (import them directly; this package re-exports nothing):
 - `costs`: the CPU-time estimate of a run (`estimate_cpu_s`, `format_duration`);
 - `layouts`: a study's table (rows, columns, the paper's cells) on a dataset;
 - `registry`: the studies themselves (`STUDIES`, `get_study`), their overrides and `plan`;
+- `tuning`: each method's grid of its own knob, for a study tuned by validation;
 - `verdicts`: finished runs into the study's table, verdicts and markdown.
 
 Overrides: `dataset` (any dataset; the paper's numbers are attached only where the

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fedgen.algorithms.registry import get_algorithm
+from fedgen.models.registry import get_model
 from fedgen.protocol_twins import twin_groups
 from fedgen.spec import ExperimentSpec
 
 # Each algorithm's ms per round on one core at the paper setting is its declaration's
 # `ms_per_round` (fedgen.algorithms.builtin says where the built-ins' come from; a plugin
 # cannot register without one). The VM's speed varies about 2x from day to day, and the
-# dataset and model factors are guesses: this is an estimate, not a measurement.
+# dataset factors and the models' `ms_factor` are guesses: this is an estimate, not a measurement.
 EST_DATASET_FACTOR: dict[str, float] = {
     "mnist": 1.0,
     "fashion-mnist": 1.0,
@@ -26,7 +27,6 @@ EST_DATASET_FACTOR: dict[str, float] = {
     "celeba": 4.0,
     "synthetic": 0.3,
 }
-EST_MODEL_FACTOR: dict[str, float] = {"official-cnn": 1.0, "mcmahan-cnn": 8.0}
 
 
 def estimate_cpu_s(spec: ExperimentSpec) -> float:
@@ -35,7 +35,7 @@ def estimate_cpu_s(spec: ExperimentSpec) -> float:
     ms = (
         get_algorithm(spec.algorithm.name).ms_per_round
         * EST_DATASET_FACTOR.get(spec.data.name, 1.0)
-        * EST_MODEL_FACTOR.get(spec.model.name, 1.0)
+        * get_model(spec.model.name).ms_factor  # the model's declaration (fedgen.models)
         * (0.3 + 0.7 * work)
     )
     return ms * spec.rounds / 1000.0

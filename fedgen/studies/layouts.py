@@ -16,6 +16,7 @@ from fedgen import paper
 from fedgen.algorithms import registry
 from fedgen.generator_presets import PRESETS, dataset_family
 from fedgen.spec import ExperimentSpec
+from fedgen.studies.tuning import GRID_KEY, grid_values, tuned_fields
 
 ALL_ALGORITHMS: tuple[str, ...] = tuple(paper.PAPER_LABELS)
 # The figure-5 studies compare FedGen with the main baselines. Which curves the figure
@@ -87,6 +88,11 @@ class Layout:
     paper: dict[tuple[str, str], MeanStd] = field(default_factory=dict)
     base: dict[str, Any] = field(default_factory=dict)
     reference_row: str | None = None  # Table 3: the row others are divided by
+    # A tuned study (`fedgen.studies.tuning`): the columns' sweep values, when they are more
+    # than one per column (each method's grid), and the dotted fields a cell tunes by
+    # validation (its runs grouped by their values; the best configuration is reported).
+    column_grid: tuple[str, list[Any]] | None = None
+    tuned: tuple[str, ...] = ()
 
     def cell_of(self, spec: ExperimentSpec) -> tuple[str, str] | None:
         """(row, column) of a run's spec, or None when it belongs to no cell."""
@@ -97,7 +103,7 @@ class Layout:
 
 
 def _algorithm_axis(names: Sequence[str]) -> Axis:
-    return Axis(tuple((paper.PAPER_LABELS[a], {"algorithm": a}) for a in names))
+    return Axis(tuple((registry.label(a), {"algorithm": a}) for a in names))
 
 
 def _setting_label(setting: str, steps: int) -> str:
@@ -127,7 +133,7 @@ def _table1_paper(
         pub = paper.TABLE1.get(paper.Setting(label, setting, steps), {})
         for a in algorithms:
             if a in pub:
-                out[(row, paper.PAPER_LABELS[a])] = pub[a]
+                out[(row, registry.label(a))] = pub[a]
     return out
 
 
@@ -209,7 +215,7 @@ def layout_table4(dataset: str) -> Layout:
                 continue
             if share == "predictor":
                 for a, ms in paper.TABLE4[alpha].items():
-                    pub[(label, paper.PAPER_LABELS[a])] = ms
+                    pub[(label, registry.label(a))] = ms
             else:  # sharing the whole model is Table 1's MNIST row (α = 10 is not there)
                 pub.update(
                     _table1_paper(
@@ -277,7 +283,7 @@ def layout_delay(dataset: str) -> Layout:
     )
 
 
-# The extended Table 1 (issue 32): the paper's main baselines and FedGen beside the
+# The extended Table 1: the paper's main baselines and FedGen beside the
 # non-IID baselines reviewers ask for, each with its paper's hyperparameters for a small
 # CNN (the study's docstring in `registry.py` says which), under both test protocols.
 TABLE1_EXTENDED: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -299,18 +305,11 @@ TEST_PROTOCOLS: tuple[tuple[str, str], ...] = (
 )
 
 
-def layout_table1_extended(dataset: str) -> Layout:
-    """Extended Table 1: (α, test protocol) rows x FedAvg, FedProx, FedGen, FedDF and the
-    issue-32 baselines; the paper's Table 1 numbers (per-user protocol) where it has them."""
-    columns = Axis(
-        tuple(
-            (
-                paper.PAPER_LABELS.get(name) or registry.label(name),
-                {"algorithm": {"name": name, **hp}},
-            )
-            for name, hp in TABLE1_EXTENDED
-        )
-    )
+def _protocol_rows(
+    dataset: str,
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, int]]]:
+    """Table 1's rows, each under both test protocols, and the per-user ones' (row, setting,
+    T) for the paper's cells."""
     rows: list[tuple[str, dict[str, Any]]] = []
     per_user: list[tuple[str, str, int]] = []
     for setting, steps, fields in _t1_rows(dataset):
@@ -319,6 +318,22 @@ def layout_table1_extended(dataset: str) -> Layout:
             rows.append((row, {**fields, "partition.test_protocol": protocol}))
             if protocol == "per_user":
                 per_user.append((row, setting, steps))
+    return rows, per_user
+
+
+def layout_table1_extended(dataset: str) -> Layout:
+    """Extended Table 1: (α, test protocol) rows x FedAvg, FedProx, FedGen, FedDF and the
+    non-IID baselines; the paper's Table 1 numbers (per-user protocol) where it has them."""
+    columns = Axis(
+        tuple(
+            (
+                registry.label(name),
+                {"algorithm": {"name": name, **hp}},
+            )
+            for name, hp in TABLE1_EXTENDED
+        )
+    )
+    rows, per_user = _protocol_rows(dataset)
     in_paper = [name for name, _ in TABLE1_EXTENDED if name in paper.PAPER_LABELS]
     return Layout(
         rows=Axis(tuple(rows)),
@@ -328,3 +343,49 @@ def layout_table1_extended(dataset: str) -> Layout:
         # record why (info.json: execution_reason). The study's note gives the speed-up.
         base={"execution": "batched"},
     )
+
+
+#: The CIFAR-10 study's columns (not in the FedGen paper): the algorithms the follow-up papers
+#: compare on CIFAR-10 with ResNets, at Table 1 extended's hyperparameters (MOON μ = 5: Li et
+#: al.'s CIFAR-10 value).
+CIFAR10_ALGORITHMS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("fedavg", {}),
+    ("fedprox", {}),
+    ("scaffold", {"global_lr": 1.0}),
+    ("feddyn", {"alpha": 0.01}),
+    ("moon", {"mu": 5.0, "temperature": 0.5}),
+    ("feddf", {}),
+    ("fedgen", {}),
+)
+CIFAR10_ALPHAS = (0.1, 0.5)
+
+
+def layout_table1_tuned(dataset: str) -> Layout:
+    """Extended Table 1 tuned: its (α, test protocol) rows and its eleven methods, each over
+    its own grid (`fedgen.studies.tuning.TUNING_GRIDS`, the other parameters as the extended
+    table's); a cell reports the configuration with the best mean validation figure. No
+    paper cells: the paper's numbers are top-5 rounds chosen on the test set."""
+    rows, _ = _protocol_rows(dataset)
+    methods = tuple(name for name, _ in TABLE1_EXTENDED)
+    return Layout(
+        rows=Axis(tuple(rows)),
+        columns=_algorithm_axis(methods),
+        base={"partition": {"val_fraction": 0.1}, "execution": "batched"},
+        column_grid=(GRID_KEY, grid_values(methods, dict(TABLE1_EXTENDED))),
+        tuned=tuned_fields(methods),
+    )
+
+
+def layout_cifar10(dataset: str) -> Layout:  # noqa: ARG001 (a layout's signature)
+    """CIFAR-10 with ResNet-18 (GroupNorm): α rows x seven algorithms; no paper cells."""
+    columns = Axis(
+        tuple(
+            (
+                registry.label(name),
+                {"algorithm": {"name": name, **hp}},
+            )
+            for name, hp in CIFAR10_ALGORITHMS
+        )
+    )
+    rows = Axis(tuple((paper.format_alpha(a), {"partition.alpha": a}) for a in CIFAR10_ALPHAS))
+    return Layout(rows=rows, columns=columns, base={"model": {"name": "resnet18"}})

@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from fedgen.sizes import KeepRule
 from lab.checkpoint_retention import generator_rounds_to_prune
 from lab.models import CheckpointChunk, CheckpointRow
 from lab.repository import usage
 from lab.store import CheckpointStore
+from vocab.footprint import KeepRule
 
 CHUNK_BYTES = 1 << 20  # 1 MiB a row: a download holds one at a time
 _INSERT_BATCH = 16  # chunks a statement (16 MiB of parameters at most)
@@ -166,13 +166,6 @@ def legacy_paths_of_run(session: Session, run_id: uuid.UUID) -> list[str]:
         CheckpointRow.run_id == run_id, CheckpointRow.path.is_not(None)
     )
     return [p for p in session.scalars(stmt) if p]
-
-
-def delete_of_run(session: Session, run_id: uuid.UUID) -> list[str]:
-    """Delete a run's checkpoints (their chunks go with them); returns the legacy file paths."""
-    paths = legacy_paths_of_run(session, run_id)
-    session.execute(delete(CheckpointRow).where(CheckpointRow.run_id == run_id))
-    return paths
 
 
 def import_files(

@@ -1,7 +1,6 @@
 """Dispatch state of runs: the queue snapshot the dispatcher plans from, which runs were sent
-(and forgetting sends), the dispatcher's lease, and cancelling runs whose worker is gone.
-
-Re-exported by lab.repository.runs, where these lived before."""
+(and forgetting sends), the dispatcher's lease, and cancelling runs whose worker is gone
+(they lived in lab.repository.runs before; import them from here)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from fedgen.status import RunStatus
 from lab.db import db_now
 from lab.fairshare import Active, LiveWorker, Snapshot, Waiting
 from lab.models import DispatcherLease, Run, Worker
@@ -27,6 +25,7 @@ from lab.repository import webhooks as webhooks_repo
 from lab.repository import workers as workers_repo
 from lab.repository.liveness import Liveness, holder_gone, unheld
 from lab.repository.rowcount import rows_matched
+from vocab.run_status import Priority, RunStatus
 
 
 def _needs_worker(now: datetime, live: Liveness | None) -> Any:
@@ -67,7 +66,7 @@ def _waiting(session: Session, now: datetime, live: Liveness | None) -> list[Wai
             id=r.id,
             queue=r.queue,
             owner_id=r.owner_id,
-            priority=r.priority,
+            priority=Priority(r.priority),
             created_at=r.created_at,
             rounds=r.rounds,
             current_round=r.current_round,

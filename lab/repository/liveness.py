@@ -16,8 +16,8 @@ from sqlalchemy import (
     select,
 )
 
-from fedgen.status import RunStatus
 from lab.models import Run, Worker
+from vocab.run_status import RunStatus
 
 
 @dataclass(frozen=True)

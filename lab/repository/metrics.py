@@ -37,10 +37,10 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from fedgen.events import UserRoundMetrics
-from fedgen.sizes import KEEP_ALL, KeepRule, round_bytes
 from lab.models import CheckpointRow, RoundMetrics, RoundUsers, Run, utcnow
 from lab.repository import checkpoints as ckpt_repo
 from lab.round_pack import USER_FIELDS, pack_users, unpack_metrics, unpack_users
+from vocab.footprint import KEEP_ALL, KeepRule, round_bytes
 
 
 class LeaseLost(RuntimeError):
@@ -85,8 +85,12 @@ def _finite(v: Any) -> float | None:
 def _progress(new: ColumnElement[bool], now: Any, expires: Any) -> dict[str, Any]:
     """SET of the run row: renew the lease; if `new` (the round was inserted) advance the run's
     current round, last and best accuracy and add the round's bytes to its stored_bytes (a
-    replay, or an older round, leaves them)."""
-    rnd, acc = bindparam("round", type_=Integer), cast(bindparam("acc"), Float)
+    replay, or an older round, leaves them).
+
+    last_acc and best_acc take only a round the protocol counts (`counted_acc`, None for a
+    round it does not: fedgen.stats.counts_round), so they are the run's final and best as
+    the summary defines them (docs/metrics.md), not a second definition."""
+    rnd, acc = bindparam("round", type_=Integer), cast(bindparam("counted_acc"), Float)
     later = new & (Run.current_round < rnd)
     has_acc = new & acc.is_not(None)
     added = cast(bindparam("stored"), BigInteger)
@@ -102,6 +106,14 @@ def _progress(new: ColumnElement[bool], now: Any, expires: Any) -> dict[str, Any
             (has_acc & (Run.best_acc.is_(None) | (Run.best_acc < acc)), acc), else_=Run.best_acc
         ),
     }
+
+
+def round_columns() -> frozenset[str]:
+    """The run row's columns a stored round's UPDATE sets (`_progress`). None of them may be in
+    an index of `runs` (an INCLUDE column counts too): on PostgreSQL the round's update then
+    stays heap-only (HOT), on the row's own page, instead of a new copy of the whole row and an
+    entry in every index of the table each round, which VACUUM frees but never gives back."""
+    return frozenset(_progress(true(), func.now(), func.now()))
 
 
 def _arrays(table: Any, names: Sequence[str], prefix: str) -> Any:
@@ -237,6 +249,7 @@ def write_round(
     lease_s: float,
     keep_full: int = 2,
     keep_generator: KeepRule = KEEP_ALL,
+    counted: bool = True,
 ) -> bool:
     """Write a round's metrics, user rows and checkpoints; False if the round was already there.
 
@@ -251,6 +264,8 @@ def write_round(
     that are not finite numbers are dropped. Raises LeaseLost (nothing was written; the caller
     rolls back) when this worker no longer holds the run's lease, and RoundGap (nothing written)
     when round_ - 1 is not stored: a run's rounds are always 0..r with no hole.
+    `counted`: whether the run's protocol counts this round (fedgen.stats.counts_round); a
+    round it does not count is stored but leaves the run's last_acc and best_acc.
     """
     conn = db.connection() if isinstance(db, Session) else db
     now = utcnow()
@@ -266,6 +281,7 @@ def write_round(
         "token": token,
         "round": round_,
         "acc": clean.get("test_acc"),
+        "counted_acc": clean.get("test_acc") if counted else None,
         "metrics": clean,
         # every user's figures as one value (None: the round has no users, so no row)
         "users": pack_users(user_rows) if user_rows else None,
@@ -435,6 +451,13 @@ def user_rows(
     return out
 
 
+def val_curves(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[float]]:
+    """val_acc by round for each run, index = round (NaN where a round has none; an empty list
+    for a run without validation data): what `fedgen.stats.val_best` reads beside test_acc."""
+    curves = {i: c["val_acc"] for i, c in metric_curves(session, run_ids, ["val_acc"]).items()}
+    return {i: (c if any(not math.isnan(v) for v in c) else []) for i, c in curves.items()}
+
+
 def metric_values(
     session: Session, run_ids: Sequence[uuid.UUID], name: str
 ) -> dict[uuid.UUID, list[float]]:
@@ -449,4 +472,25 @@ def metric_values(
         v = met.get(name)
         if v is not None:
             out[rid].append(float(v))
+    return out
+
+
+def metric_curves(
+    session: Session, run_ids: Sequence[uuid.UUID], names: Sequence[str]
+) -> dict[uuid.UUID, dict[str, list[float]]]:
+    """Each named metric by round for each run, index = round (NaN where a round lacks it):
+    the validation curves and the cost figures a sweep summary reads in one pass."""
+    out: dict[uuid.UUID, dict[str, list[float]]] = {i: {n: [] for n in names} for i in run_ids}
+    if not run_ids:
+        return out
+    stmt = (
+        select(RoundMetrics.run_id, RoundMetrics.round, RoundMetrics.metrics)
+        .where(RoundMetrics.run_id.in_(run_ids))
+        .order_by(RoundMetrics.run_id, RoundMetrics.round)
+    )
+    for rid, rnd, met in session.execute(stmt):
+        for name, curve in out[rid].items():
+            v = met.get(name) if met else None
+            curve.extend([math.nan] * (rnd - len(curve)))
+            curve.append(math.nan if v is None else float(v))
     return out

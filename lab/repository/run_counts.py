@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
-from fedgen.status import RUN_STATUSES
 from lab.models import Run, User
+from vocab.run_status import RUN_STATUSES
 
 #: Up to this many matching runs a status is counted exactly; past it, estimated (Postgres).
 COUNT_CAP = 5000

@@ -29,11 +29,11 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from fedgen.status import RunStatus
 from lab.models import Run
 from lab.repository import webhooks as webhooks_repo
 from lab.repository.liveness import Liveness, unheld
 from lab.repository.rowcount import rows_matched
+from vocab.run_status import RunStatus
 
 
 def _when(value: Any) -> datetime | None:

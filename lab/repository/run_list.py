@@ -43,6 +43,21 @@ class RunFilters:
     # Spec field = JSON value, each one must hold (lab.repository.spec_filter).
     where: tuple[SpecWhere, ...] = ()
     q: str | None = None  # in the note or the tags, ignoring case
+    # Runs whose id starts with these hex digits (`fedgen export 1a2b3c4d`), as id_range says.
+    id_prefix: str | None = None
+
+
+def id_range(prefix: str) -> tuple[uuid.UUID, uuid.UUID]:
+    """The first and last id that start with `prefix` (hex digits, dashes ignored, any case).
+
+    A range on the primary key rather than a text match: Postgres stores a uuid as 16 bytes
+    and SQLite as 32 hex characters, and both order the ids as their hex spelling does, so the
+    same condition serves both from the primary key's index. ValueError for a non-hex prefix
+    or one longer than an id."""
+    digits = prefix.replace("-", "").lower()
+    if not digits or len(digits) > 32 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(f"{prefix!r} is not the start of a run id (hex digits, up to 32)")
+    return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
 
 
 @dataclass(frozen=True)
@@ -121,6 +136,9 @@ def conditions(
         conds.append(User.name == f.owner)
     if f.sweep_id:
         conds.append(Run.sweep_id == f.sweep_id)
+    if f.id_prefix:
+        first, last = id_range(f.id_prefix)
+        conds.append(Run.id.between(first, last))
     if f.created_after:
         conds.append(Run.created_at >= f.created_after)
     if f.created_before:

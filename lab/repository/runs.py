@@ -12,6 +12,7 @@ lab.repository.dispatch_state and `Liveness` in lab.repository.liveness.
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,7 +28,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, contains_eager
 
-from fedgen.status import TERMINAL, RunStatus
 from lab.db import db_now
 from lab.models import RoundMetrics, Run
 from lab.repository import run_limits
@@ -36,6 +36,7 @@ from lab.repository.annotations import tags_csv
 from lab.repository.liveness import Liveness
 from lab.repository.liveness import unheld as _unheld
 from lab.repository.rowcount import rows_matched
+from vocab.run_status import TERMINAL, Priority, RunStatus
 
 
 def create_run(
@@ -47,7 +48,7 @@ def create_run(
     queue: str,
     sweep_id: uuid.UUID | None = None,
     versions: dict[str, Any] | None = None,
-    priority: str = "normal",
+    priority: Priority = Priority.NORMAL,
     estimated_bytes: int | None = None,
 ) -> Run:
     """Insert a queued run (flushed, not committed); `estimated_bytes`: its footprint."""
@@ -123,12 +124,6 @@ def delete_run(session: Session, run_id: uuid.UUID) -> None:
     sweep_id = session.scalar(select(Run.sweep_id).where(Run.id == run_id))
     session.execute(delete(Run).where(Run.id == run_id))
     webhooks_repo.enqueue_sweep_if_finished(session, sweep_id)  # it may have been the last one
-
-
-def is_cancel_requested(session: Session, run_id: uuid.UUID) -> bool:
-    """True once someone asked to cancel (or the run is gone)."""
-    flag = session.scalar(select(Run.cancel_requested).where(Run.id == run_id))
-    return flag is None or bool(flag)
 
 
 def claim(
@@ -358,6 +353,7 @@ def finish(
         values["error"] = error  # a success clears a notice left by a retried storage error
     if summary is not None:
         values["summary"] = summary
+        values |= figures_of(summary)
     stmt = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token)
@@ -368,6 +364,19 @@ def finish(
         return False
     webhooks_repo.enqueue_run_ended(session, run_id)  # in the transaction that ends the run
     return True
+
+
+def figures_of(summary: dict[str, Any]) -> dict[str, float | None]:
+    """The run row's last_acc and best_acc from its summary: final_acc and best_acc, so the
+    row and the summary are one figure each (docs/metrics.md), never two definitions."""
+
+    def finite(v: Any) -> float | None:
+        return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+
+    return {
+        "last_acc": finite(summary.get("final_acc")),
+        "best_acc": finite(summary.get("best_acc")),
+    }
 
 
 COST_COLUMNS = ("cpu_s", "peak_rss_bytes", "gpu_peak_bytes")

@@ -28,6 +28,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from lab.models import Run
 from lab.repository.spec_fields import where_problem
+from lab.storable_text import text_problem
 
 #: At most this many `where` clauses per request, each at most this long.
 MAX_WHERE = 8
@@ -66,6 +67,8 @@ def _value(text: str) -> Scalar:
         return text
     if isinstance(value, list | dict):
         raise ValueError("the value must be a number, a string, true, false or null")
+    if isinstance(value, str) and (problem := text_problem(value)) is not None:
+        raise ValueError(f"the value {problem}")  # as in any other string the API takes
     if isinstance(value, float) and not math.isfinite(value):
         # NaN, Infinity: json.loads takes them, but no spec (JSON) holds them
         return text

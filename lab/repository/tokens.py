@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -109,6 +109,20 @@ def still_valid(session: Session, token_id: uuid.UUID, now: datetime | None = No
         return False
     expires = row.expires_at
     return expires is None or expires > (now or utcnow())
+
+
+def count_active(session: Session, user_id: uuid.UUID, now: datetime | None = None) -> int:
+    """The user's tokens that still authenticate (not revoked, not expired), counted after
+    locking the user's row (PostgreSQL), so two POST /tokens of one member count one after the
+    other and cannot both pass FEDGEN_MAX_TOKENS_PER_USER."""
+    session.execute(select(User.id).where(User.id == user_id).with_for_update())
+    now = now or utcnow()
+    stmt = select(func.count()).where(
+        ApiToken.user_id == user_id,
+        ApiToken.revoked_at.is_(None),
+        or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+    )
+    return int(session.scalar(stmt) or 0)
 
 
 def list_tokens(session: Session, user_id: uuid.UUID | None = None) -> list[tuple[ApiToken, str]]:

@@ -5,7 +5,8 @@ still holds its rounds and checkpoints, so it counts until it is purged (its row
 bytes with it). `stored_bytes` is kept by the transactions that change what a run stores
 (`add_stored`: a round written, full checkpoints pruned). Runs that have not ended also reserve
 what they are still estimated to store (`estimated_bytes - stored_bytes`), so a member cannot
-queue past their quota one submission at a time.
+queue past their quota one submission at a time. `pending_cpu_s` is the same for CPU time: what
+their queued and running runs are estimated to take (FEDGEN_MAX_MEMBER_CPU_S).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import BigInteger, Connection, case, cast, func, select, update
 from sqlalchemy.orm import Session
 
-from fedgen.status import ACTIVE, RunStatus
 from lab.models import Run, User
+from vocab.run_status import ACTIVE, RunStatus
 
 UNFINISHED = ACTIVE
 
@@ -120,3 +121,58 @@ def set_quota(session: Session, user: User, quota_bytes: int | None) -> None:
     """Give `user` their own quota (None: back to FEDGEN_QUOTA_BYTES)."""
     user.quota_bytes = quota_bytes
     session.flush()
+
+
+# The spec fields fedgen.studies.costs.estimate_cpu_s reads: runs equal in these have one
+# estimate.
+_CPU_FIELDS = (
+    ("algorithm", "name"),
+    ("data", "name"),
+    ("model", "name"),
+    ("users_per_round",),
+    ("local_steps",),
+    ("rounds",),
+)
+
+
+def pending_cpu_s(session: Session, user_id: uuid.UUID) -> float:
+    """Estimated CPU seconds (one core, `estimate_cpu_s`) of the member's queued and running
+    runs, a running one counted whole. The runs are grouped in the database by the fields the
+    estimate reads and each group's estimate is read off one of its specs, so a thousand queued
+    runs of one sweep cost a handful of parses."""
+    fields = [Run.spec[path].as_string().label(f"f{i}") for i, path in enumerate(_CPU_FIELDS)]
+    active = select(*fields).where(Run.owner_id == user_id, Run.status.in_(UNFINISHED)).subquery()
+    cols = [active.c[f"f{i}"] for i in range(len(_CPU_FIELDS))]
+    groups = session.execute(select(*cols, func.count()).group_by(*cols)).all()
+    total = 0.0
+    for *values, runs in groups:
+        one = session.scalar(
+            select(Run.spec)
+            .where(
+                Run.owner_id == user_id,
+                Run.status.in_(UNFINISHED),
+                *(
+                    Run.spec[path].as_string() == value
+                    if value is not None
+                    else Run.spec[path].as_string().is_(None)
+                    for path, value in zip(_CPU_FIELDS, values, strict=True)
+                ),
+            )
+            .limit(1)
+        )
+        if one is None:  # ended between the two reads
+            continue
+        total += _estimate(one) * int(runs)
+    return total
+
+
+def _estimate(spec: dict[str, object]) -> float:
+    """`estimate_cpu_s` of a stored spec; 0 for one that no longer parses (an algorithm whose
+    plugin is gone: it cannot run here either)."""
+    from fedgen.spec import SpecError, parse_spec
+    from fedgen.studies.costs import estimate_cpu_s
+
+    try:
+        return estimate_cpu_s(parse_spec(spec))
+    except (SpecError, KeyError, ValueError):
+        return 0.0

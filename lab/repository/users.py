@@ -32,11 +32,3 @@ def create_user(
         session, user.id, name=token_name, expires_days=expires_days
     )
     return user, token
-
-
-def user_by_token(session: Session, token: str) -> User | None:
-    """The user holding `token` while it is neither revoked nor expired, or None."""
-    found = tokens_repo.find(session, token)
-    if found is None or tokens_repo.refusal(found[0]) is not None:
-        return None
-    return found[1]

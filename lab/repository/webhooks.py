@@ -28,13 +28,13 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from fedgen.status import TERMINAL, RunStatus
 from fedgen.studies.registry import study_of_base
-from fedgen.webhook_events import SWEEP_EVENTS, TEST_EVENT
 from lab import webhook_payloads as payloads
 from lab.db import db_now, is_unavailable
 from lab.models import Run, Sweep, User, Webhook, WebhookDelivery
 from lab.repository.rowcount import rows_matched
+from vocab.run_status import TERMINAL, RunStatus
+from vocab.webhook_events import SWEEP_EVENTS, TEST_EVENT
 
 log = logging.getLogger(__name__)
 

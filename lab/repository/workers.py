@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from fedgen.status import RunStatus
 from lab.db import db_now
 from lab.models import Run, Worker
 from lab.repository.rowcount import rows_matched
+from vocab.run_status import RunStatus
 
 
 def register(

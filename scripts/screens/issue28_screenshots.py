@@ -24,7 +24,7 @@ from tests.support import browse
 from tests.support.dashboard_lab import tiny_spec
 from tests.support.fakes import FakeRunner, Killed
 from tests.support.stack import Stack, browser_page, lab_stack
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 
 def _die_after(round_: int) -> Any:

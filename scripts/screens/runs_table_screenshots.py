@@ -101,7 +101,7 @@ def _page_csv(runs: list[dict[str, Any]]) -> str:
     """The CSV the page's Export button offers, built the page's way from the same runs."""
     from datetime import UTC, datetime
 
-    from dashboard import runs_csv
+    from dashboard.runs_page import runs_csv
 
     return str(runs_csv.csv_frame(runs, datetime.now(UTC)).to_csv(index=False))
 

@@ -17,7 +17,7 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from tests.support.fakes import FakeRunner
 from tests.support.stack import ROOT, browser_page, lab_stack
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 # Every study, on its paper dataset (where the paper has numbers, so verdicts show), small.
 LAUNCH = {

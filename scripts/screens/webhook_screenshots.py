@@ -30,7 +30,7 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from tests.support.fakes import FakeRunner
 from tests.support.stack import browser_page, lab_stack
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 from worker.webhook_sender import start_webhook_sender
 
 TINY = {

@@ -72,9 +72,8 @@ def test_another_user_gets_403_and_an_admin_may(client: TestClient, tokens: dict
     assert admin.status_code == 200
     assert (admin.json()["note"], admin.json()["annotated_by"]) == ("checked", "admin")
     missing = "00000000-0000-0000-0000-000000000000"
-    assert client.patch(
-        f"{API}/runs/{missing}", json={"note": "x"}, headers=_h(tokens["alice"])
-    ).status_code == 404  # fmt: skip
+    gone = client.patch(f"{API}/runs/{missing}", json={"note": "x"}, headers=_h(tokens["alice"]))
+    assert gone.status_code == 404
 
 
 def test_bad_annotations_are_422_naming_the_field(
@@ -146,8 +145,10 @@ def test_sweep_annotations_owner_admin_403_and_search(
     # Assert
     assert own.status_code == 200, own.text
     assert (own.json()["note"], own.json()["tags"], own.json()["annotated_by"]) == (
-        "Table 2 redo", ["t2"], "alice",
-    )  # fmt: skip
+        "Table 2 redo",
+        ["t2"],
+        "alice",
+    )
     assert own.json()["annotated_at"] is not None
     assert bob.status_code == 403
     assert admin.json()["annotated_by"] == "admin"

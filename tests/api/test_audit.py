@@ -15,7 +15,8 @@ from lab.config import Settings
 from lab.models import CheckpointRow, Run, User, utcnow
 from tests.support.factories import create_run
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 API = "/api/v1"
 
@@ -115,7 +116,10 @@ def _with_checkpoints(factory: sessionmaker, settings: Settings, session: Sessio
     """A run that stored rounds and checkpoints, then was handed back to wait again (queued
     on the API's path below, running with an expired lease on the worker's)."""
     run = create_run(session, _user(session, "alice"), algorithm={"name": "fedgen"}, rounds=3)
-    assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+        == RunOutcome.SUCCEEDED
+    )
     return run
 
 
@@ -163,7 +167,9 @@ def test_cancel_on_the_workers_claim_keeps_every_checkpoint(
     session.commit()
     runner = FakeRunner()
 
-    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "cancelled"
+    assert (
+        execute_run(str(run.id), factory, runner=runner, settings=settings) == RunOutcome.CANCELLED
+    )
 
     assert runner.calls == []
     assert _checkpoints(session, run.id) == before

@@ -20,6 +20,14 @@ API = "/api/v1"
         ({"spec": make_spec(rounds="many")}, "spec.rounds"),
         ({"spec": make_spec(bogus=1)}, "spec.bogus"),
         ({"spec": make_spec(partition={"alpha": -1})}, "spec.partition.alpha"),
+        (
+            {"spec": make_spec(algorithm={"name": "moon", "projection_dim": 1025})},
+            "spec.algorithm.moon.projection_dim",
+        ),
+        (
+            {"spec": make_spec(algorithm={"name": "fedavg", "projection_dim": 8})},
+            "spec.algorithm.fedavg.projection_dim",
+        ),
         ({"spec": make_spec(), "extra": 1}, "extra"),
         ({"spec": [1, 2]}, "spec"),
         ({}, "spec"),
@@ -51,6 +59,10 @@ def test_limit_messages_name_value_and_limit(client: TestClient, auth: dict[str,
     msg = r.json()["detail"][0]["msg"]
     assert "1000000" in msg
     assert "10000" in msg
+    head = make_spec(algorithm={"name": "moon", "projection_dim": 4096})
+    msg = client.post(f"{API}/runs", json={"spec": head}, headers=auth).json()["detail"][0]["msg"]
+    assert "4096" in msg
+    assert "1024" in msg
 
 
 def test_malformed_json_and_huge_body(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from fedgen.sizes import KEEP_ALL, parse_keep_rule
 from lab.checkpoint_retention import pruned
 from lab.config import Settings
+from vocab.footprint import KEEP_ALL, parse_keep_rule
 
 
 @pytest.mark.parametrize(

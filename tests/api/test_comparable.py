@@ -73,9 +73,15 @@ def test_summary_n_counts_finished_runs_only(
         {"lease_token": "t", "status": "running"}
     )
     metrics_repo.write_round(
-        session, runs[4].id, "t", round_=0, metrics={"test_acc": 0.99}, users=[],
-        checkpoints=[], lease_s=60,
-    )  # fmt: skip
+        session,
+        runs[4].id,
+        "t",
+        round_=0,
+        metrics={"test_acc": 0.99},
+        users=[],
+        checkpoints=[],
+        lease_s=60,
+    )
     session.commit()
     # Execute
     body = client.get(f"{API}/sweeps/{sweep_id}/summary", headers=auth).json()
@@ -84,8 +90,12 @@ def test_summary_n_counts_finished_runs_only(
     assert g["n"] == 2
     assert g["n_total"] == 6
     assert g["status_counts"] == {
-        "succeeded": 2, "cancelled": 1, "failed": 1, "running": 1, "queued": 1,
-    }  # fmt: skip
+        "succeeded": 2,
+        "cancelled": 1,
+        "failed": 1,
+        "running": 1,
+        "queued": 1,
+    }
     assert g["excluded"]["counts"] == {"cancelled": 1, "failed": 1, "running": 1, "queued": 1}
     assert g["excluded"]["run_ids"]["cancelled"] == [str(runs[2].id)]
     assert sorted(g["run_ids"]) == sorted([str(runs[0].id), str(runs[1].id)])
@@ -154,9 +164,11 @@ def test_timing_rows_carry_their_setting_and_never_mix(
     failed = create_run(session, alice, algorithm="fedavg", rounds=3)
     for k, run in enumerate([*runs, other]):
         seed_rounds(
-            session, run, [0.1, 0.2, 0.3, 0.4],
+            session,
+            run,
+            [0.1, 0.2, 0.3, 0.4],
             extra=lambda r, k=k: {"time_user_ms": 10.0 * (k + 1) + r},
-        )  # fmt: skip
+        )
     seed_rounds(
         session, failed, [0.1, 0.2], status="failed", extra=lambda r: {"time_user_ms": 999.0}
     )
@@ -182,8 +194,13 @@ def test_timing_rows_carry_their_setting_and_never_mix(
     assert rows[("fedgen", 32, 16)]["mean_ms"] == pytest.approx(42.0)
     for r in body["rows"]:
         assert set(r["setting"]) >= {
-            "data.name", "model.name", "batch_size", "local_steps", "users_per_round", "device",
-        }  # fmt: skip
+            "data.name",
+            "model.name",
+            "batch_size",
+            "local_steps",
+            "users_per_round",
+            "device",
+        }
         assert ("algorithm.gen_batch_size" in r["setting"]) == (r["algorithm"] == "fedgen")
     assert rows[("fedavg", None, 32)]["setting_key"] == rows[("fedgen", 64, 32)]["setting_key"]
     assert rows[("fedgen", 32, 16)]["setting_key"] != rows[("fedgen", 32, 32)]["setting_key"]
@@ -332,3 +349,27 @@ def test_summary_names_final_and_best_with_their_rounds(
     assert g["final_mean"] == pytest.approx(0.4)
     assert (g["best_mean"], g["best_std"], g["best_round"]) == pytest.approx((0.6, 0.1, 1))
     assert "last_round,best_mean,best_std" in text.splitlines()[0]
+
+
+def test_difference_val_best_picks_by_validation(
+    client: TestClient, auth: dict, session: Session
+) -> None:
+    """statistic=val_best takes each run's test accuracy at its best validation round, not
+    its best test round (here they disagree); round R is not counted (official profile)."""
+    # Prepare
+    alice = _alice(session)
+    val = [0.1, 0.8, 0.3, 0.4, 0.99]  # best counted validation: round 1 (round 4 = R is not)
+    runs = {
+        side: [create_run(session, alice, algorithm=alg, rounds=4, seed=i) for i in range(2)]
+        for side, alg in (("a", "fedgen"), ("b", "fedavg"))
+    }
+    for k, run in enumerate([*runs["a"], *runs["b"]]):
+        test = [0.1, 0.5 + k / 100, 0.9, 0.6, 0.7]  # best test: round 2
+        seed_rounds(session, run, test, extra=lambda r: {"val_acc": val[r]})
+    ids = {s: ",".join(str(r.id) for r in rs) for s, rs in runs.items()}
+    # Execute
+    got = client.get(f"{API}/difference?a={ids['a']}&b={ids['b']}&statistic=val_best", headers=auth)
+    # Assert
+    assert got.status_code == 200, got.text
+    assert got.json()["values_a"] == pytest.approx([0.50, 0.51])
+    assert got.json()["values_b"] == pytest.approx([0.52, 0.53])

@@ -11,6 +11,7 @@ import csv
 import io
 from typing import Any
 
+from fedgen.cost import COST_TOTALS
 from lab.analysis import summary_csv
 from lab.plot_data import CSV_COLUMNS, plot_csv
 
@@ -25,6 +26,11 @@ def test_summary_csv_quotes_a_formula_in_a_group_field_and_keeps_numbers() -> No
         ("n", "n_succeeded", "n_total", "final_round", "last_round", "best_mean", "best_std"), 1
     )
     stats |= {"final_mean": -0.5, "final_std": 0.0, "top5_mean": 0.25, "top5_std": None}
+    # The validation, seed-std and cost columns, empty; no tuning.
+    seeds = ("final_seed_std", "best_seed_std", "top5_seed_std", "val_best_seed_std")
+    costs = (f"{c}_{s}" for c in COST_TOTALS for s in ("mean", "seed_std"))
+    stats |= dict.fromkeys(("val_best_mean", "val_best_std", "n_seeds", *seeds, *costs))
+    stats |= {"tune": None}
     row = {"label": "@SUM(A1)", "fields": {"data.root": "=1+1"}, "varying": ["-x"], **stats}
     (out,) = _rows(summary_csv([row]))
     assert (out["label"], out["data.root"], out["varying"]) == ("'@SUM(A1)", "'=1+1", "'-x")

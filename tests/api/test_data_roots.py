@@ -48,21 +48,29 @@ def _outside(lab_root: Path) -> list[tuple[dict[str, Any], str]]:
 
 
 def _refused(r: Any, field: str, lab_root: Path) -> None:
+    """A member's refusal: the field, one message, neither the roots nor what lies outside."""
     assert r.status_code == 422, r.text
     detail = r.json()["detail"]
     assert [d["field"] for d in detail] == [field], detail
-    assert "outside the lab's data roots" in detail[0]["msg"]
-    assert str(lab_root.resolve()) in detail[0]["msg"]
+    assert detail[0]["msg"] == f"{field}: not inside a data root the lab allows (FEDGEN_DATA_ROOTS)"
+    assert str(lab_root.resolve()) not in r.text
     assert "passwd" not in r.text
     assert "group" not in r.text
 
 
 def test_validate_refuses_paths_outside_the_roots(
-    client: TestClient, auth: dict[str, str], lab_root: Path
+    client: TestClient, auth: dict[str, str], tokens: dict[str, str], lab_root: Path
 ) -> None:
     for spec, field in _outside(lab_root):
         r = client.post(f"{API}/spec/validate", json={"spec": spec}, headers=auth)
         _refused(r, f"spec.{field}", lab_root)
+    # An admin is told the path and the roots.
+    admin = {"Authorization": f"Bearer {tokens['admin']}"}
+    spec, field = _outside(lab_root)[0]
+    r = client.post(f"{API}/spec/validate", json={"spec": spec}, headers=admin)
+    assert r.status_code == 422
+    assert "outside the lab's data roots" in r.json()["detail"][0]["msg"]
+    assert str(lab_root.resolve()) in r.json()["detail"][0]["msg"]
 
 
 def test_submit_and_clone_refuse_paths_outside_the_roots(

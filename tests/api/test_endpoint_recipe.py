@@ -21,7 +21,7 @@ def _recipe() -> str:
 
 
 def _named_files(recipe: str) -> set[str]:
-    return set(re.findall(r"`((?:api|tests)/[^`\s]+\.py)`", recipe))
+    return set(re.findall(r"`((?:api|vocab|tests)/[^`\s]+\.py)`", recipe))
 
 
 def test_every_route_module_is_included_and_every_included_router_is_a_route_module() -> None:

@@ -16,7 +16,8 @@ from lab.config import Settings
 from lab.db import make_sessionmaker
 from tests.support.factories import create_run, create_user, live_worker, make_spec
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 
 @pytest.fixture
@@ -153,7 +154,10 @@ def test_succeeded_run_has_its_summary(
 ) -> None:
     user, _ = create_user(session, "carol")
     run = create_run(session, user, rounds=3)
-    assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+        == RunOutcome.SUCCEEDED
+    )
     got = client.get(f"/api/v1/runs/{run.id}", headers=auth).json()
     assert got["status"] == "succeeded"
     session.expire_all()

@@ -286,3 +286,40 @@ def test_checkpoint_bytes_live_in_the_database(
         sink.on_round(RoundEvent(7, {}, [], [Checkpoint("full", 7, big)]))
     assert session.scalar(select(func.count()).select_from(CheckpointChunk)) == chunks
     sink.close()
+
+
+def test_run_row_figures_follow_the_protocol(
+    factory: sessionmaker[Session], session: Session
+) -> None:
+    """Under before_training the row's last_acc and best_acc leave round R out (the summary's
+    final and best), though round R is stored and is the highest; after_aggregation counts it."""
+    from fedgen.events import RunInfo
+
+    def info(timing: str) -> RunInfo:
+        return RunInfo(
+            "h",
+            "fp",
+            2,
+            2,
+            [1, 1],
+            [1, 1],
+            [[1, 0], [0, 1]],
+            10,
+            "cpu",
+            {"eval_timing": timing},
+            0,
+            {},
+        )
+
+    rows = {}
+    for timing in ("before_training", "after_aggregation"):
+        rid = _leased_run(session)
+        sink = DbSink(rid, "tok", factory, lease_s=60, rounds=3)
+        sink.on_start(info(timing))
+        for r, acc in enumerate([0.1, 0.6, 0.5, 0.9]):
+            sink.on_round(RoundEvent(r, {"test_acc": acc}))
+        sink.close()
+        rows[timing] = _snapshot(session, rid)
+    assert rows["before_training"]["run"] == (3, 0.5, 0.6)
+    assert [r[1] for r in rows["before_training"]["rounds"]] == [0.1, 0.6, 0.5, 0.9]
+    assert rows["after_aggregation"]["run"] == (3, 0.9, 0.9)

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.errors import MAX_JSON_DEPTH, json_body_problem
+from api.errors import MAX_JSON_DEPTH, json_body_problems
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from lab.models import Run, Sweep
 
@@ -109,17 +109,17 @@ def test_body_checks_leave_other_answers_alone(client: TestClient, auth: dict[st
     assert ok.json()["count"] == 40
 
 
-def test_json_body_problem_reads_as_json_does() -> None:
-    """UTF-16 with its BOM is read as json.loads reads it; a bracket inside a string is text."""
+def test_json_body_problems_reads_as_json_does() -> None:
+    """A bracket inside a string is text; UTF-16, which json.loads would read, is refused."""
     # Prepare
     utf16 = '{"spec": {}}'.encode("utf-16")
     in_string = ('{"note": "' + "[" * 100 + '"}').encode()
     # Execute / Assert
-    assert json_body_problem(utf16) is None
-    assert json_body_problem(in_string) is None
-    assert json_body_problem(b"{not json") is None  # left to FastAPI's own 422
-    assert json_body_problem(_nested(MAX_JSON_DEPTH).encode()) is None
-    assert json_body_problem(_nested(MAX_JSON_DEPTH + 1).encode()) is not None
+    assert json_body_problems(in_string) == []
+    assert json_body_problems(b"{not json") == []  # left to FastAPI's own 422
+    assert json_body_problems(_nested(MAX_JSON_DEPTH).encode()) == []
+    assert json_body_problems(_nested(MAX_JSON_DEPTH + 1).encode()) != []
+    assert "UTF-16" in json_body_problems(utf16)[0]["msg"]
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from lab.downsample import downsample
 from lab.models import User
 from tests.support.factories import create_run, seed_rounds
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 API = "/api/v1"
 

@@ -88,8 +88,11 @@ def test_points_are_mean_std_and_ci_of_the_runs_summaries(
     assert std.status_code == 200, std.text
     data = std.json()
     assert (data["x"], data["by"], data["statistic"], data["log_x"]) == (
-        "partition.alpha", "algorithm.name", "final", True,
-    )  # fmt: skip
+        "partition.alpha",
+        "algorithm.name",
+        "final",
+        True,
+    )
     assert data["varying"] == ["algorithm.name", "partition.alpha"]
     assert [s["by_value"] for s in data["series"]] == ["fedavg", "fedgen"]
     assert data["excluded"]["counts"] == {}
@@ -122,9 +125,16 @@ def test_top5_pools_like_the_sweep_table_and_csv_has_the_same_numbers(
     for i, run in enumerate(runs.values()):
         s = summarize_curve(_curve(i), "before_training", ROUNDS)
         _set_summary(
-            session, run, {"final_acc": s.final, "final_round": s.final_round,
-                           "best_acc": s.best, "top5_mean": s.top5_mean, "top5_std": s.top5_std},
-        )  # fmt: skip
+            session,
+            run,
+            {
+                "final_acc": s.final,
+                "final_round": s.final_round,
+                "best_acc": s.best,
+                "top5_mean": s.top5_mean,
+                "top5_std": s.top5_std,
+            },
+        )
     idx = _index(runs)
     # Execute
     url = f"{API}/sweeps/{sweep_id}/plot-data?x=alpha&by=algorithm&statistic=top5"
@@ -147,9 +157,10 @@ def test_top5_pools_like_the_sweep_table_and_csv_has_the_same_numbers(
             cell = cells[(s["by_value"], p["x"])]
             assert (p["mean"], p["std"]) == pytest.approx((cell["top5_mean"], cell["top5_std"]))
             row = next(
-                r for r in rows
+                r
+                for r in rows
                 if r["algorithm.name"] == s["by_value"] and float(r["partition.alpha"]) == p["x"]
-            )  # fmt: skip
+            )
             # Percent, rounded as the Paper tables show them; the header says the unit.
             cols = ("mean_pct", "std_pct", "lo_pct", "hi_pct")
             assert [row[c] for c in cols] == [

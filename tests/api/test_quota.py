@@ -16,13 +16,14 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from fedgen.execution_spec import with_new_run_defaults
-from fedgen.sizes import footprint_estimate, format_bytes, round_bytes
+from fedgen.resources import format_bytes
 from fedgen.spec import ExperimentSpec
-from lab import trash
+from lab import trash_actions
 from lab.config import Settings
 from lab.models import Run
 from lab.repository import metrics as metrics_repo
 from tests.support.factories import make_spec
+from vocab.footprint import footprint_estimate, round_bytes
 
 API = "/api/v1"
 FEDGEN = make_spec(algorithm={"name": "fedgen"})
@@ -193,7 +194,7 @@ def test_me_usage_grows_with_rounds_and_goes_when_purged(
 
     assert client.delete(f"{API}/runs/{rid}", headers=auth).status_code == 204
     assert usage() == 3 * per_round + 3000  # in the trash: still stored, still counted
-    report = trash.purge_pass(factory, settings, older_than_days=0)
+    report = trash_actions.purge_pass(factory, settings, older_than_days=0)
     assert report.runs == 1
     me = client.get(f"{API}/me", headers=auth).json()
     assert (me["usage_bytes"], me["reserved_bytes"], me["runs"]) == (0, 0, 0)

@@ -6,6 +6,8 @@ runs' accuracy curves) and fedgen.specdict's quick comparison of values.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from sqlalchemy.orm import Session
 
@@ -113,3 +115,33 @@ def test_curve_cache_follows_new_rounds(session: Session) -> None:
     assert second == metrics_repo.acc_curves(session, [done.id, live.id])
     assert second[live.id] == [0.5, 0.6]
     assert third[done.id] == [0.1, 0.2, 0.3]
+
+
+def test_val_and_cost_cache_answers_as_reading_the_rounds(session: Session) -> None:
+    """A succeeded run's validation curve and cost totals, first read and from the cache,
+    equal the stored rounds read afresh (metric_curves + fedgen.cost.run_cost)."""
+    # Prepare
+    alice, _ = create_user(session, "alice")
+    run = create_run(session, alice, partition={"val_fraction": 0.1})
+    plain = create_run(session, alice)
+    seed_rounds(
+        session,
+        run,
+        [0.1, 0.2, 0.3],
+        extra=lambda r: {"val_acc": 0.1 * r, "bytes_up": 1e6 * r, "time_server_ms": 5.0},
+    )
+    seed_rounds(session, plain, [0.1, 0.2])
+    runs = [session.get(Run, run.id), session.get(Run, plain.id)]
+    # Execute
+    first = curve_cache.val_and_cost(session, runs)  # type: ignore[arg-type]
+    first[run.id][0].append(9.0)  # the caller's list, not the cache's
+    again = curve_cache.val_and_cost(session, runs)  # type: ignore[arg-type]
+    # Assert
+    fresh = metrics_repo.metric_curves(session, [run.id], curve_cache.READ)[run.id]
+    vals, cost = again[run.id]
+    assert vals == pytest.approx(fresh["val_acc"])
+    assert vals == pytest.approx([0.0, 0.1, 0.2])
+    assert cost["mb_up"] == pytest.approx(3.0)
+    assert cost["server_s"] == pytest.approx(0.015)
+    assert again[plain.id][0] == []  # no validation data
+    assert math.isnan(again[plain.id][1]["mb_up"])

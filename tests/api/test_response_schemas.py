@@ -113,9 +113,10 @@ def test_bodies_have_exactly_the_models_fields(
     )
     seed_rounds(session, runs[0], [0.1, 0.2, 0.3, 0.4])
     study = client.post(
-        f"{API}/studies/table3", json={"dataset": "synthetic", "seeds": 1, "rounds": 3},
+        f"{API}/studies/table3",
+        json={"dataset": "synthetic", "seeds": 1, "rounds": 3},
         headers=auth,
-    ).json()["sweep"]  # fmt: skip
+    ).json()["sweep"]
     for run in session.query(Run).filter(Run.sweep_id == uuid.UUID(study["id"])).all():
         seed_rounds(session, run, [0.5] * 4, extra=lambda r: {"time_user_ms": 40.0 + r})
     # Execute

@@ -6,8 +6,8 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from api.schemas.results import ComparePublic
 from tests.support.factories import create_run, create_user, make_spec, seed_rounds
+from vocab.schemas.results import ComparePublic
 
 API = "/api/v1"
 

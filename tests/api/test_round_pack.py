@@ -1,6 +1,6 @@
 """The packed round formats (lab/round_pack.py) give back every value, refuse what they cannot
 read, and stay small; the generator retention rule applied while a run writes keeps what the
-footprint estimate counts (fedgen.sizes.kept_checkpoint_rounds)."""
+footprint estimate counts (vocab.footprint.kept_checkpoint_rounds)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import struct
 import pytest
 
 from fedgen.metric_names import METRICS
-from fedgen.sizes import KeepRule, checkpoint_rounds, kept_checkpoint_rounds, parse_keep_rule
 from lab.checkpoint_retention import generator_rounds_to_prune
 from lab.round_pack import (
     METRIC_CODES,
@@ -21,6 +20,7 @@ from lab.round_pack import (
     unpack_metrics,
     unpack_users,
 )
+from vocab.footprint import KeepRule, checkpoint_rounds, kept_checkpoint_rounds, parse_keep_rule
 
 
 def _random_float(rng: random.Random) -> float:
@@ -107,6 +107,24 @@ def test_users_of_a_real_round_are_small() -> None:
     assert len(pack_users(rows)) <= 12 + 20 * 17
 
 
+def test_a_cross_device_rounds_users_are_as_small_per_user() -> None:
+    """100 trained users out of 10,000 (their ids are not 0..n-1): version 2 stores the ids in
+    2 bytes each, not 8, so a row costs about what a user of a contiguous round costs."""
+    f32 = struct.unpack("<f", struct.pack("<f", 0.3))[0]
+    ids = sorted(random.Random(5).sample(range(10_000), 100))
+    rows = [(u, f32, f32, 30, True, 28.5, f32) for u in ids]
+    packed = pack_users(rows)
+    assert packed[0] == 2
+    contiguous = pack_users([(i, *r[1:]) for i, r in enumerate(rows)])
+    assert len(packed) == len(contiguous) + 1 + 2 * 100
+    assert [u.user for u in unpack_users(packed)] == ids
+    # Version 1 with int64 ids (rows stored before version 2) is still read.
+    v1 = bytearray(pack_users([(0, *r[1:]) for r in rows[:1]]))
+    assert v1[0] == 1
+    old = bytes([1]) + struct.pack("<I", 1) + b"\x00" + struct.pack("<q", 9_999) + bytes(v1[6:])
+    assert [u.user for u in unpack_users(old)] == [9_999]
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -153,7 +171,7 @@ def test_trailing_bytes_are_refused() -> None:
 @pytest.mark.parametrize(("rounds", "every"), [(100, 1), (95, 10), (10, 0), (50, 7)])
 def test_online_pruning_keeps_what_the_estimate_counts(rule: str, rounds: int, every: int) -> None:
     """Pruning after each generator checkpoint a run writes leaves, at the end, the rounds
-    fedgen.sizes counts in the run's footprint."""
+    vocab.footprint counts in the run's footprint."""
     keep: KeepRule = parse_keep_rule(rule)
     stored: set[int] = set()
     for r in checkpoint_rounds(rounds, every):

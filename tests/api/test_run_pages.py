@@ -13,12 +13,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
-from fedgen.status import RUN_STATUSES
 from lab.models import Run, User
 from lab.repository import run_counts
 from lab.repository.run_list import RunFilters, conditions
 from lab.repository.spec_filter import parse_where, spec_equals
 from tests.support.factories import create_run
+from vocab.run_status import RUN_STATUSES
 
 API = "/api/v1"
 

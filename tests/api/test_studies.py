@@ -108,7 +108,7 @@ def test_unknown_study_is_404_naming_the_known_ones(client: TestClient, auth: di
         ({"seeds": 0}, "seeds"),
         ({"seeds": 11}, "seeds"),
         ({"rounds": 0}, "rounds"),
-        ({"dataset": "cifar10"}, "dataset"),
+        ({"dataset": "imagenet"}, "dataset"),
         ({"dataset": "folder"}, "dataset"),  # needs data.folder, which a study cannot set
         ({"seed": 3}, "seed"),
     ],
@@ -125,7 +125,26 @@ def test_bad_overrides_are_422_naming_the_field(
     assert enqueued == []
 
 
-@pytest.mark.parametrize("dataset", ["cifar10", "folder"])
+def test_seeds_that_overflow_a_sweep_are_422_naming_seeds(
+    client: TestClient, auth: dict, enqueued: list
+) -> None:
+    """table1-tuned is 198 runs a seed: 6 seeds (1,188 runs, over a sweep's 1,000) is a 422
+    naming `seeds`, the field the member sent, with the most seeds that fit; nothing queued.
+    The definition (GET) says the same."""
+    # Execute
+    launched = client.post(f"{API}/studies/table1-tuned", json={"seeds": 6}, headers=auth)
+    shown = client.get(f"{API}/studies/table1-tuned", params={"seeds": 6}, headers=auth)
+    # Assert
+    for r in (launched, shown):
+        assert r.status_code == 422, r.text
+        (error,) = r.json()["detail"]
+        assert error["field"] == "seeds"
+        assert "1188 runs, more than the limit 1000" in error["msg"]
+        assert "(at most 5 seeds)" in error["msg"]
+    assert enqueued == []
+
+
+@pytest.mark.parametrize("dataset", ["imagenet", "folder"])
 def test_a_definition_for_a_dataset_no_study_can_use_is_422(
     client: TestClient, auth: dict, dataset: str
 ) -> None:
@@ -183,9 +202,10 @@ def test_table3_results_compare_ratios(client: TestClient, auth: dict, session: 
     """Table 3: ms per update pooled over rounds; the verdict is on the ratio to FedAvg."""
     # Prepare
     sweep = client.post(
-        f"{API}/studies/table3", json={"dataset": "synthetic", "seeds": 1, "rounds": 3},
+        f"{API}/studies/table3",
+        json={"dataset": "synthetic", "seeds": 1, "rounds": 3},
         headers=auth,
-    ).json()["sweep"]  # fmt: skip
+    ).json()["sweep"]
     runs = session.query(Run).filter(Run.sweep_id == uuid.UUID(sweep["id"])).all()
     ms = {}
     for run in runs:

@@ -62,6 +62,7 @@ def _api_accepts(grid: dict[str, Any], base: dict[str, Any] | None = None) -> bo
     return True
 
 
+@pytest.mark.slow  # one sweep per parameter of every algorithm
 def test_schema_and_api_agree_on_every_algorithm_and_parameter(
     grid_validator: jsonschema.protocols.Validator,
 ) -> None:

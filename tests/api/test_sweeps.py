@@ -6,6 +6,7 @@ import csv
 import io
 import uuid
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
@@ -80,6 +81,11 @@ def test_summary_groups_by_everything_but_seed(
         assert (g["final_mean"], g["final_std"]) == pytest.approx(mean_std([c[-1] for c in cs]))
         assert g["final_round"] == 7  # R = 8: the official code never evaluates round 8
         assert (g["top5_mean"], g["top5_std"]) == pytest.approx(pooled_top5(cs))
+        # Beside the pooled std: the sample std (ddof 1) of each seed's own statistic.
+        assert g["n_seeds"] == 3
+        assert g["final_seed_std"] == pytest.approx(np.std([c[-1] for c in cs], ddof=1))
+        top5s = [float(np.mean(sorted(c)[-5:])) for c in cs]
+        assert g["top5_seed_std"] == pytest.approx(np.std(top5s, ddof=1))
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 2
     assert float(rows[0]["top5_mean"]) == pytest.approx(groups[0]["top5_mean"])

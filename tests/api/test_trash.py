@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from lab import trash
+from lab import trash_actions
 from lab.config import Settings
 from lab.models import (
     AuditEvent,
@@ -29,7 +29,8 @@ from lab.models import (
 )
 from tests.support.factories import create_run, create_sweep_runs, live_worker
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 API = "/api/v1"
 
@@ -47,7 +48,10 @@ def _user(session: Session, name: str) -> User:
 def _ran(factory: sessionmaker, settings: Settings, run: Run) -> Run:
     """Run `run` to its end with the fake runner (rounds, per-user rows, full and generator
     checkpoints, all through the real write path)."""
-    assert execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
+        == RunOutcome.SUCCEEDED
+    )
     return run
 
 
@@ -303,10 +307,10 @@ def test_the_pass_purges_what_is_older_than_trash_days_only(
     _age(session, Run, young_id, 6)
     _age(session, Sweep, sweep_id, 8)
     young_before = _snapshot(session, young_id)
-    monkeypatch.setattr(trash, "PURGE_BATCH", 2)
+    monkeypatch.setattr(trash_actions, "PURGE_BATCH", 2)
 
-    first = trash.purge_pass(factory, settings)
-    second = trash.purge_pass(factory, settings)
+    first = trash_actions.purge_pass(factory, settings)
+    second = trash_actions.purge_pass(factory, settings)
 
     assert (first.runs, first.sweeps) == (2, 0)  # bounded: the sweep's last run waits
     assert (second.runs, second.sweeps) == (1, 1)
@@ -332,4 +336,4 @@ def test_the_pass_purges_what_is_older_than_trash_days_only(
         ("sweep.purge", str(sweep_id)),
     }
     assert {(n, i) for _, _, n, i in purges} == {("system", None)}
-    assert trash.purge_pass(factory, settings).runs == 0  # nothing more, nothing twice
+    assert trash_actions.purge_pass(factory, settings).runs == 0  # nothing more, nothing twice

@@ -13,13 +13,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.schemas.webhooks import MAX_WEBHOOKS_PER_USER
 from lab import webhook_payloads, webhook_targets
 from lab.config import Settings
 from lab.models import Run, User, WebhookDelivery
 from lab.repository import runs as runs_repo
 from lab.webhook_targets import IP, name_allowed, parse_allow
 from tests.support.factories import create_run, create_sweep_runs, make_spec
+from vocab.schemas.webhooks import MAX_WEBHOOKS_PER_USER
 
 API = "/api/v1"
 ALLOW = "127.0.0.1,*.lab.example"
@@ -165,7 +165,6 @@ def test_empty_allow_list_refuses_every_host(
     assert r.status_code == 422
     msg = r.json()["detail"][0]["msg"]
     assert "FEDGEN_WEBHOOK_ALLOW is empty" in msg
-    assert "hooks.slack.com" in msg
     assert name_allowed("hooks.slack.com", parse_allow("HOOKS.slack.com"))
     assert name_allowed("a.b.lab.example", parse_allow(ALLOW))
     assert not name_allowed("127.0.0.2", parse_allow(ALLOW))
@@ -203,7 +202,7 @@ def test_run_and_sweep_ends_fill_the_deliveries_log(
     assert body["run"]["status"] == "failed"
     assert body["run"]["error"] == "RuntimeError: boom"
     assert body["text"] == (
-        "FedGen Lab: run fedavg · synthetic · α=0.1 · seed=0 failed before round 0: RuntimeError: boom"
+        "FedGen Lab: run FedAvg · Synth · α=0.1 · s0 failed before round 0: RuntimeError: boom"
     )
     assert body["link"] == f"/?page=live&run={run.id}"
     assert _deliveries(client, alice, other["id"]) == []

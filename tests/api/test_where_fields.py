@@ -13,8 +13,8 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 
 from fedgen.algorithms import registry
-from fedgen.algorithms.registry import AlgorithmDecl
-from fedgen.spec import AlgorithmParams
+from fedgen.algorithms.decl import AlgorithmDecl
+from fedgen.algorithms.params import AlgorithmParams
 from lab.models import User
 from lab.repository.spec_fields import known_fields, nearest, where_problem
 from tests.support.factories import create_run

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browse import IDLE
 from tests.support.needs import needs
 from tests.support.stack import CHROMIUM, ROOT, browser_page, lab_stack
 
@@ -29,7 +30,8 @@ def _fill_number(page: object, label: str, value: int) -> None:
     box = page.get_by_label(label, exact=True)  # type: ignore[attr-defined]
     box.fill(str(value))
     box.press("Enter")
-    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+    # Each Enter reruns the script: under load a click during that rerun can be lost.
+    page.locator(IDLE).wait_for(timeout=60_000)  # type: ignore[attr-defined]
 
 
 def _rounds_shown(page: object) -> int:
@@ -42,18 +44,25 @@ def _rounds_shown(page: object) -> int:
     return int(last[1]) + 1 if last else 0
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(240)
 def test_submit_and_watch_live(tmp_path: Path) -> None:
     """A 3-round synthetic FedAvg run submitted in the form shows >= 2 rounds on the Live page."""
     ARTIFACTS.mkdir(exist_ok=True)
     with lab_stack(tmp_path / "home") as stack, browser_page(tmp_path / "profile") as page:
         # Prepare
         page.goto(f"{stack.dashboard_url}/submit")  # type: ignore[attr-defined]
-        page.get_by_role("heading", name="Submit").wait_for(timeout=30_000)  # type: ignore[attr-defined]
-        page.get_by_role("combobox", name="Dataset").click()  # type: ignore[attr-defined]
-        page.get_by_role("option", name="synthetic").click()  # type: ignore[attr-defined]
+        page.get_by_role("heading", name="Submit").wait_for(timeout=60_000)  # type: ignore[attr-defined]
+        page.locator(IDLE).wait_for(timeout=60_000)  # type: ignore[attr-defined]
+        # The heading can come before the form's first full draw (beside a training test):
+        # wait for the box itself rather than a click's 30 s.
+        dataset = page.get_by_role("combobox", name="Dataset")  # type: ignore[attr-defined]
+        dataset.wait_for(timeout=90_000)
+        dataset.click()
+        page.get_by_role("option", name="synthetic", exact=True).click()  # type: ignore[attr-defined]
+        page.locator(IDLE).wait_for(timeout=60_000)  # type: ignore[attr-defined]
         page.get_by_role("combobox", name="Algorithm").click()  # type: ignore[attr-defined]
         page.get_by_role("option", name="fedavg", exact=True).click()  # type: ignore[attr-defined]
+        page.locator(IDLE).wait_for(timeout=60_000)  # type: ignore[attr-defined]
         _fill_number(page, "Users", 3)
         _fill_number(page, "Users per round", 2)
         _fill_number(page, "Rounds", 3)
@@ -61,8 +70,8 @@ def test_submit_and_watch_live(tmp_path: Path) -> None:
         _fill_number(page, "Synthetic samples", 300)
         # Execute
         page.get_by_role("button", name="Submit run").click()  # type: ignore[attr-defined]
-        page.get_by_text("Queued run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
-        page.get_by_text("Watch it on the Live page").click()  # type: ignore[attr-defined]
+        page.get_by_text("Queued run").wait_for(timeout=60_000)  # type: ignore[attr-defined]
+        page.get_by_text("Watch it on the Live run page").click()  # type: ignore[attr-defined]
         page.get_by_role("heading", name="Live run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
         deadline = time.monotonic() + 90
         while _rounds_shown(page) < 2 and time.monotonic() < deadline:

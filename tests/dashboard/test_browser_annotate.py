@@ -19,8 +19,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ARTIFACTS = ROOT / "test-artifacts"
 SPEC: dict[str, Any] = {
     "data": {"name": "synthetic", "synthetic_samples": 400},
-    "partition": {"num_users": 3}, "users_per_round": 2, "rounds": 2, "local_steps": 2,
-}  # fmt: skip
+    "partition": {"num_users": 3},
+    "users_per_round": 2,
+    "rounds": 2,
+    "local_steps": 2,
+}
 TABLE = '[data-testid="stDataFrame"]'
 
 
@@ -41,7 +44,7 @@ def test_edit_note_on_runs_see_it_on_live_delete_after_confirming(tmp_path: Path
                 table.wait_for(timeout=60_000)
                 # Execute: the note, edited in the picked run's panel
                 tick_row(page, table, 1)
-                note = page.locator('textarea[aria-label="Note"]')  # type: ignore[attr-defined]
+                note = page.locator('textarea[aria-label^="Note"]')  # type: ignore[attr-defined]
                 note.wait_for(timeout=30_000)
                 note.fill("diverged at round 1, see lr")
                 page.get_by_role("button", name="Save note and tags").click()  # type: ignore[attr-defined]

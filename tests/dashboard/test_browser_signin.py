@@ -32,7 +32,7 @@ def _seed_sweep(stack: Stack) -> tuple[str, str]:
     from lab.config import Settings
     from lab.db import make_engine, make_sessionmaker
     from tests.support.fakes import FakeRunner
-    from worker.execution import execute_run
+    from worker.claimed_run import execute_run
 
     headers = {"Authorization": f"Bearer {stack.token}"}
     with httpx.Client(base_url=stack.api_url + "/api/v1", headers=headers, timeout=30) as c:
@@ -43,9 +43,12 @@ def _seed_sweep(stack: Stack) -> tuple[str, str]:
     try:
         for run_id in sweep["run_ids"]:
             status = execute_run(
-                run_id, make_sessionmaker(engine), runner=FakeRunner(), settings=settings,
+                run_id,
+                make_sessionmaker(engine),
+                runner=FakeRunner(),
+                settings=settings,
                 worker_name="w1@lab-host",
-            )  # fmt: skip
+            )
             assert status == "succeeded", status
     finally:
         engine.dispose()

@@ -57,15 +57,18 @@ def _execute(stack: Stack, run_id: str, runner: Any) -> str:
     from lab.config import Settings
     from lab.db import make_engine, make_sessionmaker
     from tests.support.fakes import Killed
-    from worker.execution import execute_run
+    from worker.claimed_run import execute_run
 
     settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
     engine = make_engine(settings.database_url)
     try:
         return execute_run(
-            run_id, make_sessionmaker(engine), runner=runner, settings=settings,
+            run_id,
+            make_sessionmaker(engine),
+            runner=runner,
+            settings=settings,
             worker_name="w1@lab-host",
-        )  # fmt: skip
+        )
     except Killed:  # the worker died: the run keeps its lease, as a dead worker's does
         return "died"
     finally:
@@ -125,10 +128,15 @@ def _put_in_states(stack: Stack) -> dict[str, str]:
         }
     # Arrange's own check: each run is in the state it stands for.
     assert {k: r["status"] for k, r in states.items()} == {
-        "succeeded": "succeeded", "failed": "failed", "running": "running", "claimed": "running",
-        "queued": "queued", "cancelling": "running", "cancelled": "cancelled",
+        "succeeded": "succeeded",
+        "failed": "failed",
+        "running": "running",
+        "claimed": "running",
+        "queued": "queued",
+        "cancelling": "running",
+        "cancelled": "cancelled",
         "failed-early": "failed",
-    }  # fmt: skip
+    }
     assert states["claimed"]["current_round"] == -1
     assert states["running"]["current_round"] == 3
     assert states["cancelling"]["cancel_requested"] is True

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.client import LabClient
+from fedgen_lab.endpoints import open_api
 from tests.support.datafiles import CLASSES, SIDE, write_npz
 from tests.support.needs import needs
 from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
@@ -77,7 +77,7 @@ def test_folder_fields_only_for_the_folder_dataset(page: Any) -> None:
     assert page.get_by_label("Image size", exact=True).input_value() == "28"
     # required fields left empty are named under them and in the refusal above the buttons
     page.get_by_text("Refused until fixed").wait_for(timeout=15_000)
-    assert page.get_by_text("data.folder.path: must not be empty").count() == 2
+    assert page.get_by_text("data.folder.path: is required").count() == 2
     assert page.get_by_text("data.folder.classes: is required").count() == 2
 
 
@@ -101,7 +101,7 @@ def test_folder_run_is_queued_with_its_spec(page: Any, stack: Stack, tmp_path: P
     run_id = re.search(r"Queued run (\S+)\.", page.get_by_text("Queued run").inner_text())
     # Assert
     assert run_id is not None
-    with LabClient(stack.api_url, stack.token) as c:
+    with open_api(stack.api_url, stack.token) as c:
         run = c.get_run(run_id.group(1))
     assert run.status == "queued"
     folder = {"path": str(shapes), "classes": list(CLASSES), "channels": 1, "image_size": SIDE}

@@ -11,8 +11,16 @@ from dashboard import charts
 def test_band_chart_draws_band_only_for_groups() -> None:
     """A group of 2 runs gets a band + line; a single run only a line."""
     # Prepare
-    agg = pd.DataFrame({"group": ["a", "a", "b", "b"], "round": [0, 1, 0, 1], "mean": [0.1, 0.5, 0.2, 0.4],
-                        "std": [0.01, 0.02, 0, 0], "n": [2, 2, 1, 1], "wall_s": [1, 2, 1, 2]})  # fmt: skip
+    agg = pd.DataFrame(
+        {
+            "group": ["a", "a", "b", "b"],
+            "round": [0, 1, 0, 1],
+            "mean": [0.1, 0.5, 0.2, 0.4],
+            "std": [0.01, 0.02, 0, 0],
+            "n": [2, 2, 1, 1],
+            "wall_s": [1, 2, 1, 2],
+        }
+    )
     # Execute
     fig = charts.band_chart(agg, "t", revision="r")
     # Assert
@@ -24,9 +32,17 @@ def test_band_chart_draws_band_only_for_groups() -> None:
 def test_live_charts_from_metrics_frame() -> None:
     """Accuracy lines, a stack of parts with 'other' (the rest of the total) and user spread."""
     # Prepare
-    df = pd.DataFrame({"round": [0, 1], "test_acc": [0.1, 0.3], "time_train_ms": [10, 10],
-                       "time_server_ms": [5, 5], "time_eval_ms": [1, 1], "time_total_ms": [20, 30],
-                       "gen_teacher_loss": [1.0, 0.5]})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "round": [0, 1],
+            "test_acc": [0.1, 0.3],
+            "time_train_ms": [10, 10],
+            "time_server_ms": [5, 5],
+            "time_eval_ms": [1, 1],
+            "time_total_ms": [20, 30],
+            "gen_teacher_loss": [1.0, 0.5],
+        }
+    )
     band = pd.DataFrame({"round": [0, 1], "min": [0, 0.1], "mean": [0.1, 0.3], "max": [0.2, 0.5]})
     # Execute
     acc = charts.metric_lines(df, ["test_acc", "missing"], "Accuracy")
@@ -47,8 +63,14 @@ def test_live_charts_from_metrics_frame() -> None:
 def test_heatmap_and_latent_scatter() -> None:
     """Users x classes heatmap; one PCA panel per round with a legend entry per class once."""
     # Prepare
-    points = pd.DataFrame({"pc1": np.arange(8.0), "pc2": np.arange(8.0), "label": [0, 1] * 4,
-                           "round": [1] * 4 + [5] * 4})  # fmt: skip
+    points = pd.DataFrame(
+        {
+            "pc1": np.arange(8.0),
+            "pc2": np.arange(8.0),
+            "label": [0, 1] * 4,
+            "round": [1] * 4 + [5] * 4,
+        }
+    )
     # Execute
     heat = charts.label_heatmap([[1, 2, 3], [4, 5, 6]])
     scatter = charts.latent_scatter(points)
@@ -62,16 +84,32 @@ def test_heatmap_and_latent_scatter() -> None:
 def test_band_hover_gives_n_per_round_and_run_lines_mark_states() -> None:
     """The mean line's hover carries n per round; a running run is named, a failed one dotted."""
     # Prepare
-    agg = pd.DataFrame({"group": ["a", "a"], "round": [0, 1], "mean": [0.1, 0.5],
-                        "std": [0.0, 0.1], "n": [3, 2], "wall_s": [1.0, 2.0]})  # fmt: skip
-    long = pd.DataFrame({"run_id": ["r", "r", "f", "s"], "round": [0, 1, 0, 0],
-                         "value": [0.1, 0.2, 0.3, 0.4], "wall_s": [1.0, 2.0, 1.0, 1.0]})  # fmt: skip
+    agg = pd.DataFrame(
+        {
+            "group": ["a", "a"],
+            "round": [0, 1],
+            "mean": [0.1, 0.5],
+            "std": [0.0, 0.1],
+            "n": [3, 2],
+            "wall_s": [1.0, 2.0],
+        }
+    )
+    long = pd.DataFrame(
+        {
+            "run_id": ["r", "r", "f", "s"],
+            "round": [0, 1, 0, 0],
+            "value": [0.1, 0.2, 0.3, 0.4],
+            "wall_s": [1.0, 2.0, 1.0, 1.0],
+        }
+    )
     # Execute
     band = charts.band_chart(agg, "t", legend={"a": "a (n=3, 1 of 3 running)"})
     lines = charts.run_lines(
-        long, {"r": "run r", "f": "run f", "s": "run s"}, "t",
+        long,
+        {"r": "run r", "f": "run f", "s": "run s"},
+        "t",
         statuses={"r": "running", "f": "failed", "s": "succeeded"},
-    )  # fmt: skip
+    )
     # Assert
     mean = band.data[1]
     assert list(mean.customdata) == [3, 2]

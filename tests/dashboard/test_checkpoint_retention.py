@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from fedgen.sizes import kept_checkpoint_rounds, parse_keep_rule
 from tests.support.apptest import open_page
 from tests.support.dashboard_lab import Lab, tiny_spec
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from vocab.footprint import kept_checkpoint_rounds, parse_keep_rule
+from worker.claimed_run import execute_run
 
 RULE = "every:4,last:1"
 

@@ -23,7 +23,7 @@ from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
 from tests.support.dashboard_lab import Lab, start_lab, tiny_spec
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 LEASE = "compare-page-test"
 
@@ -39,9 +39,12 @@ def sweep_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, d
         ).json()
     ids = sweep["run_ids"]
     status = execute_run(
-        ids[0], lab.app.state.sessionmaker, runner=FakeRunner(), settings=lab.settings,
+        ids[0],
+        lab.app.state.sessionmaker,
+        runner=FakeRunner(),
+        settings=lab.settings,
         worker_name="test-worker",
-    )  # fmt: skip
+    )
     assert status == "succeeded"
     with session_scope(lab.app.state.sessionmaker) as s:
         runs_repo.claim(s, uuid.UUID(ids[1]), worker="w", token=LEASE, device="cpu", lease_s=600)
@@ -55,9 +58,15 @@ def write_rounds(lab: Lab, run_id: str, rounds: range) -> None:
     with session_scope(lab.app.state.sessionmaker) as s:
         for r in rounds:
             metrics_repo.write_round(
-                s, uuid.UUID(run_id), LEASE, round_=r, users=[], checkpoints=[], lease_s=600,
+                s,
+                uuid.UUID(run_id),
+                LEASE,
+                round_=r,
+                users=[],
+                checkpoints=[],
+                lease_s=600,
                 metrics={"test_acc": 0.3 + r / 20, "time_total_ms": 10.0},
-            )  # fmt: skip
+            )
 
 
 @pytest.fixture
@@ -93,7 +102,7 @@ def test_compare_draws_a_running_run_and_follows_its_new_rounds(env: dict[str, A
     at = _open(env["sweep_id"])
     assert not at.exception
     first = {t["meta"]["kind"]: t for t in _traces(at) if t.get("meta")}
-    cached = at.session_state["cmp_cache"]["runs"]
+    cached = at.session_state["cmp_cache"].runs
     # Execute: two more rounds land, then the page refreshes
     write_rounds(env["lab"], running, range(3, 5))
     st.cache_data.clear()  # the 1 s cache of the refresh loader
@@ -104,14 +113,14 @@ def test_compare_draws_a_running_run_and_follows_its_new_rounds(env: dict[str, A
     assert first["running"]["meta"]["rounds"] == {running: 2}
     assert later["running"]["meta"]["rounds"] == {running: 4}
     assert later["mean"]["meta"]["last_round"] == 6  # the succeeded run's rounds 0..6
-    assert cached[running]["rounds"] == [0, 1, 2, 3, 4]
-    assert cached[succeeded]["status"] == "succeeded"
+    assert cached[running].rounds == [0, 1, 2, 3, 4]
+    assert cached[succeeded].status == "succeeded"
     captions = "\n".join(c.value for c in at.caption)
     assert "Not started (1)" in captions
     assert "(queued)" in captions
     assert "n=2 from round 0" in captions
     assert "Refreshes by itself" in captions
-    assert queued not in cached or cached[queued]["rounds"] == []
+    assert queued not in cached or cached[queued].rounds == []
 
 
 def test_compare_ungrouped_names_the_running_run(env: dict[str, Any]) -> None:
@@ -149,7 +158,7 @@ def test_compare_stops_refreshing_when_every_run_ended(env: dict[str, Any]) -> N
     assert not at.exception
     kinds = [t["meta"]["kind"] for t in _traces(at) if t.get("meta")]
     assert kinds == ["mean"]
-    assert at.session_state["cmp_cache"]["runs"][running]["rounds"] == list(range(7))
+    assert at.session_state["cmp_cache"].runs[running].rounds == list(range(7))
     captions = "\n".join(c.value for c in at.caption)
     assert "Refreshes by itself" not in captions
     assert "(cancelled)" in captions

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from dashboard import compare_view, runs_csv
-from fedgen.csv_cells import frame_csv
+from dashboard.compare_page import compare_view
+from dashboard.runs_page import runs_csv
 from tests.support.factories import public_run
+from vocab.safe_csv import frame_csv
 
 
 def test_runs_table_csv_quotes_a_note_a_tag_and_a_sweep_name() -> None:

@@ -24,8 +24,11 @@ def _cli_defaults(tmp_path: Path) -> dict[str, Any]:
     empty.write_text("")
     out = subprocess.run(
         [sys.executable, "-m", "fedgen", "validate", str(empty)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return dict(yaml.safe_load(out))
 
 
@@ -86,8 +89,16 @@ def test_form_shows_the_chosen_algorithms_params_and_every_field(
     assert "submit_one_algorithm.gen_batch_size" not in keys
     assert "submit_one_algorithm.gen_batch_size" in fedgen_keys
     assert "submit_one_algorithm.mu" not in fedgen_keys
-    for field in ("checkpoint_every", "share", "device", "fidelity.eval_timing",
-                  "fidelity.aggregation", "partition.data_seed", "model.name", "eval_batch_size"):  # fmt: skip
+    for field in (
+        "checkpoint_every",
+        "share",
+        "device",
+        "fidelity.eval_timing",
+        "fidelity.aggregation",
+        "partition.data_seed",
+        "model.name",
+        "eval_batch_size",
+    ):
         assert f"submit_one_{field}" in keys, field
     sent = yaml.safe_load(at.code[0].value)
     assert sent["algorithm"]["name"] == "fedgen"
@@ -125,9 +136,12 @@ def test_compare_page_shows_the_difference_of_two_groups(
             by_alg.setdefault(r["spec"]["algorithm"]["name"], []).append(i)
         want = c.get(
             "/difference",
-            params={"a": ",".join(by_alg["fedavg"]), "b": ",".join(by_alg["fedgen"]),
-                    "statistic": "final"},
-        ).json()  # fmt: skip
+            params={
+                "a": ",".join(by_alg["fedavg"]),
+                "b": ",".join(by_alg["fedgen"]),
+                "statistic": "final",
+            },
+        ).json()
     # Execute
     at = open_page(app_path, "app_pages/compare.py", {"compare_ids": ids})
     # Assert

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.schemas.analysis import Difference
-from dashboard.difference import default_pair, format_difference, format_p, round_note, short_name
+from dashboard.compare_page.difference import (
+    default_pair,
+    format_difference,
+    format_p,
+    round_note,
+    short_name,
+)
 from tests.support.dashboard_lab import Lab
+from vocab.schemas.analysis import Difference
 
 
 def _difference(**fields: Any) -> Difference:
@@ -87,7 +93,7 @@ def test_default_pair_falls_back_to_the_chart_mid_sweep() -> None:
 
 def test_the_servers_sides_are_named_by_the_groups_sent() -> None:
     """A 409 names sides 'a'/'b'; the page says which group each is (it may show them swapped)."""
-    from dashboard.difference import name_sides
+    from dashboard.compare_page.difference import name_sides
 
     message = "a: needs at least 2 finished runs, has 0; b: needs at least 2 finished runs, has 1"
     named = name_sides(message, "algorithm=fedavg", "algorithm=fedgen")
@@ -115,7 +121,7 @@ def test_picked_groups_give_the_difference_as_named(
         want = c.get(
             "/difference",
             params={"a": ",".join(side[second]), "b": ",".join(side[first]), "statistic": "final"},
-        ).json()  # fmt: skip
+        ).json()
     # Execute: the default (better first) turned round by hand
     at.selectbox(key="cmp_diff_a").set_value(second)
     at.selectbox(key="cmp_diff_b").set_value(first).run()

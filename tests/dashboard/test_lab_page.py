@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from api.schemas.runs import RunPublic, RunsPublic, Segment
-from api.schemas.workers import WorkersPublic
-from dashboard.client import LabClient
+from fedgen_lab.endpoints import LabApi
 from lab.db import session_scope
 from lab.repository import workers as workers_repo
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, tiny_spec
+from vocab.schemas.runs import RunPublic, RunsPublic, Segment
+from vocab.schemas.workers import WorkersPublic
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 CAPS = {
@@ -48,22 +48,50 @@ def busy_workers(monkeypatch: pytest.MonkeyPatch, lab_env: dict[str, Any]) -> st
     """GET /workers answers two workers on two hosts, one holding the seeded queued run."""
     run_id = lab_env["queued_id"]
     now = datetime.now(UTC)
-    base = {**CAPS, "queues": ["cpu"], "slots": 1, "started_at": (now - timedelta(hours=1)).isoformat(),
-            "heartbeat_at": (now - timedelta(seconds=8)).isoformat(), "running": []}  # fmt: skip
+    base = {
+        **CAPS,
+        "queues": ["cpu"],
+        "slots": 1,
+        "started_at": (now - timedelta(hours=1)).isoformat(),
+        "heartbeat_at": (now - timedelta(seconds=8)).isoformat(),
+        "running": [],
+    }
     body = {
         "workers": [
-            {**base, "name": "cpu-slot0@w1", "host": "w1",
-             "running": [{"id": run_id, "algorithm": "FedGen", "dataset": "fashion-mnist",
-                          "current_round": 12, "rounds": 30}]},
-            {**base, "name": "gpu-slot0@w2", "host": "w2", "queues": ["gpu"],
-             "devices": [{"kind": "cuda", "index": "0", "name": "NVIDIA H200",
-                          "memory_bytes": 150_000_000_000}]},
+            {
+                **base,
+                "name": "cpu-slot0@w1",
+                "host": "w1",
+                "running": [
+                    {
+                        "id": run_id,
+                        "algorithm": "FedGen",
+                        "dataset": "fashion-mnist",
+                        "current_round": 12,
+                        "rounds": 30,
+                    }
+                ],
+            },
+            {
+                **base,
+                "name": "gpu-slot0@w2",
+                "host": "w2",
+                "queues": ["gpu"],
+                "devices": [
+                    {
+                        "kind": "cuda",
+                        "index": "0",
+                        "name": "NVIDIA H200",
+                        "memory_bytes": 150_000_000_000,
+                    }
+                ],
+            },
         ],
         "slots": 2,
         "busy": 1,
-    }  # fmt: skip
+    }
     answer = WorkersPublic.model_validate(body)
-    monkeypatch.setattr(LabClient, "workers", lambda self: answer)
+    monkeypatch.setattr(LabApi, "workers", lambda self: answer)
     return run_id
 
 
@@ -86,7 +114,7 @@ def test_lab_page_lists_a_registered_worker(
     at = open_page(app_path, "app_pages/lab.py")
     # Assert
     assert not at.exception
-    assert "1 worker on 1 host, 0/1 slots busy" in texts(at)
+    assert "1 worker · 1 slot on 1 host, 0/1 slots busy" in texts(at)
     df = at.dataframe[0].value
     row = df.iloc[0]
     assert (row["host"], row["slot"], row["running"]) == ("w1", "cpu-slot0", "idle")
@@ -104,10 +132,10 @@ def test_lab_page_shows_what_each_worker_runs(
     at = open_page(app_path, "app_pages/lab.py")
     # Assert
     assert not at.exception
-    assert "2 workers on 2 hosts, 1/2 slots busy" in texts(at)
+    assert "2 workers · 2 slots on 2 hosts, 1/2 slots busy" in texts(at)
     df = at.dataframe[0].value
     assert list(df["host"]) == ["w1", "w2"]
-    assert df.iloc[0]["running"] == f"{busy_workers[:8]} FedGen · fashion-mnist · round 12/30"
+    assert df.iloc[0]["running"] == f"{busy_workers[:8]} FedGen · FMNIST · round 12/30"
     assert df.iloc[1]["devices"] == "GPU 0: NVIDIA H200 · 140 GiB"
     assert re.fullmatch(r"\d+ s ago", df.iloc[1]["heartbeat"])
     links = [(link.proto.page, link.proto.query_string) for link in at.get("page_link")]
@@ -122,16 +150,16 @@ def waiting_runs(
     worker with emnist-letters (as the API says)."""
     with lab.client() as c:
         queued = c.post("/runs", json={"spec": tiny_spec(seed=8)}).raise_for_status().json()
-    real = LabClient.list_runs
+    real = LabApi.list_runs
     run_id = str(queued["id"])
 
-    def with_reason(self: LabClient, **filters: Any) -> RunsPublic:
+    def with_reason(self: LabApi, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
         waits = {"waiting_reason": EMNIST}
         runs = [r.model_copy(update=waits) if r.id == run_id else r for r in body.data]
         return body.model_copy(update={"data": runs})
 
-    monkeypatch.setattr(LabClient, "list_runs", with_reason)
+    monkeypatch.setattr(LabApi, "list_runs", with_reason)
     yield run_id
     with lab.client() as c:
         c.delete(f"/runs/{run_id}")  # the session's lab keeps its seeded run counts
@@ -193,20 +221,28 @@ def test_live_page_shows_where_a_resumed_run_ran(
     """Two segments: the resume sentence, the numerics change and the segments table."""
     # Prepare
     run_id = lab_env["run_ids"][0]
-    real = LabClient.get_run
+    real = LabApi.get_run
     segments = [
         _segment(),
-        _segment(attempt=2, worker="cpu-slot1@w2", host="w2", slot="cpu-slot1", start_round=3,
-                 last_round=6, resumed_from=2, torch_threads="1"),
-    ]  # fmt: skip
+        _segment(
+            attempt=2,
+            worker="cpu-slot1@w2",
+            host="w2",
+            slot="cpu-slot1",
+            start_round=3,
+            last_round=6,
+            resumed_from=2,
+            torch_threads="1",
+        ),
+    ]
     numerics = {"numerics_changed": [{"round": 3, "torch_threads": ["2", "1"]}]}
 
-    def resumed(self: LabClient, rid: str) -> RunPublic:
+    def resumed(self: LabApi, rid: str) -> RunPublic:
         run = real(self, rid)
         ran = {"segments": segments, "versions": numerics}
         return run.model_copy(update=ran) if rid == run_id else run
 
-    monkeypatch.setattr(LabClient, "get_run", resumed)
+    monkeypatch.setattr(LabApi, "get_run", resumed)
     # Execute
     at = open_page(app_path, "app_pages/live.py", {"live_run_id": run_id})
     # Assert
@@ -223,13 +259,13 @@ def test_live_page_says_why_a_queued_run_waits(
 ) -> None:
     """A queued run no live worker can take: the reason, above the 'no rounds yet' note."""
     # Prepare
-    real = LabClient.get_run
+    real = LabApi.get_run
 
-    def with_reason(self: LabClient, rid: str) -> RunPublic:
+    def with_reason(self: LabApi, rid: str) -> RunPublic:
         run = real(self, rid)
         return run.model_copy(update={"waiting_reason": EMNIST}) if rid == waiting_runs else run
 
-    monkeypatch.setattr(LabClient, "get_run", with_reason)
+    monkeypatch.setattr(LabApi, "get_run", with_reason)
     # Execute
     at = open_page(app_path, "app_pages/live.py", {"live_run_id": waiting_runs})
     # Assert

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
 from dashboard import lab_view
 from dashboard.times import zone
 from tests.support.factories import public_run
+from vocab.schemas.workers import WorkerDevice, WorkerPublic, WorkerRun, WorkersPublic
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -83,8 +83,8 @@ def test_rows_say_where_what_and_when() -> None:
     first, busy = df.iloc[0], df.iloc[1]
     assert first["datasets"] == "all (not reported)"
     assert first["threads"] == "—"
-    assert first["queues"] == "lab-gpu"
-    assert busy["running"] == "3f2a1b9c FedGen · fashion-mnist · round 12/30"
+    assert first["queues"] == "gpu"  # the kind of runs, not the broker's "lab-gpu"
+    assert busy["running"] == "3f2a1b9c FedGen · FMNIST · round 12/30"
     assert busy["code version"] == "git:0123456789ab+dirty"
     assert busy["datasets"] == "fashion-mnist, synthetic"
     assert busy["devices"] == "AMD EPYC 7B13 · 2 cores"
@@ -95,12 +95,16 @@ def test_rows_say_where_what_and_when() -> None:
 
 
 def test_summary_line_counts_workers_hosts_and_slots() -> None:
-    """`N workers on H hosts, busy/slots slots busy`, singular when one."""
+    """`N workers · S slots on H hosts, busy/slots slots busy`, singular when one; the slot
+    processes of one `fedgen-lab worker --slots N` (`<name>-slot<i>@host`) are one worker."""
     three = [_worker("a@w1", "w1"), _worker("b@w1", "w1"), _worker("c@w2", "w2")]
     two_hosts = WorkersPublic(workers=three, slots=3, busy=1)
-    assert lab_view.summary(two_hosts) == "3 workers on 2 hosts, 1/3 slots busy"
+    assert lab_view.summary(two_hosts) == "3 workers · 3 slots on 2 hosts, 1/3 slots busy"
     one = WorkersPublic(workers=[_worker("a@w1", "w1", slots=2)], slots=2, busy=0)
-    assert lab_view.summary(one) == "1 worker on 1 host, 0/2 slots busy"
+    assert lab_view.summary(one) == "1 worker · 2 slots on 1 host, 0/2 slots busy"
+    slots = [_worker("cpu-slot0@w1", "w1"), _worker("cpu-slot1@w1", "w1")]
+    two_slots = WorkersPublic(workers=slots, slots=2, busy=1)
+    assert lab_view.summary(two_slots) == "1 worker · 2 slots on 1 host, 1/2 slots busy"
 
 
 def test_versions_line_names_every_code_version_in_full() -> None:

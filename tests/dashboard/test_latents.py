@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard import charts
-from dashboard.latents import every_class_in_legend, every_class_on_axis
+from dashboard.inspect_page.latents import every_class_in_legend, every_class_on_axis
 
 
 def _points(classes: int) -> pd.DataFrame:

@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from api.schemas.runs import DataFile, RunInfoPublic, Segment
 from dashboard import live_view, run_failures
-from dashboard.frames import metrics_frame
+from dashboard.live_history import metrics_frame
+from fedgen.resources import format_bytes
 from tests.support.factories import public_run
+from vocab.schemas.runs import DataFile, RunInfoPublic, Segment
 
 
 def _events() -> list[tuple[str, dict]]:
@@ -42,9 +43,9 @@ def _events() -> list[tuple[str, dict]]:
 def test_events_payload_is_a_metrics_payload() -> None:
     """Round events become columns as GET /metrics returns them, missing values as None."""
     payload = live_view.events_payload(_events())
-    assert payload["rounds"] == [4, 5, 6]
-    assert payload["metrics"]["test_acc"] == [0.5, 0.625, 0.75]
-    assert payload["metrics"]["gen_teacher_loss"] == [None, 2.0, None]
+    assert payload.rounds == [4, 5, 6]
+    assert payload.metrics["test_acc"] == [0.5, 0.625, 0.75]
+    assert payload.metrics["gen_teacher_loss"] == [None, 2.0, None]
     assert live_view.last_status(_events()) == "succeeded"
     assert live_view.last_status([]) is None
 
@@ -256,12 +257,10 @@ def test_data_files_table_and_title() -> None:
     assert frame["path"].tolist() == ["MNIST/raw/a", "b.gz"]
     assert frame["sha256"].tolist() == ["ab" * 32, "cd"]
     assert frame["size"].tolist() == [
-        live_view.format_bytes(2_000_000),
-        live_view.format_bytes(48),
+        format_bytes(2_000_000),
+        format_bytes(48),
     ]
-    assert live_view.data_files_label(files) == (
-        f"Data files: 2 read ({live_view.format_bytes(2_000_048)})"
-    )
+    assert live_view.data_files_label(files) == f"Data files: 2 read ({format_bytes(2_000_048)})"
     assert live_view.data_files_frame([]).empty
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import compare_view, live_view
+from dashboard import live_view
+from dashboard.compare_page import compare_view
 from fedgen import metric_names
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,12 +31,12 @@ def _is_main_guard(node: ast.stmt, entry: str) -> bool:
 
 
 # Calls that draw or ask the API: a constant built at import must make none of them.
-DRAWS = ("st.", "ui.", "loaders.")
-DESCRIBES = ("st.column_config.", "ui.text_columns")  # column descriptions: draw nothing
+DRAWS = ("st.", "api_client.", "url_state.", "run_picker.", "loaders.")
+DESCRIBES = ("st.column_config.", "table_columns.")  # column descriptions: draw nothing
 
 
 def _draws(node: ast.stmt) -> bool:
-    """Whether an assignment's value calls Streamlit, the UI helpers or the API."""
+    """Whether an assignment's value calls Streamlit, the page helpers or the API."""
     if not isinstance(node, ast.Assign | ast.AnnAssign):
         return False  # a function's or class's body runs when called
     return any(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.live_history import History
 from fedgen import metric_names
 from lab.models import Run
 from tests.support.apptest import open_page, texts
@@ -116,7 +117,7 @@ def test_live_page_shows_curves(app_path: str, lab_env: dict[str, Any]) -> None:
     at = open_page(app_path, "app_pages/live.py", {"live_run_id": run_id})
     # Assert
     assert not at.exception
-    assert at.session_state[f"live_hist_{run_id}"]["rounds"] == list(range(7))
+    assert at.session_state[f"live_hist_{run_id}"].rounds == list(range(7))
     charts = {c.proto.id for c in at.get("plotly_chart")}
     assert len(charts) == 6  # accuracy, loss, users, timing, generator losses, generator accuracy
     # Every chart declared in fedgen.metric_names.LIVE_CHARTS is drawn (the FedGen run logs all).
@@ -152,7 +153,7 @@ def test_live_page_lists_the_data_files(app_path: str, lab_env: dict[str, Any], 
     shown = [d.value for d in at.dataframe if "sha256" in d.value]
     assert len(shown) == 1
     assert shown[0].to_dict("records") == [
-        {"path": "MNIST/raw/t", "root": "/lab/data", "size": "4.0 KiB", "sha256": "ef" * 32}
+        {"path": "MNIST/raw/t", "root": "/lab/data", "size": "4 KiB", "sha256": "ef" * 32}
     ]
 
 
@@ -160,7 +161,7 @@ def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any
     """With a cached history the page asks only for later rounds and keeps the cache."""
     # Prepare
     run_id = lab_env["run_ids"][0]
-    cached = {"rounds": [0, 1, 2], "metrics": {"test_acc": [0.5, 0.6, 0.7]}}
+    cached = History(rounds=[0, 1, 2], metrics={"test_acc": [0.5, 0.6, 0.7]})
     # Execute
     at = open_page(
         app_path, "app_pages/live.py", {"live_run_id": run_id, f"live_hist_{run_id}": cached}
@@ -168,8 +169,8 @@ def test_live_page_fetches_only_new_rounds(app_path: str, lab_env: dict[str, Any
     # Assert
     assert not at.exception
     hist = at.session_state[f"live_hist_{run_id}"]
-    assert hist["rounds"] == list(range(7))
-    assert hist["metrics"]["test_acc"][:3] == [0.5, 0.6, 0.7]  # rounds 0-2 were not re-fetched
+    assert hist.rounds == list(range(7))
+    assert hist.metrics["test_acc"][:3] == [0.5, 0.6, 0.7]  # rounds 0-2 were not re-fetched
 
 
 def test_compare_page_groups_seeds(app_path: str, lab_env: dict[str, Any]) -> None:
@@ -196,7 +197,8 @@ def test_compare_page_wall_clock_and_no_grouping(app_path: str, lab_env: dict[st
     assert not at.exception
     ttt = at.dataframe[0].value
     assert len(ttt) == 4
-    assert all("seed=" in g and "-" not in g for g in ttt["group"])  # names, not UUIDs
+    # each run by its display name (run_name.compact_names), not a UUID
+    assert all(" · s" in g and "-" not in g for g in ttt["group"])
     assert len(at.get("download_button")) == 1  # CSV in the ungrouped mode too
     assert at.query_params["group"] == "none"
     assert at.query_params["x"] == "wall-clock"
@@ -212,10 +214,17 @@ def test_compare_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
     """A link with sweep, metric, grouping, filter and log axis opens exactly that view."""
     # Execute
     at = _open_with_url(
-        app_path, "app_pages/compare.py",
-        {"sweep": lab_env["sweep_id"], "metric": "test_loss", "group": "none", "log": "1",
-         "show": "algorithm=fedgen, seed=0|algorithm=fedgen, seed=1", "points": "100"},
-    )  # fmt: skip
+        app_path,
+        "app_pages/compare.py",
+        {
+            "sweep": lab_env["sweep_id"],
+            "metric": "test_loss",
+            "group": "none",
+            "log": "1",
+            "show": "FedGen · Synth · s0|FedGen · Synth · s1",
+            "points": "100",
+        },
+    )
     # Assert
     assert not at.exception
     assert at.selectbox(key="cmp_sweep").value == lab_env["sweep_id"]
@@ -226,7 +235,7 @@ def test_compare_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
     fig = _compare_chart(at)
     assert fig["layout"]["yaxis"]["type"] == "log"
     names = sorted(t["name"] for t in fig["data"])
-    assert names == ["algorithm=fedgen, seed=0", "algorithm=fedgen, seed=1"]
+    assert names == ["FedGen · Synth · s0", "FedGen · Synth · s1"]
     assert len(at.get("download_button")) == 1
 
 
@@ -299,12 +308,14 @@ def test_inspect_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
     # Execute
     run_id = lab_env["run_ids"][2]
     at = _open_with_url(
-        app_path, "app_pages/inspect.py",
+        app_path,
+        "app_pages/inspect.py",
         {"run": run_id, "rounds": "1,6", "per_class": "20", "seed": "3"},
-    )  # fmt: skip
+    )
     # Assert
     assert not at.exception
-    assert at.selectbox(key="inspect_run").value == run_id
+    # The picker's key follows its labels (run_picker.pick_run); the current one is kept in state.
+    assert at.selectbox(key=at.session_state["inspect_run_widget"]).value == run_id
     assert at.multiselect(key="inspect_rounds").value == [1, 6]
     assert at.slider(key="inspect_per_class").value == 20
     assert at.number_input(key="inspect_seed").value == 3
@@ -316,9 +327,10 @@ def test_sweep_tables_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
     """?sweep=&statistic=final opens that sweep's tables with the final-round statistic."""
     # Execute
     at = _open_with_url(
-        app_path, "app_pages/paper_tables.py",
+        app_path,
+        "app_pages/paper_tables.py",
         {"sweep": lab_env["sweep_id"], "statistic": "final"},
-    )  # fmt: skip
+    )
     # Assert
     assert not at.exception
     assert at.selectbox(key="tables_sweep").value == lab_env["sweep_id"]
@@ -335,9 +347,17 @@ def test_inspect_page_before_start(app_path: str, lab_env: dict[str, Any]) -> No
     assert "has not started yet" in texts(at)
 
 
-@pytest.mark.parametrize("page", ["app_pages/runs.py", "app_pages/compare.py", "app_pages/live.py",
-                                  "app_pages/lab.py", "app_pages/paper_tables.py",
-                                  "app_pages/inspect.py"])  # fmt: skip
+@pytest.mark.parametrize(
+    "page",
+    [
+        "app_pages/runs.py",
+        "app_pages/compare.py",
+        "app_pages/live.py",
+        "app_pages/lab.py",
+        "app_pages/paper_tables.py",
+        "app_pages/inspect.py",
+    ],
+)
 def test_pages_with_bad_token(
     app_path: str, lab_env: dict[str, Any], page: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from api.schemas.runs import RunsPublic
-from dashboard.client import LabClient
+from fedgen_lab.endpoints import LabApi
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab
+from vocab.schemas.runs import RunsPublic
 
 # The session's lab grows as other tests submit runs: one page holds them all.
 WHOLE_LAB = {"runs_per_page": 500}
@@ -35,17 +35,17 @@ def _row_of(at: Any, run_id: str) -> int:
 @pytest.fixture
 def queue_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     """The API's queue fields on queued runs (as the scheduler reports them)."""
-    real = LabClient.list_runs
+    real = LabApi.list_runs
     start = datetime.now(UTC) + timedelta(minutes=30)
 
-    def with_queue(self: LabClient, **filters: Any) -> RunsPublic:
+    def with_queue(self: LabApi, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
         # A run with an expected start is one a live worker can take: no waiting reason.
         queue = {"queue_position": 2, "expected_start": start, "waiting_reason": None}
         runs = [r.model_copy(update=queue) if r.status == "queued" else r for r in body.data]
         return body.model_copy(update={"data": runs})
 
-    monkeypatch.setattr(LabClient, "list_runs", with_queue)
+    monkeypatch.setattr(LabApi, "list_runs", with_queue)
 
 
 def test_runs_page_counts_and_queue_fields(
@@ -79,20 +79,20 @@ def test_runs_page_queue_fields_absent(
     app_path: str, lab_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the API's queue fields (an older server) the cells read a dash, never an error."""
-    real = LabClient.list_runs
+    real = LabApi.list_runs
 
-    def without_queue(self: LabClient, **filters: Any) -> RunsPublic:
+    def without_queue(self: LabApi, **filters: Any) -> RunsPublic:
         body = real(self, **filters)
         gone = {"queue_position": None, "expected_start": None}
         return body.model_copy(update={"data": [r.model_copy(update=gone) for r in body.data]})
 
-    monkeypatch.setattr(LabClient, "list_runs", without_queue)
+    monkeypatch.setattr(LabApi, "list_runs", without_queue)
     at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     assert not at.exception
     df = at.dataframe[0].value
     queued = df[df["id"] == lab_env["queued_id"][:8]].iloc[0]
     assert (queued["queue"], queued["expected start"]) == ("—", "—")
-    assert queued["duration"].startswith("waiting")
+    assert queued["running time"].startswith("waiting")
 
 
 def test_rows_picked_in_the_table_link_to_compare(app_path: str, lab_env: dict[str, Any]) -> None:
@@ -171,10 +171,10 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
     """The columns one scans first lead the table (compact name, status, accuracy, seed, where
     it stands, error); a failed run's whole message is on the page, not only its cut cell."""
     # Prepare: one finished run reported as failed with a long, two-line error
-    real = LabClient.list_runs
+    real = LabApi.list_runs
     failed_id = lab_env["run_ids"][0]
 
-    def with_failure(self: LabClient, **filters: Any) -> RunsPublic:
+    def with_failure(self: LabApi, **filters: Any) -> RunsPublic:
         # The run reads as failed in every list, the failed runs' list and the counts too.
         wanted = filters.pop("status", None)
         limit = filters.pop("limit", 500)
@@ -186,15 +186,15 @@ def test_runs_table_columns_and_a_failed_runs_whole_error(
         shown = [r for r in runs if not wanted or r.status == wanted][:limit]
         return body.model_copy(update={"data": shown, "status_counts": counts})
 
-    monkeypatch.setattr(LabClient, "list_runs", with_failure)
+    monkeypatch.setattr(LabApi, "list_runs", with_failure)
     # Execute
     at = open_page(app_path, "app_pages/runs.py", WHOLE_LAB)
     # Assert
     assert not at.exception
     table = at.dataframe[0]
     order = list(table.proto.column_order)
-    assert order[:6] == ["run", "status", "final acc (%)", "seed", "progress", "ETA"]
-    assert order.index("error") < order.index("duration")
+    assert order[:8] == ["run", "status", "final acc (%)", "seed", "progress", "owner", "id", "ETA"]
+    assert order.index("error") < order.index("running time")
     df = table.value
     row = df[df["id"] == failed_id[:8]].iloc[0]
     assert row["error"] == f"in round 3 of 6: {LONG_ERROR}"

@@ -13,7 +13,7 @@ import streamlit as st
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, start_lab, tiny_spec
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 PER_PAGE = 25
 QUEUED = PER_PAGE + 1  # one more than a page, with the oldest run: two pages

@@ -6,21 +6,11 @@ import csv as csvlib
 import io
 from datetime import UTC, datetime, timedelta
 
-from api.schemas.runs import RunPublic
-from api.schemas.users import UserPublic
-from dashboard import (
-    annotate,
-    permissions,
-    run_eta,
-    run_failures,
-    run_filters,
-    run_state,
-    runs_csv,
-    runs_table,
-    status_counts,
-    times,
-)
+from dashboard import annotate, permissions, run_eta, run_failures, run_state, runs_table, times
+from dashboard.runs_page import run_filters, runs_csv, status_counts
 from tests.support.factories import public_run
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.users import UserPublic
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -142,7 +132,8 @@ def _t2(
 
 def test_runs_are_named_by_the_fields_that_differ() -> None:
     """Runs that differ only in gen_batch_size and lr get names that say so (not one shared
-    "fedgen · mnist · α=0.1 · seed=0"); a run alone is named by algorithm and dataset."""
+    "fedgen · mnist · α=0.1 · seed=0"); the algorithm and the dataset always lead, so a run
+    alone is named as it is among others."""
     # Prepare
     runs = [_t2("a" * 36, 32, 0.01), _t2("b" * 36, 64, 0.01), _t2("c" * 36, 32, 0.05)]
     # Execute
@@ -150,15 +141,15 @@ def test_runs_are_named_by_the_fields_that_differ() -> None:
     alone = runs_table.table(runs[:1], NOW, UTC)
     # Assert
     assert list(df["run"]) == [
-        "B_G=32 · lr=0.01 · s0",
-        "B_G=64 · lr=0.01 · s0",
-        "B_G=32 · lr=0.05 · s0",
+        "FedGen · MNIST · B_G=32 · lr=0.01 · s0",
+        "FedGen · MNIST · B_G=64 · lr=0.01 · s0",
+        "FedGen · MNIST · B_G=32 · lr=0.05 · s0",
     ]
     assert list(alone["run"]) == ["FedGen · MNIST · s0"]
     assert list(df["id"]) == ["aaaaaaaa", "bbbbbbbb", "cccccccc"]
     assert runs_table.common_fields(runs) == "algorithm=fedgen, dataset=mnist, alpha=0.1"
-    first = ["run", "status", "final acc (%)", "seed", "progress", "ETA", "queue"]
-    assert runs_table.TABLE_COLUMNS[:9] == [*first, "waiting for", "error"]
+    first = ["run", "status", "final acc (%)", "seed", "progress", "owner", "id", "ETA", "queue"]
+    assert runs_table.TABLE_COLUMNS[:11] == [*first, "waiting for", "error"]
 
 
 def test_table_shows_words_and_the_csv_real_values() -> None:
@@ -190,16 +181,16 @@ def test_table_shows_words_and_the_csv_real_values() -> None:
     # Assert
     row = df.iloc[0]
     assert round(row["final acc (%)"], 2) == 87.65
-    assert (row["duration"], row["age"], row["note"]) == ("5 min 30 s", "12 min ago", "ok …")
+    assert (row["running time"], row["age"], row["note"]) == ("5 min 30 s", "12 min ago", "ok …")
     assert row["tags"] == "t2, lr"
     assert row["peak RSS (MiB)"] == 512.0
-    assert df.iloc[1]["duration"] == "waiting 1 min 00 s"
+    assert df.iloc[1]["running time"] == "waiting 1 min 00 s"
     header = csv[0]
     assert header[:3] == ["id", "run", "status"]
     first = dict(zip(header, csv[1], strict=True))
     assert first["id"] == "d" * 36
     assert float(first["final_acc_pct"]) == 87.65
-    assert float(first["duration_s"]) == 330.0
+    assert float(first["running_s"]) == 330.0
     assert first["created_at"] == "2026-12-01T11:48:00Z"
     assert first["finished_at"] == "2026-12-01T11:55:30Z"
     assert (first["tags"], first["peak_rss_bytes"], first["cpu_s"]) == (
@@ -231,7 +222,7 @@ def test_who_may_change_a_run_and_the_typed_filters() -> None:
 def test_compact_name_abbreviates_and_puts_the_seed_last() -> None:
     """The issue's example fits about 40 characters: the paper's symbols, the algorithm's
     label, the dataset's short name, the seed last whatever the field order."""
-    from dashboard.run_name import compact_name
+    from vocab.run_names import compact_name
 
     # Prepare
     fields = {
@@ -254,7 +245,7 @@ def test_compact_name_abbreviates_and_puts_the_seed_last() -> None:
 
 def test_compact_name_keeps_a_paths_last_part() -> None:
     """A data root or folder path that differs is named by its last part, not the whole path."""
-    from dashboard.run_name import compact_name
+    from vocab.run_names import compact_name
 
     # Execute
     name = compact_name({"data.name": "mnist", "data.root": "/tmp/pytest-of-root/x/no-mnist/"}, 0)

@@ -79,7 +79,9 @@ def test_create_a_token_see_it_once_and_revoke_it(
     with httpx.Client(base_url=lab.url + "/api/v1") as http:
         before = http.get("/me", headers={"Authorization": f"Bearer {secret}"}).status_code
     pick = at.selectbox(key="tokens_pick")
+    assert pick.value is None  # nothing picked at first: never the page's own token
     pick.select_index(next(i for i, o in enumerate(pick.options) if o.startswith("page-test (")))
+    at = at.run()  # the confirmation under "Revoke…" once a token is picked
     at = at.button(key="tokens_revoke").click().run()
     # Assert
     assert not at.exception

@@ -13,7 +13,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard import token_store, ui
+from dashboard import api_client, token_store
 from tests.support.apptest import texts
 from tests.support.dashboard_lab import Lab
 
@@ -88,7 +88,7 @@ def test_a_wrong_token_is_refused_on_the_form(
         "That token was not accepted by the lab server (invalid token). Check that it was "
         "copied whole, or ask a lab admin for a new one."
     ]
-    assert ui.TOKEN_KEY not in at.session_state
+    assert api_client.TOKEN_KEY not in at.session_state
     assert browser.synced[-1] == ""  # nothing written to the cookie
 
 
@@ -156,7 +156,7 @@ def test_sign_out_forgets_the_token(
     # Assert
     assert not at.exception
     assert [t.value for t in at.title] == [SIGN_IN]
-    assert ui.TOKEN_KEY not in at.session_state
+    assert api_client.TOKEN_KEY not in at.session_state
     assert [k for k in COMPARE_KEYS if k in at.session_state] == []
     assert browser.synced[-1] == ""
 
@@ -173,7 +173,7 @@ def test_a_dashboard_with_its_own_token_has_no_form(
     assert not at.exception
     assert [t.value for t in at.title] == ["Compare"]
     assert list(at.sidebar.text_input) == []
-    assert ui.TOKEN_KEY not in at.session_state
+    assert api_client.TOKEN_KEY not in at.session_state
     assert list(at.sidebar.button) == []
     assert f"`{lab.url}`" in at.sidebar.caption[0].value
     assert [w.label for w in at.text_input if "url" in w.label.lower()] == []
@@ -183,11 +183,11 @@ def test_a_dashboard_with_its_own_token_has_no_form(
 
 
 def _show_auth_errors() -> None:
-    from dashboard import ui
-    from dashboard.client import ApiAuthError
+    from dashboard import api_client
+    from fedgen_lab.errors import LabAuthError
 
-    ui.show_error(ApiAuthError("The lab server rejected the token: invalid token", 401))
-    ui.show_error(ApiAuthError("The lab server refused this action: admins only", 403))
+    api_client.show_error(LabAuthError("The lab server rejected the token: invalid token", 401))
+    api_client.show_error(LabAuthError("The lab server refused this action: admins only", 403))
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,6 @@ from typing import Any
 
 import pytest
 
-from api.schemas.workers import WorkerPublic, WorkersPublic
-from dashboard.form_checks import check, read_list, read_tags, refusals
-from dashboard.spec_build import (
-    applies,
-    build_spec,
-    build_sweep,
-    sweep_size,
-    without_default_nulls,
-)
 from dashboard.spec_form import (
     HELP,
     FormField,
@@ -27,11 +18,20 @@ from dashboard.spec_form import (
     text_field,
     text_fields,
 )
+from dashboard.submit_page.form_checks import check, read_list, read_tags, refusals
+from dashboard.submit_page.spec_build import (
+    applies,
+    build_spec,
+    build_sweep,
+    sweep_size,
+    without_default_nulls,
+)
 from dashboard.worker_offer import offer
 from fedgen.knobs import KNOBS
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.specdict import flatten, get_dotted
 from fedgen.sweep import SweepSpec, expand
+from vocab.schemas.workers import WorkerPublic, WorkersPublic
 
 # What the form starts from: GET /spec/defaults (the schema's defaults) with the new-run defaults.
 SCHEMA_DEFAULTS: dict[str, Any] = parse_spec({}).model_dump(mode="json")
@@ -168,8 +168,18 @@ def test_sweep_grid_entries_and_base_have_no_null_fields() -> None:
 def test_build_spec_keeps_only_the_algorithms_params() -> None:
     """FedGen's B_G goes into algorithm; FedProx's mu does not; the rest keeps its defaults."""
     # Execute
-    spec = build_spec({"algorithm.name": "fedgen", "algorithm.gen_batch_size": 16, "algorithm.mu": 0.1,
-                       "partition.alpha": 0.5, "data.name": "mnist", "seed": 3}, FIELDS, DEFAULTS)  # fmt: skip
+    spec = build_spec(
+        {
+            "algorithm.name": "fedgen",
+            "algorithm.gen_batch_size": 16,
+            "algorithm.mu": 0.1,
+            "partition.alpha": 0.5,
+            "data.name": "mnist",
+            "seed": 3,
+        },
+        FIELDS,
+        DEFAULTS,
+    )
     # Assert
     assert spec["algorithm"] == {"name": "fedgen", "gen_batch_size": 16}
     set_only = without_default_nulls(DEFAULTS, DEFAULTS)  # null defaults are left out
@@ -182,13 +192,24 @@ def test_build_spec_keeps_only_the_algorithms_params() -> None:
 def test_build_sweep_grid() -> None:
     """Lists become grid entries; algorithms expand with their own parameter lists."""
     # Execute
-    base, grid = build_sweep({"algorithm.name": ["fedavg", "fedgen"], "algorithm.gen_batch_size": [16, 32],
-                              "seed": [0, 1, 2], "rounds": [5]}, FIELDS, DEFAULTS)  # fmt: skip
+    base, grid = build_sweep(
+        {
+            "algorithm.name": ["fedavg", "fedgen"],
+            "algorithm.gen_batch_size": [16, 32],
+            "seed": [0, 1, 2],
+            "rounds": [5],
+        },
+        FIELDS,
+        DEFAULTS,
+    )
     # Assert
     assert base["rounds"] == 5
     assert grid["seed"] == [0, 1, 2]
-    assert grid["algorithm"] == [{"name": "fedavg"}, {"name": "fedgen", "gen_batch_size": 16},
-                                 {"name": "fedgen", "gen_batch_size": 32}]  # fmt: skip
+    assert grid["algorithm"] == [
+        {"name": "fedavg"},
+        {"name": "fedgen", "gen_batch_size": 16},
+        {"name": "fedgen", "gen_batch_size": 32},
+    ]
     assert sweep_size(grid) == 9
 
 
@@ -229,7 +250,10 @@ def test_check_names_the_limit() -> None:
     assert check(BY_PATH["lr"], 0.0) == "must be greater than 0"
     assert check(BY_PATH["partition.alpha"], float("nan")) == "must be a finite number"
     assert check(BY_PATH["rounds"], None) == "is required"
-    assert check(BY_PATH["device"], "gpu") == r"must match the pattern ^(cpu|cuda(:\d{1,2})?)$ (got 'gpu')"  # fmt: skip
+    assert (
+        check(BY_PATH["device"], "gpu")
+        == r"must match the pattern ^(cpu|cuda(:\d{1,2})?)$ (got 'gpu')"
+    )
     assert check(BY_PATH["rounds"], 1) is None
     assert check(BY_PATH["lr_decay"], None) is None  # a knob left to the profile
     assert check(BY_PATH["device"], "cuda:1") is None
@@ -295,7 +319,10 @@ def test_tags_note_and_sweep_name_take_the_schemas_limits() -> None:
         ["x" * 65],
         "each tag must have at most 64 characters (got 65)",
     )
-    assert read_tags(",".join(map(str, range(33))), text["tags"], schema)[1] == "at most 32 tags (got 33)"  # fmt: skip
+    assert (
+        read_tags(",".join(map(str, range(33))), text["tags"], schema)[1]
+        == "at most 32 tags (got 33)"
+    )
     assert check(text["note"], "n" * 10_001) == "must have at most 10000 characters (got 10001)"
     name = text_field("name", SweepSpec.model_json_schema()["properties"]["name"])
     assert check(name, "") == "must not be empty"
@@ -389,3 +416,27 @@ def test_help_is_written_once() -> None:
     assert unused == []
     described = [f.path for f in FIELDS if f.path in HELP and not f.help.startswith(HELP[f.path])]
     assert described == ["algorithm.temperature"]  # MOON's τ: its own description wins
+
+
+def test_model_help_names_every_registered_model_from_the_registry() -> None:
+    """The help of `model.name` is the schema's, written from the model registry: every
+    built-in model and a plugin's model registered later, each with its declared inputs."""
+    import dataclasses
+
+    from fedgen.models.registry import get_model, model_names, register_model, unregister_model
+
+    help_text = BY_PATH["model.name"].help
+    for name in ("official-cnn", "mcmahan-cnn", "resnet18", "cifar-cnn", "mlr", *model_names()):
+        assert f"`{name}`" in help_text, name
+        assert get_model(name).inputs in help_text, name
+    plugin = dataclasses.replace(
+        get_model("mlr"), name="plugin-net", description="a plugin's net", source="a-plugin"
+    )
+    register_model(plugin)
+    try:
+        fields = fields_from_schema(ExperimentSpec.model_json_schema(), DEFAULTS)
+        (field,) = [f for f in fields if f.path == "model.name"]
+        assert "`plugin-net`: a plugin's net" in field.help
+        assert "plugin-net" in field.choices
+    finally:
+        unregister_model("plugin-net")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import get_args
 
 from dashboard.app_pages.paper_tables import STATISTICS as TABLES
-from dashboard.sweep_plot import STATISTICS as PLOT
+from dashboard.paper_tables_page.sweep_plot import STATISTICS as PLOT
 from fedgen.stats import CURVE_STATISTICS, STATISTIC_LABELS, PlotStatistic
 
 
@@ -17,4 +17,4 @@ def test_every_statistic_has_one_label() -> None:
     assert set(STATISTIC_LABELS) == set(get_args(PlotStatistic))
     assert PLOT == STATISTIC_LABELS
     assert set(TABLES) == set(CURVE_STATISTICS)
-    assert list(TABLES) == ["top5", "final", "best"]  # the picker's order
+    assert list(TABLES) == ["top5", "final", "best", "val_best"]  # the picker's order

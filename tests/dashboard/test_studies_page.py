@@ -15,7 +15,7 @@ from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, start_lab
 from tests.support.factories import public_run
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 PAGE = "app_pages/studies.py"
 
@@ -47,14 +47,19 @@ def table3_sweep(study_lab: Lab) -> str:
     """
     lab = study_lab
     with lab.client() as c:
-        body = c.post(
-            "/studies/table3", json={"dataset": "emnist-letters", "seeds": 1, "rounds": 3}
-        ).raise_for_status().json()  # fmt: skip
+        body = (
+            c.post("/studies/table3", json={"dataset": "emnist-letters", "seeds": 1, "rounds": 3})
+            .raise_for_status()
+            .json()
+        )
     for run_id in body["sweep"]["run_ids"]:
         status = execute_run(
-            run_id, lab.app.state.sessionmaker, runner=FakeRunner(), settings=lab.settings,
+            run_id,
+            lab.app.state.sessionmaker,
+            runner=FakeRunner(),
+            settings=lab.settings,
             worker_name="test-worker",
-        )  # fmt: skip
+        )
         assert status == "succeeded", status
     return str(body["sweep"]["id"])
 
@@ -62,6 +67,15 @@ def table3_sweep(study_lab: Lab) -> str:
 def _study(app_path: str, name: str) -> AppTest:
     at = open_page(app_path, PAGE)
     at.selectbox(key="study_name").set_value(name).run()
+    return at
+
+
+def _launch_form(app_path: str, name: str) -> AppTest:
+    """The study's launch form: behind "Launch again" once the study has a sweep."""
+    at = _study(app_path, name)
+    again = [b for b in at.checkbox if b.key == f"study_again_{name}_0"]
+    if again:
+        again[0].check().run()
     return at
 
 
@@ -82,6 +96,24 @@ def test_study_table_with_verdicts(app_path: str, lab_env: Lab, table3_sweep: st
     ours = at.dataframe[0].value
     assert ours.loc["FedGen B_G=32"].item() == "58.00 ± 0.00 (n=1)"
     assert "**4** within" in texts(at)
+    assert cells.loc[cells["row"] == "FedAvg", "seed std"].item() == "–"  # one seed
+
+
+def test_study_cost_table_behind_its_toggle(app_path: str, lab_env: Lab, table3_sweep: str) -> None:
+    """The cost toggle adds a table of the cells' cost per run: the scripted runner's 0.1 MB
+    up and down and 100 ms + 20 ms a round, summed over the run's rounds."""
+    # Prepare
+    at = _study(app_path, "table3")
+    n_tables = len(at.dataframe)
+    # Execute
+    at.toggle(key="study_cost_table3").set_value(True).run()
+    # Assert
+    assert not at.exception
+    costs = at.dataframe[n_tables].value
+    fedavg = costs.loc[costs["row"] == "FedAvg"].iloc[0]
+    assert fedavg["n"] == 1
+    assert (fedavg["MB up"], fedavg["MB down"], fedavg["MB total"]) == ("0.4", "0.4", "0.8")
+    assert (fedavg["clients' training (s)"], fedavg["server (s)"]) == ("0.4", "0.08")
 
 
 def test_launch_button_creates_the_sweep(app_path: str, lab_env: Lab) -> None:
@@ -101,8 +133,9 @@ def test_launch_button_creates_the_sweep(app_path: str, lab_env: Lab) -> None:
     with lab_env.client() as c:
         launched = c.get("/studies/table2").json()["launched"]
     assert [(s["dataset"], s["count"]) for s in launched] == [("synthetic", 6)]
-    # The synthetic dataset has no paper numbers.
-    assert set(at.dataframe[2].value["verdict"]) == {"no paper number"}
+    # The synthetic dataset has no paper numbers: no paper table, ours and the cells.
+    assert set(at.dataframe[1].value["verdict"]) == {"no paper number"}
+    assert len(at.dataframe) == 2
 
 
 def test_unlaunched_study_shows_the_paper(app_path: str, lab_env: Lab) -> None:
@@ -131,9 +164,10 @@ def test_study_page_with_bad_token(
 
 
 def test_overrides_live_in_the_url(app_path: str, lab_env: Lab) -> None:
-    """Seeds and rounds set on the page go to the URL; a link (a reload) with them shows them."""
+    """Seeds and rounds set on the page go to the URL; a link (a reload) with them shows them.
+    (table2 is launched by now: its form is behind "Launch again", which such a link ticks.)"""
     # Prepare
-    at = _study(app_path, "table2")
+    at = _launch_form(app_path, "table2")
     # Execute
     at.number_input(key="study_seeds_table2").set_value(1)
     at.number_input(key="study_rounds_table2").set_value(7).run()
@@ -151,8 +185,8 @@ def test_sweep_label_is_human() -> None:
     """The picker names a launched sweep, when in words and its runs done out of all."""
     from datetime import UTC, datetime
 
-    from api.schemas.studies import LaunchedSweep
     from dashboard.study_view import sweep_label
+    from vocab.schemas.studies import LaunchedSweep
 
     sweep = LaunchedSweep(
         sweep_id="s1",
@@ -197,7 +231,7 @@ def test_paper_page_offers_what_a_live_worker_has(
     marked, launching it is refused until a confirmation that says why the runs would wait,
     and once queued its runs say what they wait for."""
     # Prepare
-    at = _study(app_path, "table2")
+    at = _launch_form(app_path, "table2")
     picker = at.selectbox(key="study_dataset_table2")
     # Assert: the default and the marks
     assert picker.value == "fashion-mnist"
@@ -228,7 +262,7 @@ def test_table2_description_names_its_own_columns(app_path: str, lab_env: Lab) -
     """The description is built from the columns: on fashion-mnist it lists that dataset's
     presets, as the column headers do; the estimate is never a rounded-away "0 min"."""
     # Prepare
-    at = _study(app_path, "table2")
+    at = _launch_form(app_path, "table2")
     # Execute
     at.selectbox(key="study_dataset_table2").set_value("fashion-mnist")
     at.number_input(key="study_seeds_table2").set_value(1)
@@ -260,3 +294,99 @@ def test_estimate_and_waiting_words() -> None:
     ]
     assert waiting_note(runs).startswith("2 of 3 runs wait for a worker with dataset mnist.")
     assert waiting_note(runs[1:2]) is None
+
+
+def test_cells_frame_shows_the_tables_std_and_the_other() -> None:
+    """A seed-std study shows ± the seed std with the official std beside it, and a tuned
+    cell's choice; a paper study the other way round."""
+    from dashboard.study_view import cells_frame, ours_matrix
+    from vocab.schemas.studies import StudyResults
+
+    # Prepare
+    cell = {
+        "row": "α=0.1, T=20",
+        "column": "FedProx",
+        "mean": 80.0,
+        "std": 1.0,
+        "seed_std": 2.5,
+        "n": 5,
+        "n_seeds": 5,
+        "runs": 15,
+        "paper_mean": None,
+        "paper_std": None,
+        "delta": None,
+        "verdict": "no paper number",
+        "tuned": {"lr": 0.01, "algorithm.mu": 0.01},
+        "budget": 3,
+        **{
+            f"{c}_{s}": None
+            for c in ("mb_up", "mb_down", "mb_total", "client_train_s", "server_s")
+            for s in ("mean", "seed_std")
+        },
+    }
+    base = {
+        "study": "table1-tuned",
+        "version": 1,
+        "dataset": "mnist",
+        "statistic": "val_best",
+        "statistic_text": "val_best",
+        "std_text": "±",
+        "unit": "%",
+        "rows": [cell["row"]],
+        "columns": [cell["column"]],
+        "runs_total": 15,
+        "runs_done": 15,
+        "unmatched": 0,
+        "cells": [cell],
+        "sweep_id": "s",
+        "sweep_name": "s",
+        "sweep_version": 1,
+        "status_counts": {},
+    }
+    # Execute
+    seed = StudyResults.model_validate({**base, "std_kind": "seed"})
+    official = StudyResults.model_validate({**base, "std_kind": "official"})
+    # Assert
+    row = cells_frame(seed).iloc[0]
+    assert (row["ours"], row["official std"], row["n"]) == ("80.00 ± 2.50", "1.00", "5/15")
+    assert row["chosen by validation"] == "lr=0.01, algorithm.mu=0.01 (best of 3)"
+    assert ours_matrix(seed).iloc[0, 0] == "80.00 ± 2.50 (n=5)"
+    assert cells_frame(official).iloc[0]["ours"] == "80.00 ± 1.00"
+    assert cells_frame(official).iloc[0]["seed std"] == "2.50"
+
+
+def test_a_study_without_paper_numbers_shows_no_paper_table(app_path: str, lab_env: Lab) -> None:
+    """table1-tuned (no paper cells): ours and the cells, no table of dashes for the paper."""
+    # Prepare
+    with lab_env.client() as c:
+        c.post("/studies/table1-tuned", json={"seeds": 1, "rounds": 1}).raise_for_status()
+    # Execute
+    at = _study(app_path, "table1-tuned")
+    # Assert
+    assert not at.exception
+    assert [s.value for s in at.subheader if str(s.value).startswith("The paper")] == []
+    assert "The paper has no number for any cell of this table." in texts(at)
+    ours, cells = at.dataframe  # and no third, the paper's
+    assert list(ours.value.index)[:2] == [
+        "α=0.05, T=20, per-user test",
+        "α=0.05, T=20, global test",
+    ]
+    assert "chosen by validation" in cells.value.columns
+
+
+def test_an_unlaunched_study_on_data_the_paper_never_used_shows_no_paper_table(
+    app_path: str, lab_env: Lab
+) -> None:
+    """Table 1 on Fashion-MNIST (the paper ran it on MNIST, EMNIST and CelebA): not launched,
+    and no table of dashes for the paper, but a line saying it has none."""
+    # Prepare
+    at = AppTest.from_file(app_path, default_timeout=30)
+    at.query_params.update({"page": "paper", "study": "table1", "dataset": "fashion-mnist"})
+    # Execute
+    at.run()
+    # Assert
+    assert not at.exception
+    said = texts(at)
+    assert "The paper reports no numbers for this study on fashion-mnist." in said
+    assert [s.value for s in at.subheader if str(s.value).startswith("The paper")] == []
+    assert [d for d in at.dataframe if d.key == "study_paper_only"] == []

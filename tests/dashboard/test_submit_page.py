@@ -232,3 +232,31 @@ def test_sweep_validate_checks_every_combination(app_path: str, lab_env: dict[st
     assert "grid.users_per_round[1]: users_per_round=30 exceeds partition.num_users=20" in _errors(
         at
     )
+
+
+def test_the_queued_message_stays_until_the_form_changes(
+    app_path: str, lab_env: dict[str, Any], lab: Lab
+) -> None:
+    """After Submit, a rerun of the page (any widget, a late box) still says what was queued,
+    with its Live link; changing a field clears it; only one run was made."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.selectbox(key="submit_one_data.name").set_value("synthetic")
+    at.number_input(key="submit_one_partition.num_users").set_value(5)
+    at.number_input(key="submit_one_users_per_round").set_value(3)
+    at.text_input(key="submit_tags").set_value("stays-said").run()
+    # Execute
+    at.button(key="submit_go").click().run()
+    said_once = [s.value for s in at.success]
+    at.run()  # a rerun that no click started
+    said_again = [s.value for s in at.success]
+    at.number_input(key="submit_one_rounds").set_value(9).run()
+    said_after_change = [s.value for s in at.success]
+    # Assert
+    assert not at.exception
+    (run,) = _tagged(lab, "stays-said")
+    with lab.client() as c:
+        c.delete(f"/runs/{run['id']}")  # the session's lab keeps its seeded run counts
+    assert said_once == [f"Queued run {run['id']}."]
+    assert said_again == said_once
+    assert said_after_change == []

@@ -7,30 +7,65 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import sweep_plot
+from dashboard.paper_tables_page import sweep_plot
+from vocab.schemas.results import PlotData
 
 
-def _point(x: Any, mean: float | None, lo: float | None, hi: float | None, n: int = 3,
-           total: int = 3, censored: bool = False) -> dict[str, Any]:  # fmt: skip
-    return {"x": x, "mean": mean, "std": None, "lo": lo, "hi": hi, "n": n, "n_total": total,
-            "reached": None, "censored": censored, "run_ids": [], "values": []}  # fmt: skip
+def _point(
+    x: Any,
+    mean: float | None,
+    lo: float | None,
+    hi: float | None,
+    n: int = 3,
+    total: int = 3,
+    censored: bool = False,
+) -> dict[str, Any]:
+    return {
+        "x": x,
+        "mean": mean,
+        "std": None,
+        "lo": lo,
+        "hi": hi,
+        "n": n,
+        "n_total": total,
+        "reached": None,
+        "round": None,
+        "censored": censored,
+        "run_ids": [],
+        "values": [],
+    }
 
 
-def _data(**changes: Any) -> dict[str, Any]:
+def _data(**changes: Any) -> PlotData:
     """Plot data as the server sends it: α × algorithm, accuracies as fractions."""
     data: dict[str, Any] = {
-        "x": "partition.alpha", "by": "algorithm.name", "statistic": "top5", "target": None,
-        "unit": "fraction", "interval": "std", "level": None, "log_x": True,
+        "sweep_id": "s1",
+        "x": "partition.alpha",
+        "x_axis": "field",
+        "x_unit": None,
+        "by": "algorithm.name",
+        "statistic": "top5",
+        "target": None,
+        "unit": "fraction",
+        "interval": "std",
+        "level": None,
+        "log_x": True,
         "series": [
-            {"by_value": "fedavg", "points": [_point(0.05, 0.60, 0.58, 0.63),
-                                              _point(1.0, 0.80, 0.79, 0.81)]},
-            {"by_value": "fedgen", "points": [_point(0.05, 0.70, 0.69, 0.72, n=2),
-                                              _point(1.0, None, None, None, n=0)]},
+            {
+                "by_value": "fedavg",
+                "points": [_point(0.05, 0.60, 0.58, 0.63), _point(1.0, 0.80, 0.79, 0.81)],
+            },
+            {
+                "by_value": "fedgen",
+                "points": [_point(0.05, 0.70, 0.69, 0.72, n=2), _point(1.0, None, None, None, n=0)],
+            },
         ],
-        "groups": [], "excluded": {"counts": {}, "run_ids": {}}, "warnings": [],
+        "groups": [],
+        "excluded": {"counts": {}, "run_ids": {}},
+        "warnings": [],
         "varying": ["algorithm.name", "partition.alpha"],
-    }  # fmt: skip
-    return data | changes
+    }
+    return PlotData.model_validate(data | changes)
 
 
 def test_alpha_is_log_x_with_asymmetric_error_bars_in_percent() -> None:
@@ -49,20 +84,23 @@ def test_alpha_is_log_x_with_asymmetric_error_bars_in_percent() -> None:
     assert list(gen.text) == ["2/3"]  # partial: n of the point's runs
     assert gen.name == "fedgen (n=0–2)"
     assert fig.layout.legend.title.text == "algorithm"
-    assert fig.layout.yaxis.title.text == "top-5 mean accuracy (%)"
+    assert fig.layout.yaxis.title.text == "top-5 mean (test-selected) accuracy (%)"
 
 
 def test_linear_x_for_a_narrow_field_and_a_level_line_for_runs_without_it() -> None:
     """B_G 8..128 is linear; FedAvg (no B_G) is a dashed level line with its ± band."""
     # Prepare
     data = _data(
-        x="algorithm.gen_batch_size", log_x=False,
+        x="algorithm.gen_batch_size",
+        log_x=False,
         series=[
             {"by_value": "fedavg", "points": [_point(None, 0.5, 0.48, 0.52)]},
-            {"by_value": "fedgen", "points": [_point(8, 0.6, 0.59, 0.61),
-                                              _point(128, 0.65, 0.63, 0.67)]},
+            {
+                "by_value": "fedgen",
+                "points": [_point(8, 0.6, 0.59, 0.61), _point(128, 0.65, 0.63, 0.67)],
+            },
         ],
-    )  # fmt: skip
+    )
     # Execute
     fig = sweep_plot.plot_figure(data)
     # Assert
@@ -103,10 +141,19 @@ def test_time_to_target_in_rounds_marks_censored_points_open() -> None:
     """Rounds are not scaled; a censored point (a lower bound) is an open marker without a bar."""
     # Prepare
     data = _data(
-        statistic="time_to_target", target=0.7, unit="round",
-        series=[{"by_value": "fedgen", "points": [_point(0.1, 12.0, 10.0, 14.0),
-                                                  _point(1.0, 30.0, None, None, censored=True)]}],
-    )  # fmt: skip
+        statistic="time_to_target",
+        target=0.7,
+        unit="round",
+        series=[
+            {
+                "by_value": "fedgen",
+                "points": [
+                    _point(0.1, 12.0, 10.0, 14.0),
+                    _point(1.0, 30.0, None, None, censored=True),
+                ],
+            }
+        ],
+    )
     # Execute
     fig = sweep_plot.plot_figure(data)
     # Assert
@@ -122,11 +169,21 @@ def test_parcoords_only_when_three_fields_vary() -> None:
     """Three varying fields: one axis each (α on log10, names as ticks) plus the statistic."""
     # Prepare
     groups = [
-        {"label": "", "fields": {"algorithm.name": a, "partition.alpha": al, "local_steps": t},
-         "mean": m, "std": 0.0, "censored": False, "n": 3, "n_total": 3}
-        for a, al, t, m in [("fedavg", 0.1, 20, 0.6), ("fedgen", 1.0, 40, 0.7),
-                            ("fedgen", 0.1, 20, None)]
-    ]  # fmt: skip
+        {
+            "label": "",
+            "fields": {"algorithm.name": a, "partition.alpha": al, "local_steps": t},
+            "mean": m,
+            "std": 0.0,
+            "censored": False,
+            "n": 3,
+            "n_total": 3,
+        }
+        for a, al, t, m in [
+            ("fedavg", 0.1, 20, 0.6),
+            ("fedgen", 1.0, 40, 0.7),
+            ("fedgen", 0.1, 20, None),
+        ]
+    ]
     three = _data(varying=["algorithm.name", "local_steps", "partition.alpha"], groups=groups)
     # Execute
     fig = sweep_plot.parcoords_figure(three)
@@ -137,7 +194,7 @@ def test_parcoords_only_when_three_fields_vary() -> None:
     (pc,) = fig.data
     assert pc.type == "parcoords"
     labels = [d.label for d in pc.dimensions]
-    assert labels == ["algorithm", "T", "α", "top-5 mean accuracy (%)"]
+    assert labels == ["algorithm", "T", "α", "top-5 mean (test-selected) accuracy (%)"]
     alg, steps, alpha, stat = pc.dimensions
     assert list(alg.ticktext) == ["fedavg", "fedgen"]
     assert list(alg.values) == [0, 1]  # the group without a finished run is left out
@@ -150,13 +207,19 @@ def test_parcoords_only_when_three_fields_vary() -> None:
     ("varying", "x", "expected"),
     [
         (["algorithm.name", "partition.alpha"], None, ("partition.alpha", ["algorithm.name"])),
-        (["algorithm.name", "algorithm.gen_batch_size"], None,
-         ("algorithm.gen_batch_size", ["algorithm.name"])),
-        (["algorithm.name", "local_steps", "partition.alpha"], "local_steps",
-         ("partition.alpha", ["algorithm.name", "partition.alpha"])),
+        (
+            ["algorithm.name", "algorithm.gen_batch_size"],
+            None,
+            ("algorithm.gen_batch_size", ["algorithm.name"]),
+        ),
+        (
+            ["algorithm.name", "local_steps", "partition.alpha"],
+            "local_steps",
+            ("partition.alpha", ["algorithm.name", "partition.alpha"]),
+        ),
         (["algorithm.name"], None, ("algorithm.name", ["data.name"])),
     ],
-)  # fmt: skip
+)
 def test_pick_fields_prefers_alpha_then_bg_and_splits_by_algorithm(
     varying: list[str], x: str | None, expected: tuple[str, list[str]]
 ) -> None:

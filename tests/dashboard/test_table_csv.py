@@ -12,10 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from api.schemas.analysis import TimingTable
-from api.schemas.runs import RunPublic
-from api.schemas.sweeps import SweepSummary
-from dashboard.sweep_tables import summary_groups, table1_long, table3_frame, timing_rows
+from dashboard.sweep_tables import summary_groups, table1_long, table3_frame
 from dashboard.table_csv import table1_csv_frame, table3_csv_frame, varying_fields
 from lab.models import User
 from tests.support.factories import (
@@ -26,6 +23,9 @@ from tests.support.factories import (
     summary_group,
     sweep_summary,
 )
+from vocab.schemas.analysis import TimingTable
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.sweeps import SweepSummary
 
 API = "/api/v1"
 ALPHAS = [0.1, 0.5, 1.0]
@@ -74,7 +74,7 @@ def test_alpha_sweep_table3_rows_say_their_alpha_and_csv_has_an_alpha_column(
     """Six rows, six different labels ("FedAvg · α=0.1"), three settings; each FedGen row's
     ratio is to the FedAvg row of its own α; the CSV has partition.alpha, ms rounded."""
     # Execute
-    t3 = table3_frame(timing_rows(alpha_sweep["timing"]))
+    t3 = table3_frame(alpha_sweep["timing"])
     out = table3_csv_frame(t3)
     # Assert
     assert len(t3) == 6

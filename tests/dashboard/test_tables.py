@@ -8,20 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from api.schemas.runs import RunPublic
-from dashboard.latents import pca_2d
-from dashboard.paper import setting_of
-from dashboard.sweep_tables import (
-    statistic_label,
-    summary_groups,
-    table1_latex,
-    table1_long,
-    table1_matrix,
-    table3_frame,
-    timing_rows,
-)
-from dashboard.tables import (
+from dashboard import sweep_tables
+from dashboard.compare_page.compare_view import CachedRun
+from dashboard.compare_page.curves import (
     aggregate,
+    compare_long,
     ema,
     group_labels,
     group_warnings,
@@ -29,8 +20,19 @@ from dashboard.tables import (
     time_to_target,
     unfinished,
 )
+from dashboard.inspect_page.latents import pca_2d
+from dashboard.sweep_tables import (
+    statistic_label,
+    summary_groups,
+    table1_latex,
+    table1_long,
+    table1_matrix,
+    table3_frame,
+)
+from dashboard.table1_row import setting_of
 from fedgen import paper
 from tests.support.factories import public_run, summary_group, sweep_summary, timing_table
+from vocab.schemas.runs import RunPublic
 
 
 def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -> RunPublic:
@@ -48,13 +50,21 @@ def _run(run_id: str, alg: str, seed: int, alpha: float = 0.1, **algo: object) -
 def test_group_labels_ignore_seed_and_own_params() -> None:
     """Seeds merge; FedGen-only parameters do not show up in the label."""
     # Prepare
-    runs = [_run("a", "fedavg", 0), _run("b", "fedavg", 1),
-            _run("c", "fedgen", 0, gen_batch_size=32), _run("d", "fedgen", 1, gen_batch_size=32)]  # fmt: skip
+    runs = [
+        _run("a", "fedavg", 0),
+        _run("b", "fedavg", 1),
+        _run("c", "fedgen", 0, gen_batch_size=32),
+        _run("d", "fedgen", 1, gen_batch_size=32),
+    ]
     # Execute
     labels = group_labels(runs)
     # Assert
-    assert labels == {"a": "algorithm=fedavg", "b": "algorithm=fedavg", "c": "algorithm=fedgen",
-                      "d": "algorithm=fedgen"}  # fmt: skip
+    assert labels == {
+        "a": "algorithm=fedavg",
+        "b": "algorithm=fedavg",
+        "c": "algorithm=fedgen",
+        "d": "algorithm=fedgen",
+    }
 
 
 def test_group_labels_leave_unset_fields_out() -> None:
@@ -93,8 +103,15 @@ def test_ema_debiased() -> None:
 def test_aggregate_mean_std_and_time_to_target() -> None:
     """Mean ± population std per round; the median first round reaching the target."""
     # Prepare
-    long = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "group": ["g"] * 4, "round": [0, 1, 0, 1],
-                         "value": [0.2, 0.6, 0.4, 0.8], "wall_s": [1.0, 2.0, 1.0, 3.0]})  # fmt: skip
+    long = pd.DataFrame(
+        {
+            "run_id": ["a", "a", "b", "b"],
+            "group": ["g"] * 4,
+            "round": [0, 1, 0, 1],
+            "value": [0.2, 0.6, 0.4, 0.8],
+            "wall_s": [1.0, 2.0, 1.0, 3.0],
+        }
+    )
     # Execute
     agg = aggregate(long)
     ttt = time_to_target(long, 0.5)
@@ -121,9 +138,16 @@ def test_time_to_target_censors_seeds_that_never_reach() -> None:
     """1 of 5 seeds reaches 0.8 at round 3: "1 of 5", median "> 4", not the one seed's 3."""
     # Prepare
     low = [0.1, 0.2, 0.3, 0.4, 0.5]
-    long = _long({"a": ("succeeded", [0.1, 0.2, 0.5, 0.85, 0.9]), "b": ("succeeded", low),
-                  "c": ("succeeded", low), "d": ("succeeded", low), "e": ("succeeded", low),
-                  "f": ("running", [0.9, 0.95])})  # fmt: skip
+    long = _long(
+        {
+            "a": ("succeeded", [0.1, 0.2, 0.5, 0.85, 0.9]),
+            "b": ("succeeded", low),
+            "c": ("succeeded", low),
+            "d": ("succeeded", low),
+            "e": ("succeeded", low),
+            "f": ("running", [0.9, 0.95]),
+        }
+    )
     # Execute
     row = time_to_target(long, 0.8).iloc[0]
     # Assert
@@ -139,8 +163,14 @@ def test_time_to_target_censors_seeds_that_never_reach() -> None:
 def test_time_to_target_median_of_reached_when_most_reach() -> None:
     """3 of 4 reach (rounds 1, 2, 3), one never: the median (2 and 3) is 2.5, not censored."""
     # Prepare
-    long = _long({"a": ("succeeded", [0.0, 0.9]), "b": ("succeeded", [0.0, 0.0, 0.9]),
-                  "c": ("succeeded", [0.0, 0.0, 0.0, 0.9]), "d": ("succeeded", [0.0] * 4)})  # fmt: skip
+    long = _long(
+        {
+            "a": ("succeeded", [0.0, 0.9]),
+            "b": ("succeeded", [0.0, 0.0, 0.9]),
+            "c": ("succeeded", [0.0, 0.0, 0.0, 0.9]),
+            "d": ("succeeded", [0.0] * 4),
+        }
+    )
     # Execute
     row = time_to_target(long, 0.5).iloc[0]
     # Assert
@@ -153,8 +183,14 @@ def test_time_to_target_median_of_reached_when_most_reach() -> None:
 def test_aggregate_counts_running_runs_per_round_and_reports_n_changes() -> None:
     """Running runs join each round they reached; cancelled ones stay out; n is per round."""
     # Prepare
-    long = _long({"a": ("succeeded", [0.1, 0.2, 0.3, 0.4]), "b": ("succeeded", [0.3, 0.4]),
-                  "c": ("cancelled", [0.9, 0.9, 0.9, 0.9]), "d": ("running", [0.5])})  # fmt: skip
+    long = _long(
+        {
+            "a": ("succeeded", [0.1, 0.2, 0.3, 0.4]),
+            "b": ("succeeded", [0.3, 0.4]),
+            "c": ("cancelled", [0.9, 0.9, 0.9, 0.9]),
+            "d": ("running", [0.5]),
+        }
+    )
     # Execute
     agg = aggregate(long)
     changes = n_changes(agg)
@@ -170,8 +206,13 @@ def test_time_to_target_counts_runs_without_rounds_as_not_finished() -> None:
     """A queued run has no rows: `members` still counts it under "not finished"."""
     # Prepare
     long = _long({"a": ("succeeded", [0.1, 0.9]), "b": ("running", [0.95])})
-    members = pd.DataFrame({"run_id": ["a", "b", "q"], "group": ["g"] * 3,
-                            "status": ["succeeded", "running", "queued"]})  # fmt: skip
+    members = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "q"],
+            "group": ["g"] * 3,
+            "status": ["succeeded", "running", "queued"],
+        }
+    )
     # Execute
     row = time_to_target(long, 0.5, "group", members).iloc[0]
     # Assert
@@ -190,8 +231,12 @@ def test_statistic_label_names_the_round_when_not_the_last() -> None:
 def test_groups_never_mix_datasets_or_profiles() -> None:
     """Default groups split on dataset and profile; chosen fields warn about what still differs."""
     # Prepare
-    runs = [_run("a", "fedgen", 0), _run("b", "fedgen", 1), _run("c", "fedgen", 0),
-            _run("d", "fedgen", 0)]  # fmt: skip
+    runs = [
+        _run("a", "fedgen", 0),
+        _run("b", "fedgen", 1),
+        _run("c", "fedgen", 0),
+        _run("d", "fedgen", 0),
+    ]
     for r in runs:  # stored specs carry every default, the profile included
         r.spec["fidelity"] = {"profile": "official"}
     runs[2].spec["data"] = {"name": "fashion-mnist"}
@@ -209,9 +254,17 @@ def test_groups_never_mix_datasets_or_profiles() -> None:
 def test_table1_against_paper() -> None:
     """Cells sit beside the paper's numbers with the difference; the best mean is marked."""
     # Prepare
-    groups = pd.DataFrame({"dataset": ["MNIST"] * 2, "setting": ["α=0.1"] * 2, "T": [20, 20],
-                           "algorithm": ["fedavg", "fedgen"], "mean": [90.0, 94.0], "std": [0.5, 0.2],
-                           "n": [3, 3]})  # fmt: skip
+    groups = pd.DataFrame(
+        {
+            "dataset": ["MNIST"] * 2,
+            "setting": ["α=0.1"] * 2,
+            "T": [20, 20],
+            "algorithm": ["fedavg", "fedgen"],
+            "mean": [90.0, 94.0],
+            "std": [0.5, 0.2],
+            "n": [3, 3],
+        }
+    )
     # Execute
     long = table1_long(groups)
     text, mask = table1_matrix(long)
@@ -272,10 +325,23 @@ def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
 
     # Prepare
     def row(alg: str, bg: int | None, ms: float, key: str, ds: str = "mnist") -> dict[str, object]:
-        setting = {"data.name": ds, "model.name": "official-cnn", "batch_size": 32,
-                   "local_steps": 20, "users_per_round": 10, "device": "cpu"}  # fmt: skip
-        return {"algorithm": alg, "gen_batch_size": bg, "mean_ms": ms, "std_ms": 1.0, "n": 2,
-                "setting": setting, "setting_key": key}  # fmt: skip
+        setting = {
+            "data.name": ds,
+            "model.name": "official-cnn",
+            "batch_size": 32,
+            "local_steps": 20,
+            "users_per_round": 10,
+            "device": "cpu",
+        }
+        return {
+            "algorithm": alg,
+            "gen_batch_size": bg,
+            "mean_ms": ms,
+            "std_ms": 1.0,
+            "n": 2,
+            "setting": setting,
+            "setting_key": key,
+        }
 
     payload = timing_table(
         row("fedavg", None, 10.0, "k1"),
@@ -284,7 +350,7 @@ def test_table3_ratio_to_fedavg_of_the_same_setting() -> None:
         row("fedgen", 8, 5.0, "k2", "synthetic"),
     )
     # Execute
-    t3 = table3_frame(timing_rows(payload))
+    t3 = table3_frame(payload)
     # Assert
     assert t3["row"].tolist() == ["FedAvg", "FedGen B_G=8", "FedGen B_G=64", "FedGen B_G=8"]
     assert t3["ours_ratio"].tolist()[:3] == pytest.approx([1.0, 1.2, 1.4])
@@ -339,3 +405,39 @@ def test_pca_2d_separates_clusters() -> None:
     assert p.shape == (40, 2)
     assert np.sign(p[:20, 0]).tolist() != np.sign(p[20:, 0]).tolist()
     assert pca_2d(np.zeros((0, 3))).shape == (0, 2)
+
+
+def test_noisy_timing_is_flagged_by_its_coefficient_of_variation() -> None:
+    """Rows whose std is above NOISY_CV of their mean are named with their CV; steady ones not."""
+    # Prepare
+    t3 = pd.DataFrame(
+        [
+            {"row": "FedAvg", "ours_ms": 10.0, "ours_std": 3.0},
+            {"row": "FedGen B_G=32", "ours_ms": 12.0, "ours_std": 0.5},
+        ]
+    )
+    # Execute
+    warning = sweep_tables.noisy_timing(t3)
+    steady = sweep_tables.noisy_timing(t3.iloc[1:])
+    # Assert
+    assert warning is not None
+    assert "FedAvg (CV 30%)" in warning
+    assert "FedGen" not in warning
+    assert f"more than {100 * sweep_tables.NOISY_CV:.0f}%" in warning
+    assert steady is None
+
+
+def test_compare_long_wall_clock_with_downsampling() -> None:
+    """Cumulative seconds count each kept point for the rounds since the previous one."""
+    # Prepare
+    run = CachedRun(
+        "a",
+        rounds=[0, 1, 3],
+        metrics={"test_acc": [0.1, 0.5, None], "time_total_ms": [1000, 1000, 2000]},
+    )
+    # Execute
+    df = compare_long([run])
+    # Assert
+    assert list(df["wall_s"]) == [1.0, 2.0, 6.0]
+    assert math.isnan(df["value"].iloc[2])
+    assert compare_long([]).empty

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.schemas.trash import TrashedRun, TrashedSweep
 from dashboard import trash_view
 from tests.support.apptest import open_page, texts
 from tests.support.dashboard_lab import Lab, tiny_spec
+from vocab.schemas.trash import TrashedRun, TrashedSweep
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
@@ -40,16 +40,14 @@ def test_tables_say_who_deleted_what_and_when_it_is_purged() -> None:
     sweeps = trash_view.sweeps_table([sweep], NOW, UTC)
     assert list(runs.columns) == trash_view.RUN_COLUMNS
     first = runs.iloc[0].to_dict()
-    assert first["run"] == "fedgen · synthetic"
+    assert first["run"] == "FedGen · Synth"  # as every page names it (run_name)
     assert first["deleted"] == "1 h 00 min ago (11:00)"
     assert first["purged"] == "in 6 d 23 h (Dec 10 11:00)"
     assert first["id"] == "1a2b3c4d"
     assert runs.iloc[1]["purged"] == "at the next pass"
     assert sweeps.iloc[0][["sweep", "runs", "deleted by"]].tolist() == ["grid", 4, "admin"]
     label = trash_view.restore_label(_row(sweep_id="abcdef12-0000"), NOW)
-    assert (
-        label == "Restore run fedgen · synthetic (sweep abcdef12) · 1a2b3c4d (purged in 6 d 23 h)"
-    )
+    assert label == "Restore run FedGen · Synth (sweep abcdef12) · 1a2b3c4d (purged in 6 d 23 h)"
     assert trash_view.days_text(7.0) == "7 days"
     assert trash_view.days_text(1) == "1 day"
     assert trash_view.days_text(0.5) == "0.5 days"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.schemas.usage import MemberUsage, UsageList
-from dashboard import usage_view
+from dashboard.lab_page import usage_view
 from tests.support.apptest import open_page, texts
+from vocab.schemas.usage import MemberUsage, UsageList
 
 GIB = 1 << 30
 

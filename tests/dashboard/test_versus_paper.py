@@ -7,18 +7,27 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.versus_paper import NO_PAPER, versus_paper
+from dashboard.paper_tables_page.versus_paper import NO_PAPER, versus_paper
 from tests.support.apptest import open_page
 
 
 def _long(rows: list[tuple[str, str, float, float, float, float]]) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"dataset": d, "setting": "α=0.05", "T": 20, "algorithm": a, "mean": m, "std": 1.0,
-             "n": n, "paper_mean": pm, "paper_std": 0.74}
+            {
+                "dataset": d,
+                "setting": "α=0.05",
+                "T": 20,
+                "algorithm": a,
+                "mean": m,
+                "std": 1.0,
+                "n": n,
+                "paper_mean": pm,
+                "paper_std": 0.74,
+            }
             for d, a, m, n, pm, _ in rows
         ]
-    )  # fmt: skip
+    )
 
 
 def test_paper_value_delta_and_within() -> None:

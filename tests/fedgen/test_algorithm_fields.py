@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fedgen.algorithms.registry import AlgorithmDecl, algorithm_names, get_algorithm
-from fedgen.knobs import BY_NAME, default_value
+from fedgen.algorithms.decl import AlgorithmDecl
+from fedgen.algorithms.registry import algorithm_names, get_algorithm
+from fedgen.fidelity import default_value
+from fedgen.knobs import BY_NAME
 from fedgen.sizes import model_shape, state_across_rounds
 
 ROOT = Path(__file__).resolve().parents[2]

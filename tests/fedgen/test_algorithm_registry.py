@@ -15,8 +15,10 @@ import pytest
 
 from fedgen import paper
 from fedgen.algorithms import registry
-from fedgen.algorithms.registry import AlgorithmDecl, RegistryError, register_algorithm
-from fedgen.spec import AlgorithmParams, ExperimentSpec, SpecError, parse_spec
+from fedgen.algorithms.decl import AlgorithmDecl
+from fedgen.algorithms.params import AlgorithmParams
+from fedgen.algorithms.registry import RegistryError, register_algorithm
+from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.studies.costs import estimate_cpu_s
 from tests.support.fingerprint_cases import CASES
 
@@ -61,8 +63,10 @@ def _relative(obj: object) -> str:
 
 def test_recipe_names_the_files_every_builtin_declaration_lives_in() -> None:
     files = _recipe_files()
-    patterns = [re.compile("^" + re.escape(f).replace(re.escape("<name>"), r"[a-z][a-z0-9_]*") + "$")
-                for f in files]  # fmt: skip
+    patterns = [
+        re.compile("^" + re.escape(f).replace(re.escape("<name>"), r"[a-z][a-z0-9_]*") + "$")
+        for f in files
+    ]
     registered = BUILTIN_MODULE.read_text()
     assert 1 <= len(files) <= 3, files  # a built-in: at most 3 files outside the tests
     assert BUILTIN_MODULE.relative_to(ROOT).as_posix() in files
@@ -92,6 +96,11 @@ def test_every_builtin_has_a_fingerprint_case() -> None:
         ({"colour": "red"}, "colour"),
         ({"shares": frozenset({"predictor"})}, "shares"),
         ({"algorithm_cls": "no.colon"}, "module:Class"),
+        # the message names the base class's real home (not an old re-export's)
+        (
+            {"params_cls": dict},
+            re.escape(f"must subclass {AlgorithmParams.__module__}.AlgorithmParams"),
+        ),
     ],
 )
 @pytest.mark.usefixtures("restored")
@@ -113,7 +122,7 @@ def test_a_declaration_without_cost_model_cannot_be_made() -> None:
 
 @pytest.mark.usefixtures("restored")
 def test_a_registered_algorithm_reaches_spec_schema_estimates_and_colours() -> None:
-    from dashboard.compare_view import algorithm_color
+    from dashboard.compare_page.compare_view import algorithm_color
 
     base = {"data": {"name": "synthetic"}, "rounds": 10}
     with pytest.raises(SpecError, match="algorithm: Input tag 'toy'"):

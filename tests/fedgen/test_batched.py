@@ -43,6 +43,13 @@ AGREEMENT: list[tuple[str, dict[str, Any], int]] = [
     # Each client its own lr (per-user clocks below): c_i⁺ divides by the client's K·η_l.
     ("scaffold-own-lrs", {"algorithm": {"name": "scaffold"}, "lr_decay": 0.5}, 3),
     ("feddyn", {"algorithm": {"name": "feddyn", "alpha": 0.1}}, 2),
+    # Each stacked client its own α_k = α·mean_n/n_k (issue 39).
+    (
+        "feddyn-inverse-share",
+        {"algorithm": {"name": "feddyn", "alpha": 0.1, "alpha_scaling": "inverse_share"}},
+        2,
+    ),
+    ("feddyn-average", {"algorithm": {"name": "feddyn", "alpha": 0.1, "evaluate": "average"}}, 2),
 ]
 # The algorithm state an agreement case starts non-zero and compares after the round (per
 # user where it is a list): at zeros, as a fresh run holds it, SCAFFOLD's c − c_i and
@@ -84,9 +91,14 @@ def _seed_kept_state(sims: list[Simulation], keys: tuple[str, ...]) -> None:
         # About the gradients' size, so the correction matters but keeps the run tame.
         return {k: 0.1 * torch.randn(v.shape, generator=gen) for k, v in t.items()}
 
+    users = len(sims[0].data.users)
     for key in keys:
         value = state[key]
-        state[key] = [noise(t) for t in value] if isinstance(value, list) else noise(value)
+        if isinstance(value, dict) and "made" in value:  # per user (client_state.PerUser)
+            # Every user's entry, shaped like the server's state (the first key).
+            state[key] = [noise(state[keys[0]]) for _ in range(users)]
+        else:
+            state[key] = noise(value)
     for sim in sims:
         sim.algo.load_state_dict(state)
 
@@ -96,9 +108,10 @@ def _kept_rel_diffs(seq: Simulation, bat: Simulation, keys: tuple[str, ...]) -> 
     a, b = seq.algo.state_dict(), bat.algo.state_dict()
     out: dict[str, float] = {}
     for key in keys:
-        if isinstance(a[key], list):
-            for i, (ta, tb) in enumerate(zip(a[key], b[key], strict=True)):
-                out[f"{key}[{i}]"] = _client_rel_diff(ta, tb)
+        if isinstance(a[key], dict) and "made" in a[key]:
+            assert a[key]["made"].keys() == b[key]["made"].keys()
+            for i, ta in a[key]["made"].items():
+                out[f"{key}[{i}]"] = _client_rel_diff(ta, b[key]["made"][i])
         else:
             out[key] = _client_rel_diff(a[key], b[key])
     return out
@@ -171,10 +184,32 @@ def test_batched_runs_repeat_bit_for_bit(algorithm: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     "algorithm",
-    [{"name": "fedprox", "mu": 0.1}, FEDGEN, {"name": "scaffold"}],
-    ids=["fedprox", "fedgen", "scaffold"],
+    [
+        {"name": "fedprox", "mu": 0.1},
+        FEDGEN,
+        {"name": "scaffold"},
+        # Server state across the checkpoint: FedDyn's h and users' gradients, the FedOpt
+        # family's moments and momentum.
+        {"name": "feddyn"},
+        # FedDyn's variants (issue 39): the evaluated mean is made by the round evaluating it.
+        {"name": "feddyn", "evaluate": "average", "alpha_scaling": "inverse_share"},
+        {"name": "fedadam"},
+        {"name": "fedyogi"},
+        {"name": "fedavgm"},
+    ],
+    ids=[
+        "fedprox",
+        "fedgen",
+        "scaffold",
+        "feddyn",
+        "feddyn-variants",
+        "fedadam",
+        "fedyogi",
+        "fedavgm",
+    ],
 )
 def test_batched_resume_equals_uninterrupted(algorithm: dict[str, Any]) -> None:
+    """A batched run resumed from round 2's checkpoint repeats rounds 3-4 bit for bit."""
     spec = tiny_spec(algorithm=algorithm, execution="batched", rounds=4, checkpoint_every=2)
     whole = MemorySink()
     run(spec, whole)

@@ -38,7 +38,7 @@ SUMMARY = re.compile(
     r"^final (?P<final>\d+\.\d\d)% @(?P<final_round>\d+)"
     r" · best (?P<best>\d+\.\d\d)%(?: @(?P<best_round>\d+))?"
     r" · top-5 (?P<top5>\d+\.\d\d) ± (?P<top5_std>\d+\.\d\d)%"
-    r" · (?P<rounds>\d+) rounds in \d+\.\d s$"
+    r" · (?P<rounds>\d+) rounds · running time \d+\.\d s$"
 )
 
 
@@ -223,15 +223,26 @@ def test_readable_summary_names_rounds_only_when_not_the_last() -> None:
     from fedgen.cli import readable_summary
     from fedgen.events import RunSummary
 
-    done = RunSummary("completed", 30, 0.7042, 0.7102, 0.7061, 0.0035, "top5", 0.7061, 41.23,
-                      final_round=30, best_round=27)  # fmt: skip
+    done = RunSummary(
+        status="completed",
+        rounds_done=30,
+        final_acc=0.7042,
+        best_acc=0.7102,
+        top5_mean=0.7061,
+        top5_std=0.0035,
+        statistic="top5",
+        value=0.7061,
+        wall_s=41.23,
+        final_round=30,
+        best_round=27,
+    )
     assert readable_summary(done, 30) == (
-        "final 70.42% · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds in 41.2 s"
+        "final 70.42% · best 71.02% @27 · top-5 70.61 ± 0.35% · 30 rounds · running time 41.2 s"
     )
     nan = float("nan")
     stopped = RunSummary("stopped", 0, nan, nan, nan, nan, "top5", nan, 0.5)
     assert readable_summary(stopped, 30) == (
-        "final – · best – · top-5 – · stopped after 0 of 30 rounds in 0.5 s"
+        "final – · best – · top-5 – · stopped after 0 of 30 rounds · running time 0.5 s"
     )
 
 

@@ -12,10 +12,9 @@ from fastapi.testclient import TestClient
 
 from fedgen.data.common import DatasetTensors
 from fedgen.data.datasets import load_dataset
-from fedgen.data.locate import loadable
+from fedgen.data.decl import DatasetDecl
 from fedgen.data.registry import (
     BUILTINS,
-    DatasetDecl,
     dataset_names,
     get_dataset,
     register_dataset,
@@ -24,9 +23,20 @@ from fedgen.data.registry import (
 from fedgen.data_spec import DataSpec
 from fedgen.sizes import checkpoint_estimate, input_shape
 from fedgen.spec import ExperimentSpec, PartitionSpec, SpecError, parse_spec
+from vocab.host_datasets import loadable
 
 API = "/api/v1"
-BUILTIN_NAMES = ("mnist", "emnist-letters", "fashion-mnist", "celeba", "synthetic", "folder")
+BUILTIN_NAMES = (
+    "mnist",
+    "emnist-letters",
+    "fashion-mnist",
+    "celeba",
+    "synthetic",
+    "cifar10",
+    "cifar100",
+    "synthetic-fedprox",
+    "folder",
+)
 
 
 def _blobs(data: DataSpec, partition: PartitionSpec) -> DatasetTensors:
@@ -57,6 +67,10 @@ def test_builtins_are_declared_once() -> None:
     assert tuple(d.name for d in BUILTINS) == BUILTIN_NAMES
     assert get_dataset("celeba").input_shape(DataSpec(name="celeba")) == (3, 84, 84)
     assert get_dataset("emnist-letters").classes == 26
+    assert get_dataset("cifar100").input_shape(DataSpec(name="cifar100")) == (3, 32, 32)
+    assert get_dataset("cifar100").train_class_counts == (500,) * 100
+    assert get_dataset("cifar10").augment == "crop-flip"
+    assert get_dataset("mnist").augment == "none"
     assert (
         get_dataset("synthetic").num_classes(DataSpec(name="synthetic", synthetic_classes=7)) == 7
     )

@@ -12,7 +12,7 @@ import torch
 from fedgen.data import datasets as dsmod
 from fedgen.data.common import DatasetError
 from fedgen.data.datasets import load_dataset
-from fedgen.data.locate import DEBIAN_FASHION_MNIST
+from fedgen.data.files import DEBIAN_FASHION_MNIST
 from fedgen.data.partition import build_partition
 from fedgen.data_spec import DataSpec
 from fedgen.spec import PartitionSpec

@@ -32,7 +32,8 @@ from lab.config import Settings
 from lab.models import RoundMetrics, Run
 from tests.support.datafiles import MNIST_FILES, write_mnist_like
 from tests.support.factories import create_run, create_user
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 # The server side is backend-agnostic here (one GET); SQLite keeps the real run quick.
 pytestmark = [
@@ -83,7 +84,7 @@ def test_export_writes_a_spec_that_reproduces_the_run(
         outcome = execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
     finally:
         torch.set_num_threads(before)
-    assert outcome == "succeeded"
+    assert outcome == RunOutcome.SUCCEEDED
     session.expire_all()
     row = session.get(Run, run.id)
     assert row is not None
@@ -175,7 +176,7 @@ def test_export_lists_the_data_files_the_run_read(
     data = {"name": "mnist", "root": str(root)}
     run = create_run(session, user, data=data, partition={"alpha": 1.0})
     assert execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == (
-        "succeeded"
+        RunOutcome.SUCCEEDED
     )
 
     assert main(["export", str(run.id), "-o", "-", "--api", server, "--token", token]) == 0
@@ -215,3 +216,64 @@ def test_export_errors_are_one_line_and_exit_2(
             assert err.count("\n") == 1, err  # one line, no traceback
     finally:
         dead.close()
+
+
+def test_export_takes_a_unique_prefix_and_names_the_candidates_of_an_ambiguous_one(
+    server: str,
+    session: Session,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The short id the pages show (8 hex digits) exports its run, whoever owns it; a prefix
+    two runs share is refused with both listed; too short or unknown: one line, exit 2. A
+    second export into the same file is no error when nothing changed, refused (with --force
+    suggested) when the file differs, and --force writes over it. When the printed command's
+    folder already holds a run, the output says that command needs --force."""
+    import uuid
+
+    from sqlalchemy import update
+
+    carol, _ = create_user(session, "carol")
+    _, token = create_user(session, "dave")
+    ids = ["1a2b3c4d-0000-4000-8000-000000000001", "1a2b3c4d-9999-4000-8000-000000000002"]
+    for i, rid in enumerate(ids):
+        run = create_run(session, carol, seed=i)
+        session.execute(update(Run).where(Run.id == run.id).values(id=uuid.UUID(rid)))
+    session.commit()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FEDGEN_API_URL", server)
+    monkeypatch.setenv("FEDGEN_TOKEN", token)
+
+    assert main(["export", "1a2b3c4d"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run id prefix 1a2b3c4d is ambiguous: 2 runs match: "), err
+    assert all(f"{rid} (carol, fedavg, queued" in err for rid in ids), err
+    assert err.count("\n") == 1
+
+    assert main(["export", "1a2b3c4d-9"]) == 0  # dave exports carol's run
+    assert f"wrote run-1a2b3c4d.yaml (run {ids[1]}, queued)" in capsys.readouterr().out
+    assert main(["export", "1a2b3c4d-9"]) == 0  # the same file again: no error
+    capsys.readouterr()
+    (tmp_path / "run-1a2b3c4d.yaml").write_text("# my edits\n")
+    assert main(["export", "1a2b3c4d-9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out: run-1a2b3c4d.yaml already exists"), err
+    assert "pass --force to write over it" in err
+    assert (tmp_path / "run-1a2b3c4d.yaml").read_text() == "# my edits\n"
+    (tmp_path / "runs" / "1a2b3c4d").mkdir(parents=True)
+    (tmp_path / "runs" / "1a2b3c4d" / "summary.json").write_text("{}")
+    assert main(["export", "1A2B3C4D-9", "--force"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "run-1a2b3c4d.yaml").read_text().startswith(f"# FedGen Lab run {ids[1]}")
+    assert "runs/1a2b3c4d already holds a run (summary.json)" in out
+    assert "add --force to delete it and run afresh" in out
+
+    for prefix, message in (
+        ("1a2", "error: not a run id: '1a2' (the full id, or its first 4 or more hex digits"),
+        ("0bad", f"error: no run whose id starts with 0bad on {server}/api/v1"),
+    ):
+        assert main(["export", prefix]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(message), err
+        assert err.count("\n") == 1

@@ -11,8 +11,11 @@ code, oneDNN's convolutions pick theirs by ISA and cache sizes, MKL its own. On 
 they are computed in a child process with portable numerics (`PORTABLE_NUMERICS`: ATen's
 scalar kernels, MKL's conditional-numerical-reproducibility path, oneDNN off, one thread),
 where the CPU's features do not pick the kernels; a test checks that capping oneDNN's and
-MKL's instruction sets leaves the bits as they are. Regenerate only for an intended change
-of results:
+MKL's instruction sets leaves the bits as they are. Three cases (FedAdam, FedYogi, SCAFFOLD)
+still give other last bits on Intel Xeon than on the AMD EPYC the file was written on, with
+the same code (checked against the landed commit on both): `fingerprints-GenuineIntel.json`
+pins those cases for Intel CPUs, and every other case is pinned once for both. Regenerate only
+for an intended change of results:
 `FEDGEN_WRITE_FINGERPRINTS=1 python -m pytest tests/fedgen/test_fingerprint.py`.
 """
 
@@ -36,6 +39,22 @@ from tests.support.specs import tiny_spec
 pytestmark = pytest.mark.slow  # real runs, in a child process
 
 FILE = Path(__file__).with_name("fingerprints.json")
+
+
+def _cpu_vendor() -> str:
+    """The CPU's vendor id ('GenuineIntel', 'AuthenticAMD', ...) from /proc/cpuinfo, or ''."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        if line.startswith("vendor_id"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+# Cases whose portable bits differ on this CPU vendor: {case: fingerprint} over FILE's.
+VENDOR_FILE = Path(__file__).with_name(f"fingerprints-{_cpu_vendor() or 'unknown'}.json")
 ROOT = Path(__file__).resolve().parents[2]
 
 # Environment of the child process that computes the fingerprints: kernels chosen by none of
@@ -97,11 +116,14 @@ def portable() -> dict[str, list[str]]:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fingerprint_unchanged(case: str, portable: dict[str, list[str]]) -> None:
     got = portable[case]
+    vendor = json.loads(VENDOR_FILE.read_text()) if VENDOR_FILE.exists() else {}
     if os.environ.get("FEDGEN_WRITE_FINGERPRINTS"):
-        stored = json.loads(FILE.read_text()) if FILE.exists() else {}
+        target = VENDOR_FILE if case in vendor else FILE
+        stored = json.loads(target.read_text()) if target.exists() else {}
         stored[case] = got
-        FILE.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
-    want = json.loads(FILE.read_text())[case]
+        target.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
+        vendor = json.loads(VENDOR_FILE.read_text()) if VENDOR_FILE.exists() else {}
+    want = vendor.get(case) or json.loads(FILE.read_text())[case]
     assert got == want, f"{case}: CPU results differ from the committed fingerprint"
 
 

@@ -144,7 +144,9 @@ def test_spec_rules_of_the_folder_section() -> None:
     with pytest.raises(SpecError, match=r"data\.folder\.classes: expected a class count 2\.\.1000"):
         parse_spec({"data": {"name": "folder", "folder": {"path": "x", "classes": 1}}})
     with pytest.raises(SpecError, match=r"data\.folder\.image_size"):
-        parse_spec({"data": {"name": "folder", "folder": {"path": "x", "classes": 3, "image_size": 4}}})  # fmt: skip
+        parse_spec(
+            {"data": {"name": "folder", "folder": {"path": "x", "classes": 3, "image_size": 4}}}
+        )
     assert '"folder"' not in ExperimentSpec().canonical_json()
     with_folder = parse_spec({"data": {"name": "folder", "folder": {"path": "x", "classes": 3}}})
     assert '"folder":{"channels":1,"classes":3,"image_size":28,"path":"x"}' in (

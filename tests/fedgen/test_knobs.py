@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from fedgen.fidelity import resolve
-from fedgen.knobs import KNOBS, markdown_table
-from fedgen.spec import ExperimentSpec, FedGenParams, FidelitySpec, parse_spec
+from fedgen.algorithms.params import FedGenParams
+from fedgen.fidelity import markdown_table, resolve
+from fedgen.knobs import KNOBS
+from fedgen.spec import ExperimentSpec, FidelitySpec, parse_spec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fidelity.md"
 BEGIN, END = "<!-- knobs:begin -->", "<!-- knobs:end -->"

@@ -122,9 +122,32 @@ def test_resume_equals_uninterrupted_bit_for_bit(name: str) -> None:
     assert _records(resumed.events) == _records(full.events[3:])
 
 
+@pytest.mark.parametrize(
+    "variant", [{"evaluate": "average"}, {"alpha_scaling": "inverse_share"}], ids=str
+)
+def test_feddyn_variants_resume_equal_uninterrupted(variant: dict[str, Any]) -> None:
+    """FedDyn's options (issue 39) resume from round 2's full checkpoint as if uninterrupted:
+    `average`'s evaluated mean is made by the round that evaluates it, α_k from the data."""
+    # Prepare
+    spec = _spec("feddyn", rounds=5, checkpoint_every=2, algorithm={"name": "feddyn", **variant})
+    full = MemorySink()
+    run(spec, full)
+    ckpt = next(c for e in full.events if e.round == 2 for c in e.checkpoints if c.kind == "full")
+    # Execute
+    resumed = MemorySink()
+    run(spec, resumed, resume_from=ckpt.data)
+    # Assert
+    assert [e.round for e in resumed.events] == [3, 4, 5]
+    assert _records(resumed.events) == _records(full.events[3:])
+    default = _uninterrupted("feddyn")  # the option changes what the run reports
+    assert _records(full.events[1:]) != _records(default.events[1:])
+
+
 @pytest.mark.parametrize("name", ["scaffold", "feddyn", "moon"])
 def test_every_users_state_is_in_the_checkpoint_and_restored(name: str) -> None:
-    """Users never sampled keep their entry; a restore puts back each user's own tensors."""
+    """Every user trained so far has its entry, and no other (state is made on a user's first
+    round, so memory grows with the users ever sampled); a restore puts back each user's own
+    tensors."""
     spec = _spec(name, rounds=2)
     sim = Simulation(spec)
     sim.initial_event()
@@ -132,9 +155,11 @@ def test_every_users_state_is_in_the_checkpoint_and_restored(name: str) -> None:
     sim.round(2)
     saved = checkpoint.from_bytes(checkpoint.to_bytes(sim.full_state(2)))["algorithm"]
     per_user = next(
-        v for k, v in saved.items() if isinstance(v, list) and k != "user_local" and k != "streams"
+        v["made"]
+        for k, v in saved.items()
+        if k != "user_local" and isinstance(v, dict) and "made" in v
     )
-    assert len(per_user) == spec.partition.num_users
+    assert 0 < len(per_user) <= min(spec.partition.num_users, 2 * spec.users_per_round)
     other = Simulation(spec)
     other.algo.load_state_dict(saved)
     again = other.algo.state_dict()
@@ -163,7 +188,9 @@ def _assert_equal(a: Any, b: Any) -> None:
     ("name", "share"), [*((n, "all") for n in sorted(BASELINES_32)), ("fedadam", "predictor")]
 )
 def test_checkpoint_estimate_within_ten_percent_above_the_real_size(name: str, share: str) -> None:
-    spec = _spec(name, share=share, partition={"num_users": 8}, users_per_round=3)
+    # Every user trains in round 1, so every user's kept state exists (it is made on a user's
+    # first round) and the estimate's users ever sampled are all of them.
+    spec = _spec(name, share=share, partition={"num_users": 8}, users_per_round=8)
     sim = Simulation(spec)
     sim.initial_event()
     sim.round(1)
@@ -262,3 +289,27 @@ def test_fednova_steps_are_seeded_recorded_and_normalised() -> None:
     assert metrics["local_steps_min"] <= metrics["tau_eff"] <= metrics["local_steps_max"]
     other = Simulation(tiny_spec(**{**spec.model_dump(), "seed": 1}))
     assert [other.algo.local_steps(u, 1) for u in users] != draws[0]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("weighting", ["uniform", "aggregation"])
+def test_scaffold_variate_weighting(weighting: str) -> None:
+    """After round 1 (every c_i was 0), c = |S|/N · Σ w_i c_i: w uniform (the paper) or the
+    model's weights by samples (`variate_weighting: aggregation`, official profile)."""
+    # Prepare
+    algorithm = {"name": "scaffold", "variate_weighting": weighting}
+    sim = Simulation(_spec("scaffold", algorithm=algorithm, fidelity={"aggregation": "samples"}))
+    algo: Any = sim.algo
+    # Execute
+    sim.round(1)
+    # Assert
+    trained = [u for u in sim.data.users if u.index in algo.c_users.made]
+    counts = [u.num_train for u in trained]
+    assert len(set(counts)) > 1, "users of equal size cannot tell the weightings apart"
+    weights = [n / sum(counts) for n in counts] if weighting == "aggregation" else None
+    weights = weights or [1 / len(trained)] * len(trained)
+    share = len(trained) / len(sim.data.users)
+    for key, c in algo.c.items():
+        expected = share * sum(
+            w * algo.c_users.peek(u.index)[key] for w, u in zip(weights, trained, strict=True)
+        )
+        torch.testing.assert_close(c, expected, rtol=1e-5, atol=1e-7)

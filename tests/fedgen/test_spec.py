@@ -20,9 +20,9 @@ def _errors(data: object) -> dict[str, str]:
 
 def test_out_of_range_names_field_value_and_limit() -> None:
     """A too-large value reports the dotted field, the value and the bound."""
-    errs = _errors({"partition": {"num_users": 5000}, "rounds": 0})
-    assert "less than or equal to 1000" in errs["partition.num_users"]
-    assert "5000" in errs["partition.num_users"]
+    errs = _errors({"partition": {"num_users": 50000}, "rounds": 0})
+    assert "less than or equal to 10000" in errs["partition.num_users"]
+    assert "50000" in errs["partition.num_users"]
     assert "greater than or equal to 1" in errs["rounds"]
 
 

@@ -18,12 +18,12 @@ from fedgen.specdict import (
     group_key,
     group_label,
     merge,
-    run_label,
     set_dotted,
 )
-from fedgen.status import ACTIVE, RUN_STATUSES, TERMINAL
 from fedgen.sweep import SweepSpec, expand
 from fedgen.versions import versions
+from vocab.run_names import run_label
+from vocab.run_status import ACTIVE, RUN_STATUSES, TERMINAL
 
 FEDGEN = {"name": "fedgen", "gen_batch_size": 64, "preset": "cnn1"}
 
@@ -117,9 +117,19 @@ def test_differing_fields_ignores_seed_and_absent_parameters() -> None:
     # Prepare
     flats = [
         {"algorithm.name": "fedavg", "partition.alpha": 0.1, "seed": 0},
-        {"algorithm.name": "fedgen", "algorithm.gen_batch_size": 32, "partition.alpha": 0.1, "seed": 1},
-        {"algorithm.name": "fedgen", "algorithm.gen_batch_size": 64, "partition.alpha": 1.0, "seed": 2},
-    ]  # fmt: skip
+        {
+            "algorithm.name": "fedgen",
+            "algorithm.gen_batch_size": 32,
+            "partition.alpha": 0.1,
+            "seed": 1,
+        },
+        {
+            "algorithm.name": "fedgen",
+            "algorithm.gen_batch_size": 64,
+            "partition.alpha": 1.0,
+            "seed": 2,
+        },
+    ]
     # Execute / Assert
     assert differing_fields(flats) == [
         "algorithm.name",
@@ -157,14 +167,15 @@ def test_group_key_by_chosen_fields() -> None:
 
 
 def test_labels() -> None:
-    """Group labels use short names and plain floats; run labels name algorithm to seed."""
+    """Group labels use short names and plain floats; a run alone is named as every page names
+    it (vocab.run_names: the algorithm's label, the dataset, α, the seed)."""
     assert group_label({"algorithm.name": "fedgen", "partition.alpha": 1.0, "lr": 0.01}) == (
         "algorithm=fedgen, alpha=1, lr=0.01"
     )
     assert group_label({}) == "all"
     spec = parse_spec({"data": {"name": "fashion-mnist"}, "partition": {"alpha": 0.1}, "seed": 2})
-    assert run_label(spec) == f"{spec.algorithm.name} · fashion-mnist · α=0.1 · seed=2"
-    assert run_label({}) == "? · ? · α=? · seed=?"
+    assert run_label(spec.model_dump()) == "FedAvg · FMNIST · α=0.1 · s2"
+    assert run_label({}) == "? · ? · α=? · s?"
 
 
 def test_sweep_applies_grid_with_the_same_rules() -> None:
@@ -177,9 +188,10 @@ def test_sweep_applies_grid_with_the_same_rules() -> None:
     # Assert
     assert [s.algorithm.model_dump() for s in specs] == [
         parse_spec({"algorithm": {"name": "fedavg"}}).algorithm.model_dump(),
-        parse_spec({"algorithm": {"name": "fedgen", "gen_batch_size": 16, "preset": "cnn1"}})
-        .algorithm.model_dump(),
-    ]  # fmt: skip
+        parse_spec(
+            {"algorithm": {"name": "fedgen", "gen_batch_size": 16, "preset": "cnn1"}}
+        ).algorithm.model_dump(),
+    ]
     assert all(s.partition.alpha == 1.0 for s in specs)
     assert base == {"rounds": 2, "algorithm": {"name": "fedgen", "gen_batch_size": 16}}
 
@@ -222,7 +234,7 @@ def test_versions_of_a_run_name_its_cpu_kernels() -> None:
 def test_specdict_and_status_import_only_light_modules() -> None:
     """The dashboard may import these: neither pulls torch, numpy or pydantic."""
     code = (
-        "import sys; import fedgen.specdict, fedgen.status; "
+        "import sys; import fedgen.specdict, vocab.run_status; "
         "print(sorted(m for m in ('torch', 'numpy', 'pydantic') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

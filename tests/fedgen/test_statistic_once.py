@@ -35,7 +35,11 @@ def test_the_list_is_spelled_only_in_fedgen_stats() -> None:
 def test_knob_and_plot_take_the_declared_statistics() -> None:
     """The fidelity knob offers the curve statistics; the plot adds time to target."""
     # Assert
-    assert get_args(BY_NAME["statistic"].type) == CURVE_STATISTICS == ("final", "best", "top5")
+    assert (
+        get_args(BY_NAME["statistic"].type)
+        == CURVE_STATISTICS
+        == ("final", "best", "top5", "val_best")
+    )
     assert get_args(PlotStatistic) == (*CURVE_STATISTICS, "time_to_target")
 
 

@@ -66,3 +66,13 @@ def test_run_summary_uses_only_the_evaluated_rounds(timing: str, final_round: in
     assert summary.best_acc == max(shown)
     assert summary.top5_mean == pytest.approx(sum(shown) / len(shown))
     assert summary.to_dict()["final_round"] == final_round
+
+
+def test_counts_round_is_the_one_rule_of_reported_curve() -> None:
+    """Round R counts under after_aggregation only; every earlier round under both."""
+    from fedgen.stats import counts_round
+
+    assert [counts_round(r, "before_training", 6) for r in (0, 5, 6)] == [True, True, False]
+    assert counts_round(6, "after_aggregation", 6)
+    kept = [v for r, v in enumerate(CURVE) if counts_round(r, "before_training", 6)]
+    assert kept == reported_curve(CURVE, "before_training", rounds=6)

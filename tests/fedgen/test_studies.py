@@ -15,20 +15,34 @@ from fedgen.cli import main
 from fedgen.spec import SpecError
 from fedgen.stats import pooled_top5, reported_curve
 from fedgen.studies import registry
+from fedgen.studies.costs import estimate_cpu_s
 from fedgen.studies.registry import STUDIES, StudyOverrides, UnknownStudy, plan, study_of_base
 from fedgen.studies.verdicts import RunResult, study_table, verdict
 from fedgen.sweep import SweepSpec, expand
 
-REQUIRED = {"table1", "table2", "table3", "table4", "fig5-stragglers", "fig5-mlp-vs-cnn", "fig5-delay"}  # fmt: skip
+REQUIRED = {
+    "table1",
+    "table2",
+    "table3",
+    "table4",
+    "fig5-stragglers",
+    "fig5-mlp-vs-cnn",
+    "fig5-delay",
+}
 
 
 # Studies beyond the paper: the extended Table 1 of issue 32 (its default is Fashion-MNIST).
 EXTENDED = {"table1-extended"}
+# On CIFAR-10 with ResNet-18 (only on 32x32 colour images: not in the parametrised checks).
+CIFAR = {"cifar10"}
+# Tuned by validation (issue 39): a grid per method, so a cell holds several configurations
+# (tests/fedgen/test_study_tuned.py).
+TUNED = {"table1-tuned"}
 
 
 def test_every_paper_experiment_is_a_study() -> None:
     """The seven studies exist, each with a version and the paper's dataset as default."""
-    assert set(STUDIES) == REQUIRED | EXTENDED
+    assert set(STUDIES) == REQUIRED | EXTENDED | CIFAR | TUNED
     assert {STUDIES[n].paper_dataset for n in REQUIRED} <= {"mnist", "emnist-letters", "celeba"}
 
 
@@ -48,6 +62,32 @@ def test_every_run_falls_in_exactly_one_cell(name: str, dataset: str | None) -> 
     assert set(p.layout.paper) <= set(cells)
     if dataset is not None:
         assert p.layout.paper == {}  # the paper has no Fashion-MNIST or synthetic rows
+
+
+def test_cifar10_study_runs_resnet18_on_cifar10_with_its_estimate() -> None:
+    """Seven algorithms x α 0.1, 0.5 x 3 seeds on CIFAR-10 with ResNet-18, one run per cell and
+    seed, crop-flip by the dataset's default, and a CPU estimate that says ResNet-18 costs."""
+    p = plan("cifar10")
+    assert (p.dataset, p.seeds, p.runs) == ("cifar10", 3, 2 * 7 * 3)
+    assert p.layout.rows.labels == ["α=0.1", "α=0.5"]
+    assert len(p.layout.columns.labels) == 7
+    assert {s.algorithm.name for s in p.specs} == {
+        "fedavg",
+        "fedprox",
+        "scaffold",
+        "feddyn",
+        "moon",
+        "feddf",
+        "fedgen",
+    }
+    cells = Counter(p.layout.cell_of(s) for s in p.specs)
+    assert None not in cells
+    assert set(cells.values()) == {3}
+    assert {s.model.name for s in p.specs} == {"resnet18"}
+    assert {s.data.resolved_augment for s in p.specs} == {"crop-flip"}
+    fedavg_cnn = plan("table1-extended", StudyOverrides(seeds=1)).specs[0]
+    per_run = p.est_cpu_s / p.runs
+    assert per_run > 10 * estimate_cpu_s(fedavg_cnn)
 
 
 def test_table1_default_is_mnist_with_the_papers_numbers() -> None:
@@ -93,13 +133,19 @@ def test_table1_emnist_and_celeba_rows_are_the_papers() -> None:
     celeba = plan("table1", StudyOverrides(dataset="celeba", seeds=1))
     # Assert
     assert emnist.layout.rows.labels == [
-        "α=0.05, T=20", "α=0.1, T=20", "α=10, T=20", "α=1, T=20", "α=1, T=40",
-    ]  # fmt: skip
+        "α=0.05, T=20",
+        "α=0.1, T=20",
+        "α=10, T=20",
+        "α=1, T=20",
+        "α=1, T=40",
+    ]
     assert emnist.layout.paper[("α=1, T=40", "FedGen")] == (78.92, 0.73)
     assert sorted({s.local_steps for s in emnist.specs}) == [20, 40]
     assert {(s.users_per_round, s.partition.num_users) for s in celeba.specs} == {
-        (5, 10), (5, 25), (10, 25),
-    }  # fmt: skip
+        (5, 10),
+        (5, 25),
+        (10, 25),
+    }
     assert celeba.layout.paper[("r=5/25, T=20", "FedEnsemble")] == (90.22, 0.31)
 
 
@@ -110,13 +156,16 @@ def test_table2_and_table3_columns() -> None:
     t3 = plan("table3", StudyOverrides(seeds=1))
     # Assert
     assert t2.layout.columns.labels == [
-        "FedAvg", "FedGen cnn0 [64,256]", "FedGen default [32,256]", "FedGen cnn1 [32,128]",
-        "FedGen cnn2 [16,128]", "FedGen cnn3 [32,64]",
-    ]  # fmt: skip
+        "FedAvg",
+        "FedGen cnn0 [64,256]",
+        "FedGen default [32,256]",
+        "FedGen cnn1 [32,128]",
+        "FedGen cnn2 [16,128]",
+        "FedGen cnn3 [32,64]",
+    ]
     assert t2.layout.paper[("α=0.1, T=20", "FedGen cnn1 [32,128]")] == (72.43, 0.57)
-    assert sorted(
-        s.algorithm.gen_batch_size for s in t3.specs if s.algorithm.name == "fedgen"
-    ) == [8, 16, 32, 64, 128]  # fmt: skip
+    gen_batch_sizes = [s.algorithm.gen_batch_size for s in t3.specs if s.algorithm.name == "fedgen"]
+    assert sorted(gen_batch_sizes) == [8, 16, 32, 64, 128]
     assert t3.layout.reference_row == "FedAvg"
 
 
@@ -208,8 +257,8 @@ def test_bad_overrides_and_unknown_names() -> None:
     with pytest.raises(ValueError, match="seeds"):
         StudyOverrides(seeds=0)
     with pytest.raises(ValueError, match="dataset"):
-        StudyOverrides(dataset="cifar10")  # type: ignore[arg-type]
-    with pytest.raises(UnknownStudy, match="table1, table1-extended, table2"):
+        StudyOverrides(dataset="imagenet")
+    with pytest.raises(UnknownStudy, match="table1, table1-extended, table1-tuned, table2"):
         plan("table9")
 
 
@@ -224,9 +273,14 @@ def test_zipped_grid_keys() -> None:
     specs = expand(sweep)
     # Assert
     assert [(s.partition.alpha, s.local_steps, s.seed) for s in specs] == [
-        (0.1, 20, 0), (0.1, 20, 1), (1.0, 40, 0), (1.0, 40, 1),
-    ]  # fmt: skip
-    with pytest.raises(ValueError, match=r"grid.partition.alpha,local_steps\[1\]: expected a list of 2"):  # fmt: skip
+        (0.1, 20, 0),
+        (0.1, 20, 1),
+        (1.0, 40, 0),
+        (1.0, 40, 1),
+    ]
+    with pytest.raises(
+        ValueError, match=r"grid.partition.alpha,local_steps\[1\]: expected a list of 2"
+    ):
         SweepSpec(grid={"partition.alpha,local_steps": [[0.1, 20], [1.0]]})
     with pytest.raises(SpecError, match="local_steps"):
         expand(SweepSpec(grid={"partition.alpha,local_steps": [[0.1, 0]]}))

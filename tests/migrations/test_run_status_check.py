@@ -1,4 +1,4 @@
-"""runs.status is held to fedgen.status.RunStatus by the database (migration 0009): a check
+"""runs.status is held to vocab.run_status.RunStatus by the database (migration 0009): a check
 constraint on Postgres, triggers on SQLite; adding them keeps every run's rows."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from sqlalchemy import Engine, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from fedgen.status import RunStatus
 from lab.db import make_engine
 from lab.models import Run
 from migrations.apply import alembic_config
 from tests.support.factories import create_run, create_user
+from vocab.run_status import RunStatus
 
 RUNS = Run.__table__
 

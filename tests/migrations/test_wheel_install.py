@@ -24,22 +24,15 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
+from fedgen.versions import PACKAGES
 from tests.support.postgres import PG_BASE, scratch_schema
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-# What the Dockerfile's build stage copies: everything the wheel is built from.
-SOURCES = (
-    "pyproject.toml",
-    "README.md",
-    "fedgen",
-    "lab",
-    "api",
-    "worker",
-    "dashboard",
-    "migrations",
-)
+# What the Dockerfile's build stage copies: everything the wheel is built from (every package
+# the project ships, fedgen.versions.PACKAGES, which a test keeps equal to pyproject's list).
+SOURCES = ("pyproject.toml", "README.md", *PACKAGES)
 # The build stage's `pip wheel` (offline here, hence no build isolation) and its RUN line.
 WHEEL_ARGS = ("wheel", "--no-deps", "--no-build-isolation")
 WHEEL_CMD = f"pip {' '.join(WHEEL_ARGS)} -w /wheels ."
@@ -111,13 +104,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 
 def test_installed_packages_come_from_the_venv(installed: Installed) -> None:
-    """fedgen, api, worker, dashboard and migrations import from the new venv, not the repo."""
+    """Every package (fedgen, lab, api, worker, dashboard, migrations, fedgen_lab, admin)
+    imports from the new venv, not the repo."""
     # Prepare
     code = (
-        "import json, sys, api, dashboard, fedgen, migrations, worker\n"
-        "from worker.supervisor import DASHBOARD_APP\n"
-        "print(json.dumps({'files': [m.__file__ for m in (api, dashboard, fedgen, migrations,"
-        " worker)], 'path': sys.path, 'app': str(DASHBOARD_APP)}))"
+        "import importlib, json, sys\n"
+        "from admin.serve import DASHBOARD_APP\n"
+        f"mods = [importlib.import_module(p) for p in {list(PACKAGES)!r}]\n"
+        "print(json.dumps({'files': [m.__file__ for m in mods], 'path': sys.path,"
+        " 'app': str(DASHBOARD_APP)}))"
     )
 
     # Execute
@@ -247,7 +242,7 @@ def test_compose_dashboard_runs_the_installed_app(installed: Installed) -> None:
     # Prepare
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     argv = shlex.split(services["dashboard"]["command"])
-    code = "from worker.supervisor import DASHBOARD_APP; print(DASHBOARD_APP)"
+    code = "from admin.serve import DASHBOARD_APP; print(DASHBOARD_APP)"
 
     # Execute
     app = installed.run(str(installed.venv / "bin" / "python"), "-c", code, db_url="sqlite://")

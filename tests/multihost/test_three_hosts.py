@@ -36,12 +36,12 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from fedgen.sizes import kept_checkpoint_rounds
 from lab.config import Settings
 from tests.support import netns
 from tests.support.needs import needs
 from tests.support.netns import Lab
 from tests.support.procs import wait_for
+from vocab.footprint import kept_checkpoint_rounds
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

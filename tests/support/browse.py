@@ -9,6 +9,7 @@ screenshots script (issue28_screenshots.py).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,22 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def grid(frame: Any) -> tuple[list[str], list[list[str]]]:
+def grid(frame: Any, timeout_ms: int = 30_000) -> tuple[list[str], list[list[str]]]:
     """(column headers, rows of cell texts) of a data frame (the locator of its
     stDataFrame element), as its accessible grid holds them: the rows and columns drawn, i.e.
-    the visible ones. The grid is hidden from sight, so its text is read, not its inner text."""
+    the visible ones. The grid is hidden from sight, so its text is read, not its inner text.
+
+    The grid is filled after the frame appears, and a page's live fragment may redraw the frame
+    while it is read, so an empty read is tried again for up to `timeout_ms`."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        headers, rows = _grid_once(frame)
+        if headers or time.monotonic() >= deadline:
+            return headers, rows
+        frame.page.wait_for_timeout(250)
+
+
+def _grid_once(frame: Any) -> tuple[list[str], list[list[str]]]:
     heads = frame.locator('[role="columnheader"]')
     headers = [str(heads.nth(i).text_content() or "").strip() for i in range(heads.count())]
     rows = []

@@ -22,7 +22,7 @@ from lab.config import Settings
 from lab.db import session_scope
 from lab.repository import users as users_repo
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 
 def free_port() -> int:
@@ -92,9 +92,13 @@ def tiny_spec(**changes: Any) -> dict[str, Any]:
         "data": {"name": "synthetic", "synthetic_samples": 200},
         "partition": {"num_users": 3, "alpha": 0.1},
         "algorithm": {"name": "fedavg"},
-        "rounds": 3, "users_per_round": 2, "local_steps": 2, "batch_size": 16,
-        "eval_batch_size": 256, "checkpoint_every": 0,
-    }  # fmt: skip
+        "rounds": 3,
+        "users_per_round": 2,
+        "local_steps": 2,
+        "batch_size": 16,
+        "eval_batch_size": 256,
+        "checkpoint_every": 0,
+    }
     spec.update(changes)
     return spec
 
@@ -111,9 +115,12 @@ def seed_lab(lab: Lab) -> dict[str, Any]:
         )
         for run_id in sweep["run_ids"]:
             status = execute_run(
-                run_id, lab.app.state.sessionmaker, runner=FakeRunner(), settings=lab.settings,
+                run_id,
+                lab.app.state.sessionmaker,
+                runner=FakeRunner(),
+                settings=lab.settings,
                 worker_name="test-worker",
-            )  # fmt: skip
+            )
             assert status == "succeeded", status
         queued = c.post("/runs", json={"spec": tiny_spec(seed=7)}).raise_for_status().json()
     return {"sweep_id": sweep["id"], "run_ids": sweep["run_ids"], "queued_id": queued["id"]}

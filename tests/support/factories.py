@@ -8,9 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api.schemas.analysis import TimingTable
-from api.schemas.runs import RunPublic
-from api.schemas.sweeps import SummaryGroup, SweepSummary
+from fedgen.cost import COST_TOTALS
 from fedgen.spec import parse_spec
 from fedgen.specdict import merge
 from fedgen.sweep import SweepSpec, expand
@@ -19,6 +17,9 @@ from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
 from lab.repository import users as users_repo
 from lab.repository import workers as workers_repo
+from vocab.schemas.analysis import TimingTable
+from vocab.schemas.runs import RunPublic
+from vocab.schemas.sweeps import SummaryGroup, SweepSummary
 
 
 def make_spec(**overrides: Any) -> dict[str, Any]:
@@ -196,6 +197,16 @@ def summary_group(**fields: Any) -> SummaryGroup:
         "best_round": None,
         "top5_mean": None,
         "top5_std": None,
+        "n_seeds": 1,
+        "final_seed_std": None,
+        "best_seed_std": None,
+        "top5_seed_std": None,
+        "val_best_mean": None,
+        "val_best_std": None,
+        "val_best_seed_std": None,
+        "n_val_best": 0,
+        **{f"{c}_{s}": None for c in COST_TOTALS for s in ("mean", "seed_std")},
+        "tune": None,
         "run_ids": ["a"],
         "all_run_ids": [],
     }
@@ -205,7 +216,13 @@ def summary_group(**fields: Any) -> SummaryGroup:
 def sweep_summary(*groups: SummaryGroup) -> SweepSummary:
     """GET /sweeps/{id}/summary of these groups."""
     return SweepSummary(
-        sweep_id="s1", name="sweep", group_by=None, groups=list(groups), warnings=[]
+        sweep_id="s1",
+        name="sweep",
+        group_by=None,
+        statistic="val_best",
+        tune=None,
+        groups=list(groups),
+        warnings=[],
     )
 
 

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from fedgen.events import Checkpoint, RoundEvent, RunInfo, RunSummary, UserRoundMetrics
+from fedgen.events import (
+    Checkpoint,
+    RoundEvent,
+    RunInfo,
+    RunSummary,
+    SummaryStatus,
+    UserRoundMetrics,
+)
 from fedgen.spec import ExperimentSpec
 
 NUM_CLASSES = 2
@@ -73,7 +80,7 @@ class FakeRunner:
         accs: list[float] = []
         for r in range(start, spec.rounds + 1):
             if r > start and should_stop is not None and should_stop():
-                return self._summary("stopped", r - 1, accs)
+                return self._summary(SummaryStatus.STOPPED, r - 1, accs)
             if r == self.fail_at:
                 raise RuntimeError(f"simulated failure in round {r}")
             if r == self.kill_at:
@@ -82,7 +89,7 @@ class FakeRunner:
             sink.on_round(self._round(spec, r, accs[-1]))
             if self.on_round:
                 self.on_round(r)
-        summary = self._summary("completed", spec.rounds, accs)
+        summary = self._summary(SummaryStatus.COMPLETED, spec.rounds, accs)
         sink.on_finish(summary)
         return summary
 
@@ -106,21 +113,34 @@ class FakeRunner:
     @staticmethod
     def _round(spec: ExperimentSpec, r: int, acc: float) -> RoundEvent:
         fedgen = spec.algorithm.name == "fedgen"
-        user_accs = [min(max(acc + 0.05 * (u % 3 - 1), 0.0), 1.0) for u in range(spec.partition.num_users)]  # fmt: skip
+        user_accs = [
+            min(max(acc + 0.05 * (u % 3 - 1), 0.0), 1.0) for u in range(spec.partition.num_users)
+        ]
         metrics = {
-            "test_acc": acc, "test_loss": 1 - acc, "train_loss": 2.0 * (1 - acc), "lr": spec.lr,
-            "user_acc_mean": sum(user_accs) / len(user_accs), "user_acc_min": min(user_accs),
-            "bytes_down": 1e5, "bytes_up": 1e5,
+            "test_acc": acc,
+            "test_loss": 1 - acc,
+            "train_loss": 2.0 * (1 - acc),
+            "lr": spec.lr,
+            "user_acc_mean": sum(user_accs) / len(user_accs),
+            "user_acc_min": min(user_accs),
+            "bytes_down": 1e5,
+            "bytes_up": 1e5,
             "time_user_ms": USER_MS.get(spec.algorithm.name, DEFAULT_USER_MS),
-            "time_train_ms": 100.0, "time_server_ms": 20.0, "time_eval_ms": 10.0,
+            "time_train_ms": 100.0,
+            "time_server_ms": 20.0,
+            "time_eval_ms": 10.0,
             "time_total_ms": 140.0,
-        }  # fmt: skip
+        }
         ckpts = []
         if spec.checkpoint_every and r % spec.checkpoint_every == 0:
             ckpts.append(Checkpoint("full", r, json.dumps({"round": r}).encode()))
         if fedgen:
-            metrics |= {"gen_teacher_loss": 1.0 / (r + 1), "gen_diversity_loss": 0.5,
-                        "gen_ensemble_acc": acc, "gen_train_ms": 15.0}  # fmt: skip
+            metrics |= {
+                "gen_teacher_loss": 1.0 / (r + 1),
+                "gen_diversity_loss": 0.5,
+                "gen_ensemble_acc": acc,
+                "gen_train_ms": 15.0,
+            }
             if r > 0:
                 ckpts.append(Checkpoint("generator", r, _generator_bytes(r)))
         users = [
@@ -130,9 +150,7 @@ class FakeRunner:
         return RoundEvent(r, metrics, users, ckpts)
 
     @staticmethod
-    def _summary(
-        status: Literal["completed", "stopped"], done: int, accs: list[float]
-    ) -> RunSummary:
+    def _summary(status: SummaryStatus, done: int, accs: list[float]) -> RunSummary:
         last = accs[-1] if accs else 0.0
         return RunSummary(
             status=status,

@@ -51,7 +51,7 @@ from tests.support import pg_server
 from tests.support.procs import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB_CLI = [sys.executable, "-m", "worker.lab_cli"]  # `fedgen-lab`, from this checkout
+LAB_CLI = [sys.executable, "-m", "admin"]  # `fedgen-lab`, from this checkout
 DATASETS = Path("/usr/share/datasets")  # Debian's datasets (Fashion-MNIST)
 WORKER_HOSTS = {"w1": 11, "w2": 12, "w3": 13}  # host -> last octet of its address
 WITHOUT_DATASETS = frozenset({"w3"})
@@ -193,8 +193,8 @@ class Lab:
         self.hosts[name] = host  # from here on close() removes it
         leg = f"v-{name}"  # its end on the bridge, inside the lab namespace
         _run("ip", "-n", host.ns, "link", "set", "lo", "up")
-        _run("ip", "-n", self.lab.ns, "link", "add", leg, "type", "veth",
-             "peer", "name", "eth0", "netns", host.ns)  # fmt: skip
+        peer = ("peer", "name", "eth0", "netns", host.ns)  # the pair's other end, in the host
+        _run("ip", "-n", self.lab.ns, "link", "add", leg, "type", "veth", *peer)
         _run("ip", "-n", self.lab.ns, "link", "set", leg, "master", "br0", "up")
         _run("ip", "-n", host.ns, "addr", "add", f"{host.ip}/24", "dev", "eth0")
         _run("ip", "-n", host.ns, "link", "set", "eth0", "up")
@@ -225,8 +225,8 @@ class Lab:
         if host.without_datasets:
             script += f" && mount -t tmpfs -o size=1m none {DATASETS}"
         script += ' && exec "$@"'
-        return ["ip", "netns", "exec", host.ns, "unshare", "--uts", "--mount",
-                "sh", "-c", script, host.name, *argv]  # fmt: skip
+        enter = ["ip", "netns", "exec", host.ns, "unshare", "--uts", "--mount"]
+        return [*enter, "sh", "-c", script, host.name, *argv]
 
     def spawn(
         self, host: Host, argv: Sequence[str], env: dict[str, str], log: Path

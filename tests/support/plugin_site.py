@@ -29,11 +29,15 @@ def install_example(dest: Path) -> Path:
     src, site = dest / "src", dest / "site"
     # A copy: the build's own folders (build/, *.egg-info) stay out of the repository.
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "tests"))
+    pip_install = [sys.executable, "-m", "pip", "install", "--quiet"]
+    offline = ["--no-deps", "--no-index", "--no-build-isolation"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(site), str(src)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [*pip_install, *offline, "--target", str(site), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return site
 
 

@@ -24,9 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--disable-quic", "--no-first-run",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
 
 
 @dataclass
@@ -93,15 +98,20 @@ def lab_stack(
     env.pop("FEDGEN_BROKER_URL", None)
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    lab_cli = [
+    fedgen_lab = [
         sys.executable,
         "-c",
-        "import sys; from worker.lab_cli import main; sys.exit(main())",
+        "import sys; from admin.cli import main; sys.exit(main())",
     ]
     out = subprocess.run(
-        [*lab_cli, "users", "create", "e2e", "--admin"], env=env, cwd=ROOT, check=True,
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [*fedgen_lab, "users", "create", "e2e", "--admin"],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     token = out.stdout.strip().splitlines()[-1]
     api_port, dash_port = free_port(), free_port()
     stack = Stack(f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{dash_port}", token, home)
@@ -111,36 +121,36 @@ def lab_stack(
     ) -> subprocess.Popen[bytes]:
         log = (logs / f"{name}.log").open("wb")
         proc = subprocess.Popen(
-            argv, env={**env, **(extra or {})}, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            argv,
+            env={**env, **(extra or {})},
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         stack.procs.append(proc)
         return proc
 
     try:
-        api = start("api", [*lab_cli, "api", "--port", str(api_port)])
+        api = start("api", [*fedgen_lab, "api", "--port", str(api_port)])
         _wait_http(f"{stack.api_url}/api/v1/health", api)
         if worker:
-            start(
-                "worker",
-                [
-                    *lab_cli,
-                    "worker",
-                    "--queues",
-                    "cpu",
-                    "--loglevel",
-                    "WARNING",
-                    "--embedded",
-                    *(worker_args or []),
-                ],  # fmt: skip
-            )
+            worker_flags = ["--queues", "cpu", "--loglevel", "WARNING", "--embedded"]
+            start("worker", [*fedgen_lab, "worker", *worker_flags, *(worker_args or [])])
+        app = str(ROOT / "dashboard" / "streamlit_app.py")
+        options = {
+            "server.port": str(dash_port),
+            "server.address": "127.0.0.1",
+            "server.headless": "true",
+            "browser.gatherUsageStats": "false",
+            "server.fileWatcherType": "none",
+        }
+        dash_flags = [arg for name, value in options.items() for arg in (f"--{name}", value)]
         dash = start(
             "dashboard",
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "streamlit_app.py"),
-             "--server.port", str(dash_port), "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            [sys.executable, "-m", "streamlit", "run", app, *dash_flags],
             {"FEDGEN_API_URL": stack.api_url, "FEDGEN_TOKEN": token if dashboard_token else ""},
-        )  # fmt: skip
+        )
         _wait_http(f"{stack.dashboard_url}/_stcore/health", dash)
         yield stack
     finally:
@@ -155,9 +165,12 @@ def browser_page(profile: Path, width: int = 1500, height: int = 1000) -> Iterat
 
     with sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport={"width": width, "height": height},
-        )  # fmt: skip
+        )
         try:
             yield ctx.pages[0] if ctx.pages else ctx.new_page()
         finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB = [sys.executable, "-m", "worker.lab_cli"]
+WORKER = [sys.executable, "-m", "worker"]  # the worker's own start (`fedgen-lab worker`)
 
 
 def redis_ok() -> bool:
@@ -26,10 +26,10 @@ def redis_ok() -> bool:
 
 
 def start_worker(lab: dict, *args: str) -> subprocess.Popen[bytes]:
-    """`fedgen-lab worker` on the cpu queue of `lab` (the pg_lab fixture), logging to its log."""
+    """The worker (`python -m worker`, as `fedgen-lab worker`) on the cpu queue of `lab` (the pg_lab fixture), logging to its log."""
     log = lab["log"].open("wb")
     return subprocess.Popen(
-        [*LAB, "worker", "--queues", "cpu", "--loglevel", "INFO", *args],
+        [*WORKER, "--queues", "cpu", "--loglevel", "INFO", *args],
         env=lab["env"],
         cwd=ROOT,
         stdout=log,

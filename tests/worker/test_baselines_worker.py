@@ -23,6 +23,7 @@ from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from tests.support.factories import create_user
 from tests.support.needs import needs
+from tests.support.postgres import truncate
 from tests.support.workers import ROOT, redis_ok, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -31,7 +32,9 @@ REDIS = "redis://127.0.0.1:6379/0"
 TINY: dict[str, Any] = {
     "data": {"name": "synthetic", "synthetic_samples": 600, "synthetic_classes": 4},
     "partition": {"num_users": 4, "alpha": 1.0},
-    "users_per_round": 2,
+    # every user trains each round: all of their kept state exists (it is made on a user's
+    # first round), so the checkpoint is the size the estimate gives for the users ever sampled
+    "users_per_round": 4,
     "rounds": 2,
     "local_steps": 2,
     "batch_size": 16,
@@ -74,9 +77,9 @@ def lab(
     }
     log = tmp / "worker.log"
     with log.open("wb") as out:
-        argv = ["worker", "--slots", "1", "--queues", "cpu", "--loglevel", "WARNING"]
+        argv = ["--slots", "1", "--queues", "cpu", "--loglevel", "WARNING"]
         worker = subprocess.Popen(
-            [sys.executable, "-m", "worker.lab_cli", *argv],
+            [sys.executable, "-m", "worker", *argv],
             env=env,
             cwd=ROOT,
             stdout=out,
@@ -90,6 +93,7 @@ def lab(
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
             worker.wait(30)
+        truncate(engine)  # the session's schema is shared: leave it empty
         engine.dispose()
 
 

@@ -1,6 +1,6 @@
 """Workers say what they can run; the dispatcher sends a run only to a worker that can run it.
 
-- `fedgen.data.locate.loadable` finds datasets in torchvision's layout (tiny files written here);
+- `vocab.host_datasets.loadable` finds datasets in torchvision's layout (tiny files written here);
 - `code_version`: the git commit (+dirty) in a checkout, a hash of the sources elsewhere;
 - a run whose dataset no live worker has stays queued with a `waiting_reason` and does not hold
   back the runs behind it; once a worker that has it is live, it goes to that worker's queue;
@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from fedgen import versions as versions_mod
 from fedgen.data.common import DatasetError
-from fedgen.data.locate import loadable
 from lab.config import Settings
 from lab.db import db_now
 from lab.dispatch import dispatch_pass
@@ -34,10 +33,11 @@ from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
 from tests.support.factories import create_run, create_user, live_worker
 from tests.support.fakes import FakeRunner
+from vocab.host_datasets import loadable
 from worker import capabilities
 from worker.capabilities import Advertised
-from worker.execution import execute_run
-from worker.outcomes import MAX_HAND_BACKS
+from worker.claimed_run import execute_run
+from worker.outcomes import MAX_HAND_BACKS, RunOutcome
 
 API = "/api/v1"
 IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
@@ -189,7 +189,7 @@ def test_a_worker_that_cannot_load_the_dataset_hands_the_run_back(
         raise DatasetError("synthetic: dataset files not found (a test)")
 
     out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
-    assert out == "handed-back"
+    assert out == RunOutcome.HANDED_BACK
     session.expire_all()
     row = session.get(Run, run.id)
     assert row is not None
@@ -225,14 +225,14 @@ def test_a_failed_load_from_a_runs_own_root_keeps_the_dataset_offered(
         raise DatasetError("synthetic: dataset files not found (a test)")
 
     out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
-    assert out == "handed-back"
+    assert out == RunOutcome.HANDED_BACK
     assert "synthetic" in advertised.datasets()
     # Every worker fails the same way: after MAX_HAND_BACKS claims the run fails, with why.
     outs = [
         execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name=f"w{i}")
         for i in range(MAX_HAND_BACKS - 1)
     ]
-    assert outs == ["handed-back"] * (MAX_HAND_BACKS - 2) + ["failed"]
+    assert outs == [RunOutcome.HANDED_BACK] * (MAX_HAND_BACKS - 2) + [RunOutcome.FAILED]
     session.expire_all()
     row = session.get(Run, run.id)
     assert row is not None
@@ -260,7 +260,7 @@ def test_a_failed_folder_load_keeps_the_folder_dataset_offered(
         raise DatasetError("data.folder: folder missing does not exist (a test)")
 
     out = execute_run(str(run.id), factory, runner=broken, settings=settings, worker_name="a@h1")
-    assert out == "handed-back"
+    assert out == RunOutcome.HANDED_BACK
     assert "folder" in advertised.datasets()
 
 
@@ -323,7 +323,7 @@ def test_segments_name_host_slot_and_code(
     out = execute_run(
         str(run.id), factory, runner=runner, settings=settings, worker_name="slot0@h9"
     )
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     session.expire_all()
     row = session.get(Run, run.id)
     assert row is not None

@@ -21,8 +21,8 @@ from lab.config import Settings
 from lab.models import Run, User
 from tests.support.datafiles import MNIST_FILES, write_mnist_like
 from tests.support.factories import create_run, create_user
-from worker.execution import execute_run
-from worker.outcomes import MAX_HAND_BACKS
+from worker.claimed_run import execute_run
+from worker.outcomes import MAX_HAND_BACKS, RunOutcome
 
 API = "/api/v1"
 
@@ -61,12 +61,12 @@ def test_a_queued_spec_outside_the_roots_fails_unread(
     user, _ = create_user(session)
     run = create_run(session, user, data=data)
     out = execute_run(str(run.id), factory, runner=_never, settings=settings, worker_name="w1")
-    assert out == "failed"
+    assert out == RunOutcome.FAILED
     row = _row(session, run.id)
     assert row.status == "failed"
-    assert row.error.startswith("data.root: ")
-    assert "outside the lab's data roots" in row.error
-    assert str(lab_root.resolve()) in row.error
+    # The run's error is read by every member: the one message, not the roots or the path.
+    assert row.error == "data.root: not inside a data root the lab allows (FEDGEN_DATA_ROOTS)"
+    assert str(lab_root.resolve()) not in row.error
 
 
 def test_a_named_root_without_the_files_never_succeeds(
@@ -88,7 +88,7 @@ def test_a_named_root_without_the_files_never_succeeds(
         execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings, worker_name=w)
         for w in [f"w{i}" for i in range(MAX_HAND_BACKS)]
     ]
-    assert outs == ["handed-back"] * (MAX_HAND_BACKS - 1) + ["failed"]
+    assert outs == [RunOutcome.HANDED_BACK] * (MAX_HAND_BACKS - 1) + [RunOutcome.FAILED]
     row = _row(session, run.id)
     assert row.status == "failed"
     assert "fashion-mnist: dataset files not found under data.root" in row.error
@@ -115,7 +115,7 @@ def test_a_run_records_the_files_it_read(
         session, alice, data={"name": "mnist", "root": str(lab_root)}, partition={"alpha": 1.0}
     )
     out = execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
-    assert out == "succeeded", _row(session, run.id).error
+    assert out == RunOutcome.SUCCEEDED, _row(session, run.id).error
     files = _row(session, run.id).info["data_files"]
     assert sorted(f["path"] for f in files) == sorted(f"MNIST/raw/{n}" for n in MNIST_FILES)
     for f in files:

@@ -30,16 +30,27 @@ HEARTBEAT_S, REAPER_S, LEASE_S = 1, 1, 600
 
 
 def test_a_killed_slots_run_resumes_before_its_lease_expires(pg_lab: dict) -> None:
-    lab = {**pg_lab, "env": {**pg_lab["env"], "FEDGEN_HEARTBEAT_S": str(HEARTBEAT_S),
-                             "FEDGEN_REAPER_S": str(REAPER_S), "FEDGEN_LEASE_S": str(LEASE_S)}}  # fmt: skip
+    lab = {
+        **pg_lab,
+        "env": {
+            **pg_lab["env"],
+            "FEDGEN_HEARTBEAT_S": str(HEARTBEAT_S),
+            "FEDGEN_REAPER_S": str(REAPER_S),
+            "FEDGEN_LEASE_S": str(LEASE_S),
+        },
+    }
     factory: sessionmaker[Session] = lab["factory"]
     proc = start_worker(lab, "--slots", "3", "--threads", "1")
     try:
         _wait(lambda: lab["log"].read_text().count(" ready.") >= 3, "three ready slots", 180)
         with factory() as s:
             user, _ = create_user(s)
-            spec = {"rounds": 30, "checkpoint_every": 5, "local_steps": 10,
-                    "data": {"synthetic_samples": 1200}}  # fmt: skip
+            spec = {
+                "rounds": 30,
+                "checkpoint_every": 5,
+                "local_steps": 10,
+                "data": {"synthetic_samples": 1200},
+            }
             queue = lab["settings"].queue_prefix + "cpu"  # the dispatcher sends them
             runs = [create_run(s, user, queue=queue, seed=i, **spec).id for i in range(2)]
             victim_id, other_id = runs

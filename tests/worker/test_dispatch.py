@@ -22,6 +22,7 @@ from lab.models import Run, User, Worker, utcnow
 from lab.repository import dispatch_state
 from lab.repository import runs as runs_repo
 from tests.support.factories import create_run, create_user, live_worker, make_spec
+from vocab.run_status import Priority
 
 API = "/api/v1"
 
@@ -120,7 +121,7 @@ def test_fair_order_counts_running_runs_and_priority_tiers() -> None:
     t0 = datetime(2026, 1, 1)
     alice, bob, admin = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 
-    def w(owner: uuid.UUID, minute: int, priority: str = "normal") -> Waiting:
+    def w(owner: uuid.UUID, minute: int, priority: Priority = Priority.NORMAL) -> Waiting:
         return Waiting(
             id=uuid.uuid4(),
             queue="cpu",
@@ -139,8 +140,8 @@ def test_fair_order_counts_running_runs_and_priority_tiers() -> None:
         w(alice, 0),
         w(alice, 1),
         w(bob, 5),
-        w(bob, 2, "low"),
-        w(admin, 9, "high"),
+        w(bob, 2, Priority.LOW),
+        w(admin, 9, Priority.HIGH),
     )
     order = fair_order([a1, a2, b1, low, high], {alice: 1}, {alice: t0})
     assert order == [high, b1, a1, a2, low]
@@ -293,7 +294,7 @@ def test_expected_start_from_median_round_time() -> None:
     busy = Active(uuid.uuid4(), "cpu", owner, now - timedelta(seconds=10), 4, 10)
     snap = Snapshot(now=now, waiting=[], active=[busy], slots={"cpu": 1}, last_start={})
     ws = [
-        Waiting(uuid.uuid4(), "cpu", owner, "normal", now, 4, -1, False, None, 0, None)
+        Waiting(uuid.uuid4(), "cpu", owner, Priority.NORMAL, now, 4, -1, False, None, 0, None)
         for _ in range(2)
     ]
     starts = expected_starts(snap, "cpu", ws)

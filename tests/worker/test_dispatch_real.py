@@ -158,7 +158,7 @@ def lab(pg: str, redis_own: OwnRedis, tmp_path: Path) -> Iterator[dict[str, Any]
 
     def start_worker() -> subprocess.Popen[bytes]:
         # One process with one slot: the tests count slots and kill the worker.
-        argv = [sys.executable, "-m", "worker.lab_cli", "worker", "--slots", "1", "--queues", "cpu"]
+        argv = [sys.executable, "-m", "worker", "--slots", "1", "--queues", "cpu"]
         p = subprocess.Popen(
             [*argv, "--loglevel", "WARNING"], env=env, cwd=ROOT, start_new_session=True
         )

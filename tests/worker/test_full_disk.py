@@ -30,7 +30,7 @@ from migrations.apply import upgrade
 from tests.support import pg_server
 from tests.support.factories import create_run, create_user
 from tests.support.needs import needs
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

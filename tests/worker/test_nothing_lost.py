@@ -29,7 +29,8 @@ from lab.repository import runs as runs_repo
 from lab.repository import workers as workers_repo
 from tests.support.factories import create_run, create_user, live_worker
 from tests.support.fakes import FakeRunner, fake_acc
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 
 def _run(session: Session, rid: uuid.UUID) -> Run:
@@ -115,7 +116,9 @@ def test_lost_rounds_found_at_the_next_write_are_recomputed(
     user, _ = create_user(session)
     run = create_run(session, user, rounds=8, checkpoint_every=2)
     runner = FakeRunner(on_round=_crash_once(session, run.id, after=4, lose_from=3))
-    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=runner, settings=settings) == RunOutcome.SUCCEEDED
+    )
     assert runner.calls == [0, 3]  # resumed from checkpoint 2
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(9)]
     segments = _run(session, run.id).segments
@@ -134,7 +137,9 @@ def test_no_success_with_a_hole(
     user, _ = create_user(session)
     run = create_run(session, user, rounds=6, checkpoint_every=2)
     runner = FakeRunner(on_round=_crash_once(session, run.id, after=6, lose_from=5))
-    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "succeeded"
+    assert (
+        execute_run(str(run.id), factory, runner=runner, settings=settings) == RunOutcome.SUCCEEDED
+    )
     assert runner.calls == [0, 5]
     assert _curve(session, run.id) == [(r, fake_acc(0, r)) for r in range(7)]
     assert _run(session, run.id).status == "succeeded"
@@ -176,7 +181,7 @@ def test_full_disk_resumes_once_space_returns(
     runner = FakeRunner(on_round=lambda r: notices.append(_run(session, run.id).error))
     FullDisk(monkeypatch, fail=2)
     out = execute_run(str(run.id), factory, runner=runner, settings=quick_retry)
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     assert runner.calls == [0, 0, 0]  # checkpoint 0 failed twice: no checkpoint yet, from 0
     assert any(n and "disk is full" in n and "try 2 of 3" in n for n in notices)
     row = _run(session, run.id)
@@ -194,7 +199,7 @@ def test_full_disk_fails_the_run_after_the_last_try(
     run = create_run(session, user, rounds=4, checkpoint_every=2)
     FullDisk(monkeypatch, fail=100)
     out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=quick_retry)
-    assert out == "failed"
+    assert out == RunOutcome.FAILED
     row = _run(session, run.id)
     assert row.status == "failed"
     assert "disk is full" in (row.error or "")
@@ -291,7 +296,7 @@ def test_a_hole_that_keeps_coming_back_fails_the_run(
 ) -> None:
     """Round 3 vanishes every time it is written (no crash does that): after MAX_GAP_RESUMES
     resumes in a row at the same hole the run fails, naming it, instead of looping."""
-    from worker.execution import MAX_GAP_RESUMES
+    from worker.claimed_run import MAX_GAP_RESUMES
 
     user, _ = create_user(session)
     run = create_run(session, user, rounds=6, checkpoint_every=2)
@@ -301,6 +306,6 @@ def test_a_hole_that_keeps_coming_back_fails_the_run(
             _lose_rounds(session, run.id, 3)
 
     runner = FakeRunner(on_round=lose)
-    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == "failed"
+    assert execute_run(str(run.id), factory, runner=runner, settings=settings) == RunOutcome.FAILED
     assert runner.calls == [0] + [3] * MAX_GAP_RESUMES
     assert "round 3 is missing" in (_run(session, run.id).error or "")

@@ -25,7 +25,8 @@ from lab.repository import workers as workers_repo
 from tests.support.factories import create_run, create_user
 from tests.support.fakes import FakeRunner
 from worker import outcomes
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 API = "/api/v1"
 GiB = 1024**3
@@ -88,12 +89,12 @@ def test_out_of_memory_goes_back_once_to_a_bigger_gpu_then_fails(
         str(run.id), factory, runner=_oom_at(1), settings=settings, worker_name="g1@h1"
     )
 
-    assert out == "handed-back"
+    assert out == RunOutcome.HANDED_BACK
     row = _row(session, run.id)
     assert (row.oom_count, row.lease_token, row.current_round) == (1, None, 0)
     assert row.error is not None
-    assert row.error.startswith(f"CUDA out of memory on cuda (8.0 GiB/80.0 GiB free): {TORCH_OOM}")
-    assert "handed back to the queue for a GPU with more than 8.0 GiB free" in row.error
+    assert row.error.startswith(f"CUDA out of memory on cuda (8 GiB/80 GiB free): {TORCH_OOM}")
+    assert "handed back to the queue for a GPU with more than 8 GiB free" in row.error
     assert row.info["oom"] == {
         "worker": "g1@h1",
         "device": "cuda",
@@ -109,8 +110,8 @@ def test_out_of_memory_goes_back_once_to_a_bigger_gpu_then_fails(
     body = client.get(f"{API}/runs/{run.id}", headers=auth).json()
     assert body["oom_count"] == 1
     assert body["waiting_reason"] == (
-        "no live worker has a GPU with more than 8.0 GiB free "
-        "(it ran out of CUDA memory on g1@h1 with 8.0 GiB free)"
+        "no live worker has a GPU with more than 8 GiB free "
+        "(it ran out of CUDA memory on g1@h1 with 8 GiB free)"
     )
 
     _gpu_worker(session, "g3@h3", 40)
@@ -121,11 +122,11 @@ def test_out_of_memory_goes_back_once_to_a_bigger_gpu_then_fails(
         str(run.id), factory, runner=_oom_at(2), settings=settings, worker_name="g3@h3"
     )
 
-    assert out == "failed"
+    assert out == RunOutcome.FAILED
     row = _row(session, run.id)
     assert (row.status, row.oom_count, row.current_round) == ("failed", 2, 1)
     assert row.error is not None
-    assert row.error.startswith("CUDA out of memory on cuda (8.0 GiB/80.0 GiB free)")
+    assert row.error.startswith("CUDA out of memory on cuda (8 GiB/80 GiB free)")
     assert "out of CUDA memory 2 times, the last on g3@h3" in row.error
 
 

@@ -33,7 +33,8 @@ from tests.support.factories import create_run, create_user, make_spec
 from tests.support.needs import needs
 from tests.support.tcp_proxy import TcpProxy
 from worker.celery_app import make_celery
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTAGE_S = 30.0
@@ -115,7 +116,7 @@ def test_postgres_away_30s_mid_run(
     run = create_run(pg, user, **long)
     direct = make_sessionmaker(make_engine(pg_url, pool_size=2))
     assert execute_run(str(ref.id), direct, runner=runner_mod.run, settings=settings) == (
-        "succeeded"
+        RunOutcome.SUCCEEDED
     )
 
     def row() -> Run:
@@ -137,7 +138,6 @@ def test_postgres_away_30s_mid_run(
         [
             sys.executable,
             "-m",
-            "worker.lab_cli",
             "worker",
             "--slots",
             "1",

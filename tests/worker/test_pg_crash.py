@@ -34,7 +34,8 @@ from migrations.apply import upgrade
 from tests.support import pg_server
 from tests.support.factories import create_run, create_user, make_spec
 from tests.support.needs import needs
-from worker.execution import DatabaseUnavailable, execute_run
+from worker.claimed_run import DatabaseUnavailable, execute_run
+from worker.outcomes import RunOutcome
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -131,8 +132,9 @@ def test_postgres_crashes_leave_no_hole(server: pg_server.PgServer, tmp_path: Pa
     check = make_sessionmaker(make_engine(server.url, pool_size=1))
     with check() as s:
         user, _ = create_user(s)
-        run_id = create_run(s, user, **{k: spec_dict[k] for k in ("rounds", "checkpoint_every")},
-                            local_steps=3).id  # fmt: skip
+        run_id = create_run(
+            s, user, **{k: spec_dict[k] for k in ("rounds", "checkpoint_every")}, local_steps=3
+        ).id
 
     def lost(round_: int) -> bool:
         with check() as s:
@@ -165,7 +167,7 @@ def test_postgres_crashes_leave_no_hole(server: pg_server.PgServer, tmp_path: Pa
         f"the round just written after rounds {crasher.lost_rounds}; "
         f"{len(row.segments)} segments starting at {[g['start_round'] for g in row.segments]}"
     )
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     assert row.status == "succeeded"
     assert sorted(crasher.fired) == sorted(CRASHES)
     assert crasher.lost_rounds, "no crash lost a round: the drill tested nothing"

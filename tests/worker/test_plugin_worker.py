@@ -21,6 +21,7 @@ from lab.db import make_engine, make_sessionmaker
 from tests.support.factories import create_user
 from tests.support.needs import needs
 from tests.support.plugin_site import ROOT, install_example, plugins_on_path, pythonpath
+from tests.support.postgres import truncate
 from tests.support.workers import redis_ok, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -62,12 +63,26 @@ def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Pat
         "PYTHONPATH": pythonpath(site),
         "OMP_NUM_THREADS": "1",
     }
+    argv = [
+        sys.executable,
+        "-m",
+        "worker",
+        "--slots",
+        "1",
+        "--queues",
+        "cpu",
+        "--loglevel",
+        "WARNING",
+    ]
     with log.open("wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "worker.lab_cli", "worker", "--slots", "1", "--queues", "cpu",
-             "--loglevel", "WARNING"],
-            env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            argv,
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         with plugins_on_path(site), TestClient(create_app(settings, session_factory=factory)) as c:
             # Execute
@@ -89,6 +104,7 @@ def test_plugin_algorithm_runs_through_api_and_worker(pg_url: str, tmp_path: Pat
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
             worker.wait(30)
+        truncate(engine)  # the session's schema is shared: leave it empty
         engine.dispose()
     # Assert
     assert run["status"] == "succeeded", (run["error"], log.read_text()[-3000:])

@@ -23,7 +23,8 @@ from tests.support.factories import create_run, create_user
 from tests.support.needs import needs
 from tests.support.workers import redis_ok
 from worker.celery_app import make_celery
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,8 @@ def test_real_runner_smoke(factory: sessionmaker, session: Session, settings: Se
     user, _ = create_user(session)
     run = create_run(session, user)
     assert (
-        execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings) == "succeeded"
+        execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
+        == RunOutcome.SUCCEEDED
     )
     row = _run(session, run.id)
     assert row.current_round == 2
@@ -88,7 +90,6 @@ def lab(db_url: str, broker: str, tmp_path: Path) -> Iterator[dict]:
             [
                 sys.executable,
                 "-m",
-                "worker.lab_cli",
                 "worker",
                 "--slots",
                 "1",  # one process: the tests kill it and count its runs

@@ -19,7 +19,8 @@ from lab.config import Settings
 from lab.models import Run
 from tests.support.factories import create_run, create_user
 from tests.support.fakes import FakeRunner
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 
 def _row(session: Session, rid: uuid.UUID) -> Run:
@@ -63,7 +64,9 @@ def test_a_real_run_records_its_cost_and_a_resume_adds_to_it(
     def first(spec: ExperimentSpec, sink: Any, **kw: Any) -> RunSummary:
         return runner_mod.run(spec, _LoseDataAfter(sink, 1), **kw)
 
-    assert execute_run(str(run.id), factory, runner=first, settings=settings) == "handed-back"
+    assert (
+        execute_run(str(run.id), factory, runner=first, settings=settings) == RunOutcome.HANDED_BACK
+    )
     row = _row(session, run.id)
     assert row.current_round == 1
     first_cpu, first_rss = row.cpu_s, row.peak_rss_bytes
@@ -75,7 +78,7 @@ def test_a_real_run_records_its_cost_and_a_resume_adds_to_it(
 
     out = execute_run(str(run.id), factory, runner=runner_mod.run, settings=settings)
 
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     row = _row(session, run.id)
     assert [s["start_round"] for s in row.segments] == [0, 2]
     assert row.cpu_s is not None
@@ -107,7 +110,7 @@ def test_a_live_run_shows_its_cost_before_it_ends(
         str(run.id), factory, runner=FakeRunner(on_round=round_done), settings=settings
     )
 
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     assert seen
     assert seen[0] is not None
     assert seen[0] >= 0
@@ -129,8 +132,8 @@ def test_segments_add_cpu_seconds_and_keep_the_larger_peaks() -> None:
     assert reading.gpu_peak_bytes is None
     assert [format_bytes(n) for n in (512, 3 * 2**20, 5 * 2**30, None)] == [
         "512 B",
-        "3.0 MiB",
-        "5.0 GiB",
+        "3 MiB",
+        "5 GiB",
         "?",
     ]
 
@@ -142,11 +145,8 @@ def test_the_live_page_says_what_the_run_cost() -> None:
 
     assert cost_caption(public_run(status="queued", oom_count=0)) is None
     running = {"status": "running", "cpu_s": 1234.56, "peak_rss_bytes": 3 * 2**30, "oom_count": 0}
-    assert cost_caption(public_run(**running)) == (
-        "Cost so far: 1,234.6 CPU s · peak memory 3.0 GiB"
-    )
+    assert cost_caption(public_run(**running)) == ("Cost so far: 1,234.6 CPU s · peak memory 3 GiB")
     failed = {**running, "status": "failed", "gpu_peak_bytes": 2**29, "oom_count": 2}
     assert cost_caption(public_run(**failed)) == (
-        "Cost: 1,234.6 CPU s · peak memory 3.0 GiB · GPU peak 512.0 MiB · "
-        "CUDA out of memory 2 times"
+        "Cost: 1,234.6 CPU s · peak memory 3 GiB · GPU peak 512 MiB · CUDA out of memory 2 times"
     )

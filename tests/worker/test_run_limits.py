@@ -22,7 +22,8 @@ from lab.repository import run_limits
 from lab.repository import runs as runs_repo
 from tests.support.factories import create_run, create_user, live_worker
 from tests.support.fakes import FakeRunner, Killed
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 H = 3600.0
 
@@ -90,7 +91,7 @@ def test_worker_fails_a_run_past_the_time_limit_between_rounds(
     runner = FakeRunner()
     out = execute_run(str(run.id), factory, runner=runner, settings=settings, worker_name="w2")
     row = _row(session, run.id)
-    assert out == "failed"
+    assert out == RunOutcome.FAILED
     assert (row.status, row.current_round) == ("failed", 0)  # round 0, then the check
     assert row.error is not None
     assert row.error.startswith("ran longer than FEDGEN_MAX_RUN_HOURS=72 h (73.")
@@ -119,7 +120,7 @@ def test_time_queued_between_segments_does_not_count(
     session.commit()
     out = execute_run(str(run.id), factory, runner=FakeRunner(), settings=settings)
     row = _row(session, run.id)
-    assert out == "succeeded", row.error
+    assert out == RunOutcome.SUCCEEDED, row.error
     first = row.segments[0]
     ended = datetime.fromisoformat(first["ended_at"]) - datetime.fromisoformat(first["started_at"])
     assert ended == timedelta(hours=1)
@@ -274,7 +275,7 @@ def test_a_claim_counts_the_death_a_redelivered_message_finds(
     runner = FakeRunner()
     out = execute_run(str(run.id), factory, runner=runner, settings=settings)
     row = _row(session, run.id)
-    assert (out, runner.calls, row.status) == ("skipped", [], "failed")
+    assert (out, runner.calls, row.status) == (RunOutcome.SKIPPED, [], "failed")
     assert row.error is not None
     assert row.error.startswith("its worker died 5 times (FEDGEN_MAX_ATTEMPTS=5); last on w5")
 
@@ -292,7 +293,7 @@ def test_deaths_survive_the_next_segments_start(
         str(run.id), factory, runner=FakeRunner(), settings=settings.model_copy(), worker_name="w3"
     )
     row = _row(session, run.id)
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     assert row.info is not None
     assert {k: v for k, v in row.info["deaths"].items() if k != "lease"} == {
         "count": 3,

@@ -21,7 +21,7 @@ from tests.support.workers import slot_pids, start_worker
 from worker.slots import Slot, SlotError, plan_slots, slot_commands, usable_cores
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB = [sys.executable, "-m", "worker.lab_cli"]
+WORKER = [sys.executable, "-m", "worker"]
 
 
 # -- the plan -------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def test_bad_flags_name_the_flag(kwargs: dict, flag: str) -> None:
 def test_bad_flags_exit_2_without_a_traceback() -> None:
     """The command prints the error and exits 2."""
     out = subprocess.run(
-        [*LAB, "worker", "--slots", "0"], capture_output=True, text=True, cwd=ROOT, check=False
+        [*WORKER, "--slots", "0"], capture_output=True, text=True, cwd=ROOT, check=False
     )
     assert out.returncode == 2
     assert "--slots must be between 1" in out.stderr

@@ -1,5 +1,6 @@
 """worker/supervisor.py with small real children: a dead child restarts alone, with back-off;
-the `up` policy (only the API's exit stops all); SIGTERM stops everything.
+the `up` policy (only the API's exit stops all; its children: admin/serve.py,
+tests/admin/test_serve.py); SIGTERM stops everything.
 
 The supervisor runs in its own process (it installs signal handlers) and writes its lines to
 a log file the tests read. Back-offs are checked through the printed delays, never the clock.
@@ -20,8 +21,7 @@ import pytest
 
 from tests.support.procs import alive as _alive
 from tests.support.procs import wait_for
-from worker import supervisor
-from worker.supervisor import UP_CRITICAL, Backoff, exit_text
+from worker.supervisor import Backoff, exit_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -218,7 +218,8 @@ def test_up_policy_restarts_worker_and_dashboard_and_the_api_exit_stops_all(
     """Under `up`: a dead worker or dashboard restarts, the API stays; the API's exit stops all."""
     # Prepare
     sup = supervised(
-        {"api": SLEEP, "worker": SLEEP, "dashboard": SLEEP}, critical=sorted(UP_CRITICAL)
+        {"api": SLEEP, "worker": SLEEP, "dashboard": SLEEP},
+        critical=["api"],  # `up`'s (admin.serve.UP_CRITICAL)
     )
     api = sup.pid("api")
     # Execute: the worker and the dashboard die
@@ -237,20 +238,3 @@ def test_up_policy_restarts_worker_and_dashboard_and_the_api_exit_stops_all(
     assert sup.proc.wait(timeout=30) != 0
     assert "[t] api exited with -9 (SIGKILL); stopping" in sup.text()
     _wait(lambda: not any(_alive(p) for p in others), "worker and dashboard to stop")
-
-
-def test_run_up_makes_only_the_api_critical(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`fedgen-lab up` supervises api, worker and dashboard with only the API critical."""
-    # Prepare
-    seen: dict[str, object] = {}
-
-    def fake_supervise(specs: list[tuple[str, list[str], dict[str, str]]], **kw: object) -> int:
-        seen.update(kw, names=[name for name, _, _ in specs])
-        return 0
-
-    monkeypatch.setattr(supervisor, "supervise", fake_supervise)
-    # Execute
-    supervisor.run_up("127.0.0.1", 8000, 8501, dashboard=True)
-    # Assert
-    assert seen["critical"] == {"api"}
-    assert seen["names"] == ["api", "worker", "dashboard"]

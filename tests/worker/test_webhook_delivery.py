@@ -26,7 +26,8 @@ from lab.repository import webhooks as hooks_repo
 from tests.support.factories import create_run, create_sweep_runs, create_user
 from tests.support.fakes import FakeRunner
 from worker import webhook_sender
-from worker.execution import execute_run
+from worker.claimed_run import execute_run
+from worker.outcomes import RunOutcome
 
 SECRET = "s3cret-for-the-test-receiver"
 
@@ -136,7 +137,7 @@ def test_failing_run_sends_one_signed_run_failed(
         stop.set()
     webhook_sender.send_due(factory, settings)  # nothing left to send
     # Assert
-    assert out == "failed"
+    assert out == RunOutcome.FAILED
     assert queued == [("run.failed", 0)]  # queued when the run ended, not yet sent
     assert len(receiver.got) == 1
     body = _verify(receiver.got[0])
@@ -206,7 +207,7 @@ def test_receiver_down_is_retried_with_backoff_after_the_run_ended(
         seen.append((row.status, row.attempts, row.next_attempt_at, before, after, row.last_error))
         _make_due(session)
     # Assert
-    assert out == "succeeded"
+    assert out == RunOutcome.SUCCEEDED
     assert at_end == [("pending", 0)]  # the run ended before any attempt: it did not wait
     for i, wait in enumerate([2, 4]):
         status, attempts, next_at, before, after, error = seen[i]

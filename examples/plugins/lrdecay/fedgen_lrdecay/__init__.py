@@ -7,7 +7,7 @@ algorithm itself (`fedgen_lrdecay.algorithm`, torch) is imported only by a run.
 
 from __future__ import annotations
 
-from fedgen.algorithms.registry import AlgorithmDecl
+from fedgen.algorithms.decl import AlgorithmDecl
 from fedgen_lrdecay.params import FedAvgDecayParams
 
 __version__ = "0.1.0"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fedgen.spec import AlgorithmParams
+from fedgen.algorithms.params import AlgorithmParams
 
 
 class FedAvgDecayParams(AlgorithmParams):

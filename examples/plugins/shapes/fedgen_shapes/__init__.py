@@ -9,7 +9,7 @@ A spec names it as ``data: {name: shapes}``; nothing else is needed.
 from __future__ import annotations
 
 from fedgen.data.folder import folder_dataset
-from fedgen.data_spec import FolderSpec
+from fedgen.data.folder_spec import FolderSpec
 from fedgen_shapes.generate import CLASSES, SIDE, generate
 
 __all__ = ["CLASSES", "DECL", "FOLDER", "SIDE", "generate"]

@@ -1,0 +1,1 @@
+"""The helpers of the Lab page (dashboard/app_pages/lab.py) that no other page uses."""
