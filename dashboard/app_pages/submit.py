@@ -64,6 +64,7 @@ class Judged:
 
 
 UNSET = "— profile's choice —"
+CARRIED_KEY = "submit_carried"  # the widget keys carry_values set in this run (held_value)
 
 
 def _forget() -> None:
@@ -87,6 +88,7 @@ def carry_values(fields: list[FormField], to_sweep: bool) -> None:
     mode's hold (their widgets are not drawn after the switch, so Streamlit would forget
     them). A single value becomes a one-value list; a list gives its first value, as typed."""
     state = st.session_state
+    carried: set[str] = set()
     for f in fields:
         if not sweepable(f):
             continue  # the same widget (submit_one_...) in both modes: kept as it is
@@ -95,17 +97,37 @@ def carry_values(fields: list[FormField], to_sweep: bool) -> None:
             value = state[one]
             if f.kind in ("choice", "bool"):
                 state[listed] = [value]
+                carried.add(listed)
             elif value is not None and f.kind != "names":
                 state[listed] = str(value)
+                carried.add(listed)
         elif not to_sweep and listed in state:
             value = state[listed]
             if f.kind in ("choice", "bool"):
                 if value:
                     state[one] = value[0]
+                    carried.add(one)
                 continue
             first, problem = read_list(str(value), f)
             if first and problem is None and f.kind in ("int", "float", "str"):
                 state[one] = first[0]
+                carried.add(one)
+    state[CARRIED_KEY] = carried
+
+
+def held_value(key: str, default: Any) -> Any:
+    """What a widget starts from: the value its state holds, else the form's default.
+
+    A held value is passed again as the widget's default rather than None: a browser that
+    draws the widget afresh (its own copy of the state dropped after a rerun cut short, seen
+    under a loaded CI) shows the default and sends it back, so None would empty the box and
+    the next click would send "is required" for a field the member never touched. The one
+    exception is a value carry_values set through the Session State API this run: that value
+    wins anyway, and Streamlit warns when a widget set so is also given a default.
+    """
+    if key in carried():
+        return None
+    return st.session_state[key] if key in st.session_state else default
 
 
 def _switched(fields: list[FormField]) -> None:
@@ -202,10 +224,11 @@ class Form:
         text)."""
         if f.kind in ("choice", "bool"):
             options = list(f.choices) if f.kind == "choice" else [True, False]
+            start = held_value(key, [f.default])
             value: list[Any] = st.multiselect(
                 f.label,
                 options,
-                default=None if key in st.session_state else [f.default],
+                default=None if start is None else [v for v in start if v in options],
                 key=key,
                 help=f.help,
                 format_func=self.dataset_label,
@@ -214,10 +237,8 @@ class Form:
             if not value:
                 self.local_errors[f.path] = "pick at least one value"
             return value
-        default: str | None = "0, 1, 2" if f.path == "seed" else str(f.default)
+        default = held_value(key, "0, 1, 2" if f.path == "seed" else str(f.default))
         help_ = f"Comma-separated values. {f.help}"
-        if key in st.session_state:  # carried over from single-run mode, or typed
-            default = None
         text = st.text_input(f.label, default, key=key, help=help_, on_change=_forget)
         values, problem = read_list(text or "", f)
         if problem:
@@ -247,34 +268,39 @@ def single(f: FormField, key: str, label: Callable[[Any], str]) -> Any:
     an out-of-range value instead, naming the limit.
     """
     common: dict[str, Any] = {"key": key, "help": f.help, "on_change": _forget}
-    held = key in st.session_state  # the widget's state (or the sweep's values carried over)
+    start = held_value(key, f.default)
     if f.kind == "choice" or (f.kind == "bool" and f.nullable):
         options = list(f.choices) if f.kind == "choice" else [True, False]
         if f.nullable:
             options = [None, *options]
-        index = None if held else options.index(f.default)
+        index = options.index(start) if start in options and key not in carried() else None
         return st.selectbox(f.label, options, index=index, format_func=label, **common)
     if f.kind == "names":  # a count ('3') or comma-separated names ('cat, dog, bird')
-        text = st.text_input(
-            f.label, names_text(f.default), placeholder="3, or cat, dog, bird", **common
-        )
+        shown = held_value(key, names_text(f.default))  # the state holds the text typed
+        text = st.text_input(f.label, shown, placeholder="3, or cat, dog, bird", **common)
         return parse_names(text)
     if f.kind == "bool":
-        return st.checkbox(f.label, value=False if held else bool(f.default), **common)
+        return st.checkbox(f.label, value=bool(start), **common)
     placeholder = UNSET if f.nullable else None
     if f.kind == "int":
-        start_int = None if held else f.default
-        return st.number_input(f.label, value=start_int, step=1, placeholder=placeholder, **common)
+        return st.number_input(f.label, value=start, step=1, placeholder=placeholder, **common)
     if f.kind == "float":
         # %.10g: a typed 0.1234567 is shown as typed (%g would show 0.123457 and send more)
-        start = None if f.default is None or held else float(f.default)
         got = st.number_input(
-            f.label, value=start, format="%.10g", placeholder=placeholder, **common
+            f.label,
+            value=None if start is None else float(start),
+            format="%.10g",
+            placeholder=placeholder,
+            **common,
         )
         return None if got is None else float(got)
-    start_text = None if held or f.default is None else str(f.default)
-    text = st.text_input(f.label, start_text, **common)
+    text = st.text_input(f.label, None if start is None else str(start), **common)
     return None if f.nullable and not text else text
+
+
+def carried() -> set[str]:
+    """The widget keys carry_values set through the Session State API in this run."""
+    return set(st.session_state.get(CARRIED_KEY, ()))
 
 
 def combination_errors(sweep_body: dict[str, Any]) -> dict[str, str]:
@@ -485,6 +511,7 @@ def render() -> None:
     advanced_part(form)
     extra, sweep_name = labels_part(form)
     sent = build_body(form, extra, sweep_name)
+    st.session_state.pop(CARRIED_KEY, None)  # every widget is drawn: the carried values held
     preview_part(form, sent)
     b1, b2, _ = st.columns([1, 1, 4])
     validate = b1.button("Validate", key="submit_validate")

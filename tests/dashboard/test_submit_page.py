@@ -260,3 +260,44 @@ def test_the_queued_message_stays_until_the_form_changes(
     assert said_once == [f"Queued run {run['id']}."]
     assert said_again == said_once
     assert said_after_change == []
+
+
+def test_every_widget_is_drawn_with_the_value_it_holds(
+    app_path: str, lab_env: dict[str, Any]
+) -> None:
+    """A widget's default in what the page sends the browser is the value it holds, not None:
+    a browser that draws a widget afresh (its copy of the state dropped after a rerun cut
+    short) shows that default and sends it back. With None, CI's newcomer walk sent a sweep
+    whose untouched Advanced fields were "is required" (checkpoint_every, model.name, ...)."""
+    # Prepare
+    at = open_page(app_path, PAGE)
+    at.number_input(key="submit_one_checkpoint_every").set_value(7)
+    at.selectbox(key="submit_one_model.name").set_value("mcmahan-cnn")
+    at.text_input(key="submit_one_device").set_value("cpu")
+    at.number_input(key="submit_one_rounds").set_value(9).run()
+    at.radio(key="submit_mode").set_value("Sweep").run()
+    at.text_input(key="submit_sw_partition.alpha").set_value("0.1, 1").run()
+    # Execute
+    at.run()  # a rerun no widget started: every widget is drawn holding a value
+    # Assert
+    assert not at.exception
+    advanced = at.number_input(key="submit_one_checkpoint_every")
+    assert (advanced.value, advanced.proto.default) == (7, 7)
+    model = at.selectbox(key="submit_one_model.name")
+    assert model.value == "mcmahan-cnn"
+    assert model.options[model.proto.default] == "mcmahan-cnn"
+    assert at.text_input(key="submit_one_device").proto.default == "cpu"
+    rounds = at.text_input(key="submit_sw_rounds")  # carried over from the single run's 9
+    assert (rounds.value, rounds.proto.default) == ("9", "9")
+    alpha = at.text_input(key="submit_sw_partition.alpha")
+    assert (alpha.value, alpha.proto.default) == ("0.1, 1", "0.1, 1")
+    algorithms = at.multiselect(key="submit_sw_algorithm.name")
+    assert [algorithms.options[i] for i in algorithms.proto.default] == algorithms.value
+    sent = yaml.safe_load(at.code[0].value)
+    assert sent["base"]["checkpoint_every"] == 7
+    assert sent["base"]["model"]["name"] == "mcmahan-cnn"
+    assert sent["grid"]["partition.alpha"] == [0.1, 1.0]
+    at.radio(key="submit_mode").set_value("Single run").run()
+    at.run()
+    back = at.number_input(key="submit_one_rounds")  # carried back from the sweep's "9"
+    assert (back.value, back.proto.default) == (9, 9)
