@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import exc as sa_exc
 
 from api.input_text import body_value_problems
+from api.operations import OperationTable
 from fedgen.spec import format_validation_error
 from lab.db import is_unavailable
 
@@ -228,26 +229,17 @@ class JsonBodyCheck:
     """422 for a JSON body that is not UTF-8, nests deeper than MAX_JSON_DEPTH, or holds a
     string the lab cannot store or an overlong integer (`json_body_problems`).
 
-    Only for the operations the OpenAPI document gives a request body (so a 404, a 405 or a
+    Only for the operations the OpenAPI document gives a request body (api.operations) (so a 404, a 405 or a
     route that takes no body answers as before); a pure ASGI middleware that reads the body
     (already bounded by BodyLimit) and passes it on unchanged.
     """
 
-    def __init__(self, app: Any, paths: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, app: Any, table: Callable[[], OperationTable]) -> None:
         self.app = app
-        self._paths = paths
-        self._table: list[tuple[re.Pattern[str], set[str]]] | None = None
+        self._table = table
 
     def takes_body(self, method: str, path: str) -> bool:
-        if self._table is None:
-            self._table = [
-                (
-                    re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(t)) + "$"),
-                    {m.upper() for m, op in ops.items() if "requestBody" in op},
-                )
-                for t, ops in self._paths().items()
-            ]
-        return any(method in m and p.match(path) for p, m in self._table)
+        return self._table().takes_body(method, path)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):

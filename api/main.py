@@ -3,7 +3,6 @@ from the installed package, no CDN: api.docs_ui)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import cache
@@ -18,6 +17,7 @@ from api import access_log, docs_ui, errors
 from api.input_text import QueryTextCheck
 from api.limits import BodyLimit, Limits
 from api.openapi import build_openapi
+from api.operations import OperationTable
 from api.routes import health
 from api.v1 import API_PREFIX, v1_router
 from fedgen import plugins
@@ -32,28 +32,16 @@ class AllowedMethods:
     """`Allow` lists every method of the path: OPTIONS answers 204 with it, and so does each 405.
 
     (Starlette's 405 names only the methods of the first route matching the path.) The
-    methods come from the OpenAPI document, so `Allow` and the document cannot disagree.
-    CORS preflights never get here: CORSMiddleware answers them first.
+    methods are those the OpenAPI document lists (api.operations), so `Allow` and the
+    document cannot disagree. CORS preflights never get here: CORSMiddleware answers them first.
     """
 
-    def __init__(self, app: Any, paths: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, app: Any, table: Callable[[], OperationTable]) -> None:
         self.app = app
-        self._paths = paths
-        self._table: list[tuple[re.Pattern[str], list[str]]] | None = None
+        self._table = table
 
     def allowed(self, path: str) -> list[str]:
-        if self._table is None:
-            self._table = [
-                (
-                    re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(t)) + "$"),
-                    sorted({m.upper() for m in ops} | {"OPTIONS"}),
-                )
-                for t, ops in self._paths().items()
-            ]
-        for pattern, methods in self._table:
-            if pattern.match(path):
-                return methods
-        return []
+        return self._table().allowed(path)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -83,10 +71,11 @@ class AllowedMethods:
 def _add_middleware(app: FastAPI, s: Settings) -> None:
     """The middleware stack, innermost first (each added one wraps the ones before it)."""
     # Inside AllowedMethods: OPTIONS and 405 answer before a body is looked at.
-    app.add_middleware(errors.JsonBodyCheck, paths=lambda: app.openapi().get("paths", {}))
+    table = cache(lambda: OperationTable.of(app))  # the routes are all added by the first request
+    app.add_middleware(errors.JsonBodyCheck, table=table)
     # A NUL or lone surrogate in any query parameter: a 422 naming it, for every route.
     app.add_middleware(QueryTextCheck)
-    app.add_middleware(AllowedMethods, paths=lambda: app.openapi().get("paths", {}))
+    app.add_middleware(AllowedMethods, table=table)
     app.add_middleware(
         CORSMiddleware, allow_origins=s.cors_origins, allow_methods=["*"], allow_headers=["*"]
     )
