@@ -50,7 +50,7 @@ services:
 # Both cores (CI has 2), a test file per worker: a file's tests run in order, as they were
 # written (some share a module-scoped lab and build on each other's rounds).
 test: install data services browser lint
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # The fast loop: lint, then the tests that need no browser, no Postgres, no lab or worker
 # processes and no real training (those are marked browser, postgres or slow).

@@ -34,6 +34,24 @@ def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's 
         torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a browser test first, then files with a slow one, then the rest; each file's
+    own order kept. `make test` hands whole files to its two workers in this order (--dist
+    loadfile --no-loadscope-reorder): xdist's own order, most tests first, started the
+    one-test browser walks (one to three minutes each) last, where one could run alone."""
+
+    def weight(item: pytest.Item) -> int:
+        return (
+            2 if item.get_closest_marker("browser") else int(bool(item.get_closest_marker("slow")))
+        )
+
+    heaviest: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.partition("::")[0]
+        heaviest[path] = max(heaviest.get(path, 0), weight(item))
+    items.sort(key=lambda item: -heaviest[item.nodeid.partition("::")[0]])  # stable
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file migrated once with `alembic upgrade head`; tests copy it."""

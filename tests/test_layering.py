@@ -16,6 +16,7 @@ import re
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,25 @@ def _resolve(node: ast.ImportFrom, package: list[str]) -> list[str]:
     return [f"{module}.{a.name}" if _is_ours(f"{module}.{a.name}") else module for a in node.names]
 
 
-def _imports(path: Path) -> Iterator[str]:
+@cache
+def _tree(path: Path) -> ast.Module:
+    """`path` parsed once a session: the rules below walk the same files many times."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@cache
+def _parsed(source: str) -> ast.Module:
+    """`source` parsed once a session (a file's code is read by several rules)."""
+    return ast.parse(source)
+
+
+@cache
+def _imports(path: Path) -> tuple[str, ...]:
     """Every module `path` imports, at any depth (functions included)."""
     package = _module_of(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    yield from _imports_in(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), package)
+    return tuple(_imports_in(_tree(path), package))
 
 
 def _imports_in(tree: ast.AST, package: list[str]) -> Iterator[str]:
@@ -146,7 +160,7 @@ VOCAB_LIBRARIES = ("pydantic",)
 def _runtime_imports(path: Path) -> Iterator[str]:
     """The top-level names of what `path` imports at run time (absolute imports, any depth, the
     `if TYPE_CHECKING:` blocks left out)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     typing_only = {
         id(inner)
         for node in ast.walk(tree)
@@ -306,7 +320,7 @@ def test_the_fedgen_commands_entry_points_stand_above_fedgen() -> None:
     named = {
         f"{f.relative_to(ROOT)}: {node.value}"
         for f in _sources("fedgen")
-        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+        for node in ast.walk(_tree(f))
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and re.fullmatch(r"fedgen_lab(\.[\w.]+(:\w+)?|:\w+)", node.value)
@@ -362,7 +376,7 @@ _MODULE_ATTR = re.compile(
 def _bare_module_strings(source: str, package: list[str]) -> list[str]:
     """The "module:attr" strings of `source` (a module of `package`) that name a module of
     another of our packages which `source` does not import."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     imported = set(_imports_in(tree, package))
     out = []
     for node in ast.walk(tree):
@@ -438,7 +452,7 @@ def _fedgen_roots() -> set[str]:
 def _named_modules(path: Path) -> Iterator[str]:
     """The fedgen modules `path` names in a string (`"fedgen.algorithms.builtin"`, a built-in's
     `"fedgen.data.cifar:load_cifar"`), which importlib loads: late imports too."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             module = node.value.partition(":")[0]
             if _under(module, ("fedgen",)) and _is_ours(module):
@@ -458,11 +472,6 @@ def _declared_modules() -> set[str]:
         *(d.loader for d in datasets()),
     ]
     return {n.partition(":")[0] for n in named if isinstance(n, str)}
-
-
-def _module_file(module: str) -> Path:
-    path = ROOT.joinpath(*module.split("."))
-    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
 
 
 def _reachable(roots: set[str], declared: set[str]) -> set[str]:
@@ -694,7 +703,7 @@ def _reexport_findings(
     `package`) whose M is a product module (`defined_in(M)` is not None) that does not define
     `name`, as "M.name"; `from pkg import submodule` is an import of a module and fine."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parsed(source)):
         if not isinstance(node, ast.ImportFrom):
             continue
         base = package[: len(package) - node.level + 1] if node.level else []
@@ -712,8 +721,7 @@ def _reexport_findings(
 def _product_defined(module: str, cache: dict[str, set[str] | None] = {}) -> set[str] | None:  # noqa: B006 - a memo
     if module not in cache:
         path = _module_file(module)
-        tree = ast.parse(path.read_text(encoding="utf-8")) if path else None
-        cache[module] = _defined(tree.body) if tree else None
+        cache[module] = _defined(_tree(path).body) if path else None
     return cache[module]
 
 
@@ -749,7 +757,7 @@ def _attribute_findings(
     `from pkg import mod; mod.name`), as "pkg.mod.name". A local name that is also bound
     otherwise in `source` (an assignment, an argument) is left alone: it may not be the
     module."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     modules: dict[str, str] = {}
     rebound: set[str] = set()
     for node in ast.walk(tree):
@@ -812,7 +820,7 @@ def _reexport_declarations(source: str, is_module: Callable[[str], bool] = bool)
     """What a module's own text hands on: `__all__` entries it does not define (a submodule of
     a package, `is_module(entry)`, is fine) and `import x as x` / `from m import x as x`
     (the explicit re-export idiom)."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     defined = _defined(tree.body)
     found: list[str] = []
     for node in tree.body:
