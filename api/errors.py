@@ -229,9 +229,9 @@ class JsonBodyCheck:
     """422 for a JSON body that is not UTF-8, nests deeper than MAX_JSON_DEPTH, or holds a
     string the lab cannot store or an overlong integer (`json_body_problems`).
 
-    Only for the operations the OpenAPI document gives a request body (api.operations) (so a 404, a 405 or a
-    route that takes no body answers as before); a pure ASGI middleware that reads the body
-    (already bounded by BodyLimit) and passes it on unchanged.
+    Only for the operations the OpenAPI document gives a request body (api.operations), so a
+    404, a 405 or a route that takes no body answers as before; a pure ASGI middleware that
+    reads the body (already bounded by BodyLimit) and passes it on unchanged.
     """
 
     def __init__(self, app: Any, table: Callable[[], OperationTable]) -> None:
