@@ -32,8 +32,9 @@ import pytest
 from tests.support import browse
 from tests.support.browse import IDLE, TABLE
 from tests.support.dashboard_lab import tiny_spec
+from tests.support.fakes import die_after
 from tests.support.needs import needs
-from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
+from tests.support.stack import CHROMIUM, Stack, browser_page, execute_here, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTH, HEIGHT = 1280, 1000
@@ -70,39 +71,6 @@ PER_PAGE = """() => {
 }"""
 
 
-def _execute(stack: Stack, run_id: str, runner: Any) -> str:
-    """Run `run_id` through the worker's execute_run here, on the lab's database."""
-    from lab.config import Settings
-    from lab.db import make_engine, make_sessionmaker
-    from tests.support.fakes import Killed
-    from worker.claimed_run import execute_run
-
-    settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
-    engine = make_engine(settings.database_url)
-    try:
-        return execute_run(
-            run_id,
-            make_sessionmaker(engine),
-            runner=runner,
-            settings=settings,
-            worker_name="w1@lab-host",
-        )
-    except Killed:  # the worker died: the run keeps its lease, as a dead worker's does
-        return "died"
-    finally:
-        engine.dispose()
-
-
-def _die_after(round_: int) -> Any:
-    from tests.support.fakes import Killed
-
-    def hook(r: int) -> None:
-        if r == round_:
-            raise Killed(r)
-
-    return hook
-
-
 def _arrange(stack: Stack, c: httpx.Client) -> dict[str, Any]:
     """Runs in every state: state -> run id; "sweep" -> the POST /sweeps answer."""
     from tests.support.fakes import FakeRunner
@@ -112,7 +80,7 @@ def _arrange(stack: Stack, c: httpx.Client) -> dict[str, Any]:
     ).raise_for_status()
     ids: dict[str, Any] = {"sweep": sweep.json()}
     for rid in sweep.json()["run_ids"]:
-        assert _execute(stack, rid, FakeRunner()) == "succeeded"
+        assert execute_here(stack, rid, FakeRunner()) == "succeeded"
     ids["succeeded"] = sweep.json()["run_ids"][0]
 
     def submit(seed: int) -> str:
@@ -120,9 +88,9 @@ def _arrange(stack: Stack, c: httpx.Client) -> dict[str, Any]:
         return str(c.post("/runs", json=body).raise_for_status().json()["id"])
 
     ids["failed"] = submit(5)
-    assert _execute(stack, ids["failed"], FakeRunner(fail_at=2)) == "failed"
+    assert execute_here(stack, ids["failed"], FakeRunner(fail_at=2)) == "failed"
     ids["running"] = submit(6)
-    assert _execute(stack, ids["running"], FakeRunner(on_round=_die_after(2))) == "died"
+    assert execute_here(stack, ids["running"], FakeRunner(on_round=die_after(2))) == "died"
     ids["queued"] = submit(7)
     # A second token of the same member: only the dashboard's own is "this browser".
     c.post("/tokens", json={"name": "laptop"}).raise_for_status()

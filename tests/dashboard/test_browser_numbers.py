@@ -38,12 +38,15 @@ from tests.support import browse
 from tests.support.browse import ALERT, TABLE
 from tests.support.dashboard_lab import tiny_spec
 from tests.support.needs import needs
-from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
+from tests.support.stack import CHROMIUM, Stack, browser_page, execute_here, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROUNDS = 6
 CHART = ".js-plotly-plot"
 H1 = '[data-testid="stMain"] h1'
+
+
+SLOT0 = "cpu-slot0@labhost"  # slot 0 of the `--slots 2` worker the Lab page counts
 
 
 def _official_runner(fail_at: int | None = None, die_after: int | None = None) -> Any:
@@ -97,29 +100,6 @@ def _official_runner(fail_at: int | None = None, die_after: int | None = None) -
     return OfficialRunner()
 
 
-def _execute(stack: Stack, run_id: str, runner: Any) -> str:
-    """Run `run_id` through the worker's execute_run here, on the lab's database."""
-    from lab.config import Settings
-    from lab.db import make_engine, make_sessionmaker
-    from tests.support.fakes import Killed
-    from worker.claimed_run import execute_run
-
-    settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
-    engine = make_engine(settings.database_url)
-    try:
-        return execute_run(
-            run_id,
-            make_sessionmaker(engine),
-            runner=runner,
-            settings=settings,
-            worker_name="cpu-slot0@labhost",
-        )
-    except Killed:
-        return "died"
-    finally:
-        engine.dispose()
-
-
 def _two_slots(stack: Stack) -> None:
     """One `fedgen-lab worker --slots 2` on host labhost: two slot rows, heartbeat now."""
     from lab.db import make_engine, make_sessionmaker
@@ -146,15 +126,15 @@ def _arrange(stack: Stack) -> dict[str, Any]:
         }
         sweep = c.post("/sweeps", json=body).raise_for_status().json()
         for rid in sweep["run_ids"]:
-            assert _execute(stack, rid, _official_runner()) == "succeeded"
+            assert execute_here(stack, rid, _official_runner(), SLOT0) == "succeeded"
 
         def submit(**changes: Any) -> str:
             spec = tiny_spec(rounds=ROUNDS, **changes)
             return str(c.post("/runs", json={"spec": spec}).raise_for_status().json()["id"])
 
         ids = {"running": submit(seed=3), "failed": submit(seed=4), "queued": submit(seed=5)}
-        assert _execute(stack, ids["running"], _official_runner(die_after=3)) == "died"
-        assert _execute(stack, ids["failed"], _official_runner(fail_at=3)) == "failed"
+        assert execute_here(stack, ids["running"], _official_runner(die_after=3), SLOT0) == "died"
+        assert execute_here(stack, ids["failed"], _official_runner(fail_at=3), SLOT0) == "failed"
         ids["deleted"] = submit(seed=6)
         c.delete(f"/runs/{ids['deleted']}").raise_for_status()
         runs = {r["id"]: r for r in c.get(f"/runs?sweep_id={sweep['id']}").json()["data"]}

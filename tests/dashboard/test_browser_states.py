@@ -21,25 +21,15 @@ import pytest
 
 from tests.support import browse
 from tests.support.dashboard_lab import tiny_spec
+from tests.support.fakes import die_after
 from tests.support.needs import needs
-from tests.support.stack import CHROMIUM, Stack, browser_page, lab_stack
+from tests.support.stack import CHROMIUM, Stack, browser_page, execute_here, lab_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STUDY = "table2"  # FedAvg and five FedGen generator presets: 6 runs with one seed
 # What a page draws once its data is in (the `ready` of `_settle`).
 TABLE, CHART = '[data-testid="stDataFrame"]', ".js-plotly-plot"
 PROGRESS, ALERT = '[data-testid="stProgress"]', '[data-testid="stAlert"]'
-
-
-def _die_after(round_: int) -> Any:
-    """An on_round hook: the worker dies once `round_` is stored."""
-    from tests.support.fakes import Killed
-
-    def hook(r: int) -> None:
-        if r == round_:
-            raise Killed(r)
-
-    return hook
 
 
 def _missing_mnist(*_args: Any, **_kwargs: Any) -> Any:
@@ -50,29 +40,6 @@ def _missing_mnist(*_args: Any, **_kwargs: Any) -> Any:
         "mnist: dataset files not found. Searched: /usr/share/datasets/nowhere/MNIST/raw. Expected files: "
         "train-images-idx3-ubyte. To get them: set data.download: true."
     )
-
-
-def _execute(stack: Stack, run_id: str, runner: Any) -> str:
-    """Run `run_id` through the worker's execute_run in this process, on the lab's database."""
-    from lab.config import Settings
-    from lab.db import make_engine, make_sessionmaker
-    from tests.support.fakes import Killed
-    from worker.claimed_run import execute_run
-
-    settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
-    engine = make_engine(settings.database_url)
-    try:
-        return execute_run(
-            run_id,
-            make_sessionmaker(engine),
-            runner=runner,
-            settings=settings,
-            worker_name="w1@lab-host",
-        )
-    except Killed:  # the worker died: the run keeps its lease, as a dead worker's does
-        return "died"
-    finally:
-        engine.dispose()
 
 
 def _put_in_states(stack: Stack) -> dict[str, str]:
@@ -92,11 +59,11 @@ def _put_in_states(stack: Stack) -> dict[str, str]:
         # The study's six runs: two succeeded, one failed in round 3, one running at round 3
         # (its worker died), one claimed (died before round 0), one queued.
         ok1, ok2, bad, live, claimed, queued = sweep_runs
-        assert _execute(stack, ok1, FakeRunner()) == "succeeded"
-        assert _execute(stack, ok2, FakeRunner()) == "succeeded"
-        assert _execute(stack, bad, FakeRunner(fail_at=3)) == "failed"
-        assert _execute(stack, live, FakeRunner(on_round=_die_after(3))) == "died"
-        assert _execute(stack, claimed, FakeRunner(kill_at=0)) == "died"
+        assert execute_here(stack, ok1, FakeRunner()) == "succeeded"
+        assert execute_here(stack, ok2, FakeRunner()) == "succeeded"
+        assert execute_here(stack, bad, FakeRunner(fail_at=3)) == "failed"
+        assert execute_here(stack, live, FakeRunner(on_round=die_after(3))) == "died"
+        assert execute_here(stack, claimed, FakeRunner(kill_at=0)) == "died"
         ids |= {
             "succeeded": ok1,
             "failed": bad,
@@ -111,7 +78,7 @@ def _put_in_states(stack: Stack) -> dict[str, str]:
             )
 
         ids["cancelling"] = submit(seed=11, rounds=8)
-        assert _execute(stack, ids["cancelling"], FakeRunner(on_round=_die_after(2))) == "died"
+        assert execute_here(stack, ids["cancelling"], FakeRunner(on_round=die_after(2))) == "died"
         c.post(f"/runs/{ids['cancelling']}/cancel").raise_for_status()
         ids["cancelled"] = submit(seed=12)
         c.post(f"/runs/{ids['cancelled']}/cancel").raise_for_status()
@@ -119,7 +86,7 @@ def _put_in_states(stack: Stack) -> dict[str, str]:
         # (A data.root inside the default data roots, /usr/share/datasets, without the files.)
         nowhere = "/usr/share/datasets/nowhere"
         ids["failed-early"] = submit(seed=13, data={"name": "mnist", "root": nowhere})
-        outcomes = [_execute(stack, ids["failed-early"], _missing_mnist) for _ in range(5)]
+        outcomes = [execute_here(stack, ids["failed-early"], _missing_mnist) for _ in range(5)]
         assert outcomes[-1] == "failed", outcomes
         ids["deleted"] = submit(seed=14)
         c.delete(f"/runs/{ids['deleted']}").raise_for_status()

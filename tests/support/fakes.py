@@ -31,6 +31,16 @@ class Killed(BaseException):
     """Simulates the worker process dying mid-run (not an Exception: nothing catches it)."""
 
 
+def die_after(round_: int) -> Callable[[int], None]:
+    """A FakeRunner `on_round` hook: the worker dies (Killed) once round `round_` is stored."""
+
+    def hook(r: int) -> None:
+        if r == round_:
+            raise Killed(r)
+
+    return hook
+
+
 def fake_acc(seed: int, r: int, algorithm: str = "fedavg") -> float:
     """A deterministic accuracy curve; FedGen's rises faster, each seed adds 0.001."""
     rate = 0.6 if algorithm == "fedgen" else 0.7

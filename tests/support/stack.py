@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -43,6 +44,30 @@ class Stack:
     token: str
     home: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+
+def execute_here(stack: Stack, run_id: str, runner: Any, worker_name: str = "w1@lab-host") -> str:
+    """Run `run_id` through the worker's execute_run in this process, on the stack's database;
+    "died" when the runner raises Killed (the run keeps its lease, as a dead worker's does)."""
+    from lab.config import Settings
+    from lab.db import make_engine, make_sessionmaker
+    from tests.support.fakes import Killed
+    from worker.claimed_run import execute_run
+
+    settings = Settings(home=stack.home, database_url=f"sqlite:///{stack.home / 'lab.db'}")
+    engine = make_engine(settings.database_url)
+    try:
+        return execute_run(
+            run_id,
+            make_sessionmaker(engine),
+            runner=runner,
+            settings=settings,
+            worker_name=worker_name,
+        )
+    except Killed:
+        return "died"
+    finally:
+        engine.dispose()
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
