@@ -9,6 +9,12 @@ FMNIST := /usr/share/datasets/fashion-mnist
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 HAS_APT := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
 
+# Python compiles our ~500 modules (and pytest rewrites the tests' asserts) on every start when
+# PYTHONDONTWRITEBYTECODE is set, as it is on this project's machines: about 8 s of each pytest
+# process's 16 s start, paid by make check's three processes and by every lab, API and worker
+# process the tests start. The bytecode goes to __pycache__/, which git ignores.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test check install data services browser lint bench clean contract
 
 $(PY):

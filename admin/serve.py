@@ -70,10 +70,12 @@ def _worker_command(py: str, embedded: bool) -> list[str]:
 
 
 def dashboard_command(py: str, app: str, host: str, port: int) -> list[str]:
-    """`streamlit run` of the dashboard on host:port, headless, without usage stats."""
+    """`streamlit run` of the dashboard on host:port, headless, without usage stats, with the
+    settings of the repository's .streamlit/config.toml (which Streamlit reads only when it is
+    started in the repository root)."""
     where = ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
     quiet = ["--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    return [py, "-m", "streamlit", "run", app, *where, *quiet]
+    return [py, "-m", "streamlit", "run", app, *where, *quiet, "--runner.magicEnabled", "false"]
 
 
 def dashboard_env(env: dict[str, str]) -> dict[str, str]:

@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.routing import BaseRoute, Mount
 
 from fedgen.spec import ExperimentSpec
 from fedgen.sweep import MAX_SWEEP_RUNS
@@ -228,17 +230,62 @@ def _grid(spec: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], d
 
 
 def build_openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
-    """The app's OpenAPI document (cached on the app like FastAPI's own)."""
+    """The app's OpenAPI document (cached on the app like FastAPI's own): its routes' shared
+    document with this app's page-size limit."""
     if app.openapi_schema:
         return app.openapi_schema
-    doc = get_openapi(
-        title=app.title,
-        version=app.version,
-        description=app.description,
-        routes=app.routes,
+    doc = copy.deepcopy(route_document(app))
+    for ops in doc.get("paths", {}).values():
+        for op in ops.values():
+            for param in op.get("parameters", []):
+                if param.get("name") == "limit" and param.get("in") == "query":
+                    param["schema"]["maximum"] = settings.max_page_size
+    app.openapi_schema = doc
+    return doc
+
+
+def schema_routes(app: FastAPI) -> tuple[BaseRoute, ...]:
+    """The routes the document may list: the docs' static files (a Mount) and the routes kept
+    out of the schema (the root probes) are new in every app."""
+    return tuple(
+        r for r in app.routes if not isinstance(r, Mount) and getattr(r, "include_in_schema", True)
     )
-    components = doc.setdefault("components", {}).setdefault("schemas", {})
+
+
+def route_document(app: FastAPI) -> dict[str, Any]:
+    """The document of `app`'s routes, without any app's settings; read only.
+
+    Built once a process for each set of routes and spec schema: every app lists the same
+    /api/v1 routes (api.main.v1_routes), and building costs about 0.5 s, which every new app
+    paid on its first /openapi.json or first request. The spec's schema is part of the key
+    because a plugin loaded later adds its algorithm to it.
+    """
+    routes = schema_routes(app)
     spec, defs = _spec_components()
+    about = (app.title, app.version, app.description)
+    key = (tuple(map(id, routes)), about, json.dumps([spec, defs], sort_keys=True))
+    built = _BUILT.get(key)
+    if built is None:
+        while len(_BUILT) >= _MAX_BUILT:
+            del _BUILT[next(iter(_BUILT))]
+        # The routes are kept with their document, so their ids stay theirs.
+        built = _BUILT[key] = (routes, _document(routes, about, spec, defs))
+    return built[1]
+
+
+_MAX_BUILT = 8  # sets of routes and spec schemas: one in a server, a few in the tests
+_BUILT: dict[tuple[Any, ...], tuple[tuple[BaseRoute, ...], dict[str, Any]]] = {}
+
+
+def _document(
+    routes: tuple[BaseRoute, ...],
+    about: tuple[str, str, str],
+    spec: dict[str, Any],
+    defs: dict[str, Any],
+) -> dict[str, Any]:
+    title, version, description = about
+    doc = get_openapi(title=title, version=version, description=description, routes=routes)
+    components = doc.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in defs.items():
         if name in components:
             raise RuntimeError(f"OpenAPI component {name} defined twice")
@@ -264,8 +311,4 @@ def build_openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
                 "400", {"description": "Malformed HTTP request", "content": {}}
             )
             bad.setdefault("content", {})["text/plain"] = {"schema": {"type": "string"}}
-            for param in op.get("parameters", []):
-                if param.get("name") == "limit" and param.get("in") == "query":
-                    param["schema"]["maximum"] = settings.max_page_size
-    app.openapi_schema = doc
     return doc

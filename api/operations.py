@@ -1,10 +1,9 @@
 """The API's operations as its middleware needs them: which methods a path takes, and which
 of them read a request body.
 
-Read from the OpenAPI paths of the app's schema routes, so `Allow` and the body checks cannot
-disagree with the document. Those paths are built once a process: the routes under /api/v1
-are shared by every app (api.main.v1_routes), and building the document costs about 0.5 s,
-which every new app paid on its first request when each app built its own.
+Read from the paths of the app's OpenAPI document (api.openapi.route_document, built once a
+process for the routes every app shares), so `Allow` and the body checks cannot disagree with
+the document.
 """
 
 from __future__ import annotations
@@ -12,34 +11,29 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from starlette.routing import BaseRoute, Mount
+
+from api.openapi import route_document
 
 
 def operations(app: FastAPI) -> Mapping[str, Mapping[str, bool]]:
     """Path template -> method (upper case) -> whether the operation takes a request body."""
-    # What the document leaves out (the docs, their static files, the root probes) is new in
-    # every app; what it lists is the /api/v1 routes every app shares.
-    routes = tuple(
-        r for r in app.routes if not isinstance(r, Mount) and getattr(r, "include_in_schema", True)
-    )
-    key = tuple(map(id, routes))  # FastAPI's included routers are unhashable dataclasses
-    if key not in _BUILT:
-        _BUILT[key] = (routes, _paths(routes))  # the routes are kept, so their ids stay theirs
-    return _BUILT[key][1]
+    doc = route_document(app)  # one a process for the routes every app shares
+    built = _BUILT.get(id(doc))
+    if built is None or built[0] is not doc:
+        paths: dict[str, dict[str, Any]] = doc.get("paths", {})
+        table = {
+            path: {method.upper(): "requestBody" in op for method, op in ops.items()}
+            for path, ops in paths.items()
+        }
+        built = _BUILT[id(doc)] = (doc, table)
+    return built[1]
 
 
-_BUILT: dict[tuple[int, ...], tuple[tuple[BaseRoute, ...], Mapping[str, Mapping[str, bool]]]] = {}
-
-
-def _paths(routes: tuple[BaseRoute, ...]) -> Mapping[str, Mapping[str, bool]]:
-    paths = get_openapi(title="operations", version="0", routes=list(routes)).get("paths", {})
-    return {
-        path: {method.upper(): "requestBody" in op for method, op in ops.items()}
-        for path, ops in paths.items()
-    }
+# The document is kept with its table, so its id stays its own.
+_BUILT: dict[int, tuple[dict[str, Any], Mapping[str, Mapping[str, bool]]]] = {}
 
 
 def _pattern(template: str) -> re.Pattern[str]:

@@ -54,6 +54,13 @@ def _parsed(source: str) -> ast.Module:
 
 
 @cache
+def _nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of a cached `tree`, as `ast.walk` yields them, listed once a session: the
+    walks, not the parsing, were most of these rules' time."""
+    return tuple(ast.walk(tree))
+
+
+@cache
 def _imports(path: Path) -> tuple[str, ...]:
     """Every module `path` imports, at any depth (functions included)."""
     package = _module_of(path).split(".")
@@ -63,7 +70,7 @@ def _imports(path: Path) -> tuple[str, ...]:
 
 
 def _imports_in(tree: ast.AST, package: list[str]) -> Iterator[str]:
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -163,12 +170,12 @@ def _runtime_imports(path: Path) -> Iterator[str]:
     tree = _tree(path)
     typing_only = {
         id(inner)
-        for node in ast.walk(tree)
+        for node in _nodes(tree)
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
         for stmt in node.body
         for inner in ast.walk(stmt)
     }
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.Import):
@@ -320,7 +327,7 @@ def test_the_fedgen_commands_entry_points_stand_above_fedgen() -> None:
     named = {
         f"{f.relative_to(ROOT)}: {node.value}"
         for f in _sources("fedgen")
-        for node in ast.walk(_tree(f))
+        for node in _nodes(_tree(f))
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and re.fullmatch(r"fedgen_lab(\.[\w.]+(:\w+)?|:\w+)", node.value)
@@ -379,7 +386,7 @@ def _bare_module_strings(source: str, package: list[str]) -> list[str]:
     tree = _parsed(source)
     imported = set(_imports_in(tree, package))
     out = []
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
             continue
         found = _MODULE_ATTR.fullmatch(node.value.strip())
@@ -452,7 +459,7 @@ def _fedgen_roots() -> set[str]:
 def _named_modules(path: Path) -> Iterator[str]:
     """The fedgen modules `path` names in a string (`"fedgen.algorithms.builtin"`, a built-in's
     `"fedgen.data.cifar:load_cifar"`), which importlib loads: late imports too."""
-    for node in ast.walk(_tree(path)):
+    for node in _nodes(_tree(path)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             module = node.value.partition(":")[0]
             if _under(module, ("fedgen",)) and _is_ours(module):
@@ -703,7 +710,7 @@ def _reexport_findings(
     `package`) whose M is a product module (`defined_in(M)` is not None) that does not define
     `name`, as "M.name"; `from pkg import submodule` is an import of a module and fine."""
     found: list[str] = []
-    for node in ast.walk(_parsed(source)):
+    for node in _nodes(_parsed(source)):
         if not isinstance(node, ast.ImportFrom):
             continue
         base = package[: len(package) - node.level + 1] if node.level else []
@@ -760,7 +767,7 @@ def _attribute_findings(
     tree = _parsed(source)
     modules: dict[str, str] = {}
     rebound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 local = a.asname or a.name.split(".")[0]
@@ -776,7 +783,7 @@ def _attribute_findings(
         elif isinstance(node, ast.arg):
             rebound.add(node.arg)
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
             continue
         chain: list[str] = []

@@ -4,6 +4,8 @@ factory."""
 from __future__ import annotations
 
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,8 @@ from admin import serve
 from admin.cli import main
 from api.main import create_app
 from worker import supervisor
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_run_up_makes_only_the_api_critical(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,3 +58,15 @@ def test_api_gives_uvicorn_the_imported_app_factory(monkeypatch: pytest.MonkeyPa
     assert seen["factory"] is True
     assert (seen["host"], seen["port"], seen["log_level"]) == ("127.0.0.1", 8123, "warning")
     assert seen["proxy_headers"] is False
+
+
+def test_the_dashboard_command_carries_the_repository_streamlit_settings() -> None:
+    """`fedgen-lab up` and `fedgen-lab dashboard` may start anywhere, where Streamlit does not
+    read the repository's .streamlit/config.toml: the command passes each of its settings."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    cmd = serve.dashboard_command("python", "app.py", "127.0.0.1", 8501)
+    flags = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+    for section, options in config.items():
+        for name, value in options.items():
+            expected = str(value).lower() if isinstance(value, bool) else str(value)
+            assert flags[f"--{section}.{name}"] == expected

@@ -21,6 +21,7 @@ from fedgen import metric_names
 from lab.db import session_scope
 from lab.repository import metrics as metrics_repo
 from lab.repository import runs as runs_repo
+from tests.support.apptest import open_page
 from tests.support.dashboard_lab import Lab, start_lab, tiny_spec
 from tests.support.fakes import FakeRunner
 from worker.claimed_run import execute_run
@@ -81,12 +82,7 @@ def env(sweep_lab: tuple[Lab, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) 
 
 def _open(sweep_id: str, extra: dict[str, str] | None = None) -> AppTest:
     app = str(Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py")
-    at = AppTest.from_file(app, default_timeout=30)
-    at.run()
-    at.switch_page("app_pages/compare.py")
-    at.query_params.update({"sweep": sweep_id, **(extra or {})})
-    at.run()
-    return at
+    return open_page(app, "app_pages/compare.py", params={"sweep": sweep_id, **(extra or {})})
 
 
 def _traces(at: AppTest) -> list[dict[str, Any]]:

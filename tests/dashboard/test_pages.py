@@ -213,10 +213,10 @@ def _compare_chart(at: AppTest) -> dict[str, Any]:
 def test_compare_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
     """A link with sweep, metric, grouping, filter and log axis opens exactly that view."""
     # Execute
-    at = _open_with_url(
+    at = open_page(
         app_path,
         "app_pages/compare.py",
-        {
+        params={
             "sweep": lab_env["sweep_id"],
             "metric": "test_loss",
             "group": "none",
@@ -243,8 +243,8 @@ def test_compare_page_shows_accuracy_in_percent(app_path: str, lab_env: dict[str
     """Accuracy curves and the target are in % (as the tables); a link with a fraction target
     from before (target=0.6) still means 60 %."""
     # Execute
-    at = _open_with_url(
-        app_path, "app_pages/compare.py", {"sweep": lab_env["sweep_id"], "target": "0.6"}
+    at = open_page(
+        app_path, "app_pages/compare.py", params={"sweep": lab_env["sweep_id"], "target": "0.6"}
     )
     # Assert
     assert not at.exception
@@ -293,24 +293,14 @@ def test_inspect_page(app_path: str, lab_env: dict[str, Any]) -> None:
     assert "fp-0.1" in texts(at)
 
 
-def _open_with_url(app_path: str, page: str, params: dict[str, str]) -> AppTest:
-    """Open `page` the way a shared link does: with these query parameters."""
-    at = AppTest.from_file(app_path, default_timeout=30)
-    at.run()
-    at.switch_page(page)
-    at.query_params.update(params)
-    at.run()
-    return at
-
-
 def test_inspect_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
     """?run=&rounds=&per_class=&seed= opens that run's generator view, and the URL keeps it."""
     # Execute
     run_id = lab_env["run_ids"][2]
-    at = _open_with_url(
+    at = open_page(
         app_path,
         "app_pages/inspect.py",
-        {"run": run_id, "rounds": "1,6", "per_class": "20", "seed": "3"},
+        params={"run": run_id, "rounds": "1,6", "per_class": "20", "seed": "3"},
     )
     # Assert
     assert not at.exception
@@ -326,10 +316,10 @@ def test_inspect_page_url_reproduces_the_view(app_path: str, lab_env: dict[str, 
 def test_sweep_tables_url_reproduces_the_view(app_path: str, lab_env: dict[str, Any]) -> None:
     """?sweep=&statistic=final opens that sweep's tables with the final-round statistic."""
     # Execute
-    at = _open_with_url(
+    at = open_page(
         app_path,
         "app_pages/paper_tables.py",
-        {"sweep": lab_env["sweep_id"], "statistic": "final"},
+        params={"sweep": lab_env["sweep_id"], "statistic": "final"},
     )
     # Assert
     assert not at.exception

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard.paper_tables_page import sweep_plot
+from tests.support.apptest import open_page
 from vocab.schemas.results import PlotData
 
 
@@ -237,12 +237,9 @@ def test_paper_tables_page_plots_the_sweep_from_a_shared_link(
 ) -> None:
     """The page's Plot section: pickers from the link, the chart, its CSV; state in the URL."""
     # Prepare: the seeded sweep varies only the algorithm (FedAvg, FedGen x 2 seeds).
-    at = AppTest.from_file(app_path, default_timeout=30)
-    at.run()
-    at.switch_page("app_pages/paper_tables.py")
-    at.query_params.update({"sweep": lab_env["sweep_id"], "plot_stat": "final", "interval": "ci95"})
+    params = {"sweep": lab_env["sweep_id"], "plot_stat": "final", "interval": "ci95"}
     # Execute
-    at.run()
+    at = open_page(app_path, "app_pages/paper_tables.py", params=params)
     # Assert
     assert not at.exception
     assert at.selectbox(key="tables_plot_x").value == "algorithm.name"

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard.paper_tables_page import sweep_plot
 from dashboard.sweep_tables import cost_frame, swept_fields, tune_frame
@@ -108,12 +107,9 @@ def test_a_link_with_tune_opens_with_the_field_chosen(
     """`?sweep=..&tune=algorithm.name`, opened afresh: the picker holds the field and the
     address keeps it (the page's first rewrite of the address ran before the picker)."""
     # Prepare
-    at = AppTest.from_file(app_path, default_timeout=30)
-    at.run()
-    at.switch_page("app_pages/paper_tables.py")
-    at.query_params.update({"sweep": lab_env["sweep_id"], "tune": "algorithm.name"})
+    params = {"sweep": lab_env["sweep_id"], "tune": "algorithm.name"}
     # Execute
-    at.run()
+    at = open_page(app_path, "app_pages/paper_tables.py", params=params)
     # Assert
     assert not at.exception
     assert at.multiselect(key="tables_tune").value == ["algorithm.name"]
@@ -140,11 +136,8 @@ def test_compare_draws_accuracy_against_cumulative_cost(
 ) -> None:
     """x=bytes|compute: each curve's x is the cost so far, round by round."""
     # Execute
-    at = AppTest.from_file(app_path, default_timeout=30)
-    at.run()
-    at.switch_page("app_pages/compare.py")
-    at.query_params.update({"sweep": lab_env["sweep_id"], "x": axis, "group": "none"})
-    at.run()
+    params = {"sweep": lab_env["sweep_id"], "x": axis, "group": "none"}
+    at = open_page(app_path, "app_pages/compare.py", params=params)
     # Assert
     assert not at.exception
     assert at.radio(key="cmp_x").value == axis

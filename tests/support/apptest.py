@@ -2,21 +2,47 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+from pathlib import Path
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
 
-def open_page(app_path: str, page: str, state: dict[str, Any] | None = None) -> AppTest:
-    """Run the entrypoint, switch to `page` (seeding session state first) and render it."""
+def open_page(
+    app_path: str,
+    page: str,
+    state: dict[str, Any] | None = None,
+    params: dict[str, str] | None = None,
+) -> AppTest:
+    """Open `page` (a file under app_pages/) the way a shared link does, `?page=<its url
+    path>&<params>` (seeding session state first), and render it: one run, without drawing
+    the Runs page first as a visit of the root and a switch would."""
     at = AppTest.from_file(app_path, default_timeout=30)
     for key, value in (state or {}).items():
         at.session_state[key] = value
-    at.run()
-    if page != "app_pages/runs.py":
-        at.switch_page(page)
-        at.run()
-    return at
+    at.query_params.update({"page": url_paths(app_path)[page], **(params or {})})
+    return at.run()
+
+
+@functools.cache
+def url_paths(app_path: str) -> dict[str, str]:
+    """Page file (`app_pages/runs.py`) -> the url path its `st.Page(_PAGES / "runs.py", ...,
+    url_path="runs")` gives it in the app's entry point."""
+    found: dict[str, str] = {}
+    for node in ast.walk(ast.parse(Path(app_path).read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "st.Page" and node.args):
+            continue
+        page = node.args[0]
+        url = next((k.value for k in node.keywords if k.arg == "url_path"), None)
+        if (
+            isinstance(page, ast.BinOp)
+            and isinstance(page.right, ast.Constant)
+            and isinstance(url, ast.Constant)
+        ):
+            found[f"app_pages/{page.right.value}"] = str(url.value)
+    return found
 
 
 def texts(at: AppTest) -> str:
