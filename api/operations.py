@@ -20,20 +20,19 @@ from api.openapi import route_document
 
 def operations(app: FastAPI) -> Mapping[str, Mapping[str, bool]]:
     """Path template -> method (upper case) -> whether the operation takes a request body."""
+    global _last
     doc = route_document(app)  # one a process for the routes every app shares
-    built = _BUILT.get(id(doc))
-    if built is None or built[0] is not doc:
+    if _last is None or _last[0] is not doc:
         paths: dict[str, dict[str, Any]] = doc.get("paths", {})
         table = {
             path: {method.upper(): "requestBody" in op for method, op in ops.items()}
             for path, ops in paths.items()
         }
-        built = _BUILT[id(doc)] = (doc, table)
-    return built[1]
+        _last = (doc, table)
+    return _last[1]
 
 
-# The document is kept with its table, so its id stays its own.
-_BUILT: dict[int, tuple[dict[str, Any], Mapping[str, Mapping[str, bool]]]] = {}
+_last: tuple[dict[str, Any], Mapping[str, Mapping[str, bool]]] | None = None  # the latest table
 
 
 def _pattern(template: str) -> re.Pattern[str]:
