@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.apptest import page_declarations, url_paths
+
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
 README = DASHBOARD.parent / "README.md"
 
@@ -39,20 +41,10 @@ def _is_call(node: ast.AST, owner: str, name: str) -> bool:
 
 def nav_titles() -> dict[str, str]:
     """Page script (relative to dashboard/) -> its navigation title, from streamlit_app.py."""
-    tree = ast.parse((DASHBOARD / "streamlit_app.py").read_text())
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if not _is_call(node, "st", "Page"):
-            continue
-        assert isinstance(node, ast.Call)
-        target = node.args[0] if node.args else None
-        # `_PAGES / "runs.py"`: a page script; the hidden forwarder (a function) has no title.
-        if not (isinstance(target, ast.BinOp) and isinstance(target.right, ast.Constant)):
-            continue
-        script = str(target.right.value)
-        title = next((k.value for k in node.keywords if k.arg == "title"), None)
-        assert title is not None, f"{script}: st.Page without a title"
-        out[f"app_pages/{script}"] = str(_literal(title))
+    for script, keywords in page_declarations(str(DASHBOARD / "streamlit_app.py")).items():
+        assert "title" in keywords, f"{script}: st.Page without a title"
+        out[script] = str(_literal(keywords["title"]))
     return out
 
 
@@ -90,3 +82,15 @@ def test_readme_names_the_pages_as_the_navigation_does() -> None:
     for title in nav_titles().values():
         assert f"**{title}**" in section, title
     assert "Paper tables" not in section
+
+
+def test_every_page_script_has_a_url_path_of_its_own() -> None:
+    """Each script under app_pages/ is declared with its own url path: pages open by their
+    `?page=` links (tests/support/apptest.open_page opens them so too)."""
+    # Execute
+    paths = url_paths(str(DASHBOARD / "streamlit_app.py"))
+    # Assert
+    scripts = {f"app_pages/{p.name}" for p in (DASHBOARD / "app_pages").glob("*.py")}
+    assert set(paths) == scripts - {"app_pages/__init__.py"}
+    assert all(paths.values())
+    assert len(set(paths.values())) == len(paths)

@@ -26,22 +26,25 @@ def open_page(
     return at.run()
 
 
-@functools.cache
 def url_paths(app_path: str) -> dict[str, str]:
-    """Page file (`app_pages/runs.py`) -> the url path its `st.Page(_PAGES / "runs.py", ...,
-    url_path="runs")` gives it in the app's entry point."""
-    found: dict[str, str] = {}
+    """Page file (`app_pages/runs.py`) -> the url path the app's entry point gives it."""
+    found = page_declarations(app_path).items()
+    return {page: str(getattr(kw.get("url_path"), "value", "")) for page, kw in found}
+
+
+@functools.cache
+def page_declarations(app_path: str) -> dict[str, dict[str, ast.expr]]:
+    """Page file (`app_pages/runs.py`) -> the keywords of its `st.Page(_PAGES / "runs.py",
+    title=..., url_path=...)` in the app's entry point, read from the source (the hidden
+    forwarder, a function, is left out)."""
+    found: dict[str, dict[str, ast.expr]] = {}
     for node in ast.walk(ast.parse(Path(app_path).read_text(encoding="utf-8"))):
         if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "st.Page" and node.args):
             continue
-        page = node.args[0]
-        url = next((k.value for k in node.keywords if k.arg == "url_path"), None)
-        if (
-            isinstance(page, ast.BinOp)
-            and isinstance(page.right, ast.Constant)
-            and isinstance(url, ast.Constant)
-        ):
-            found[f"app_pages/{page.right.value}"] = str(url.value)
+        script = node.args[0]
+        if isinstance(script, ast.BinOp) and isinstance(script.right, ast.Constant):
+            keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+            found[f"app_pages/{script.right.value}"] = keywords
     return found
 
 
