@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.main import create_app
+from fedgen.algorithms import registry
 from lab.config import Settings
 from lab.db import make_engine, make_sessionmaker
 from migrations.apply import upgrade
@@ -50,6 +51,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.nodeid.partition("::")[0]
         heaviest[path] = max(heaviest.get(path, 0), weight(item))
     items.sort(key=lambda item: -heaviest[item.nodeid.partition("::")[0]])  # stable
+
+
+@pytest.fixture
+def algorithms_restored() -> Iterator[None]:
+    """The algorithm registry as it was before the test, whatever the test registered."""
+    saved = registry.snapshot()
+    yield
+    registry.restore(saved)
 
 
 @pytest.fixture(scope="session")

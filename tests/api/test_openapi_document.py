@@ -3,7 +3,6 @@ carries its own settings; a plugin registered later gets a new document."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
@@ -11,9 +10,9 @@ import pytest
 from api.main import create_app
 from api.openapi import route_document
 from fedgen.algorithms import registry
-from fedgen.algorithms.decl import AlgorithmDecl
 from fedgen.algorithms.params import AlgorithmParams
 from lab.config import Settings
+from tests.support.toy_algorithms import fedavg_under
 
 
 class _DocParams(AlgorithmParams):
@@ -38,13 +37,6 @@ def _limit_maxima(doc: dict[str, Any]) -> set[int | None]:
     }
 
 
-@pytest.fixture
-def restored() -> Iterator[None]:
-    saved = registry.snapshot()
-    yield
-    registry.restore(saved)
-
-
 def test_apps_share_the_route_document_and_keep_their_own_limits(settings: Settings) -> None:
     """Two apps with other page-size limits: one route document, two served documents, each
     with its own `limit` maximum and otherwise the same."""
@@ -61,23 +53,13 @@ def test_apps_share_the_route_document_and_keep_their_own_limits(settings: Setti
     assert served_small["components"] == served_large["components"] == shared["components"]
 
 
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("algorithms_restored")
 def test_an_algorithm_registered_later_is_in_the_next_document(settings: Settings) -> None:
     """The spec's schema is part of what the document is built for: a plugin loaded after the
     first document appears in the next app's."""
     # Prepare
     before = route_document(_app(settings, 100))
-    registry.register_algorithm(
-        AlgorithmDecl(
-            name="doc-probe",
-            label="Doc probe",
-            params_cls=_DocParams,
-            algorithm_cls="fedgen.algorithms.fedavg:FedAvg",
-            colour="#654321",
-            ms_per_round=1.0,
-            source="tests",
-        )
-    )
+    registry.register_algorithm(fedavg_under("doc-probe", _DocParams))
     # Execute
     after = _app(settings, 100).openapi()
     # Assert

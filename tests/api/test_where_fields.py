@@ -4,7 +4,6 @@ known fields come from the spec's schema, every algorithm's included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
@@ -13,11 +12,11 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 
 from fedgen.algorithms import registry
-from fedgen.algorithms.decl import AlgorithmDecl
 from fedgen.algorithms.params import AlgorithmParams
 from lab.models import User
 from lab.repository.spec_fields import known_fields, nearest, where_problem
 from tests.support.factories import create_run
+from tests.support.toy_algorithms import fedavg_under
 
 API = "/api/v1"
 
@@ -136,27 +135,12 @@ class KnobParams(AlgorithmParams):
     knob_strength: float = Field(1.0, ge=0.0, le=10.0)
 
 
-@pytest.fixture
-def restored() -> Iterator[None]:
-    saved = registry.snapshot()
-    yield
-    registry.restore(saved)
-
-
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("algorithms_restored")
 def test_a_plugin_registered_later_makes_its_fields_known() -> None:
     """The known fields follow the registry (cached per registered set, not once for ever)."""
     # Prepare
     before = where_problem(("algorithm", "knob_strength"), 2.0)
-    decl = AlgorithmDecl(
-        name="knobby",
-        label="Knobby",
-        params_cls=KnobParams,
-        algorithm_cls="fedgen.algorithms.fedavg:FedAvg",
-        colour="#123456",
-        ms_per_round=660.0,
-        source="tests",
-    )
+    decl = fedavg_under("knobby", KnobParams)
     # Execute
     registry.register_algorithm(decl)
     after = where_problem(("algorithm", "knob_strength"), 2.0)

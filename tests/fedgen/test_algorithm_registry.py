@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +20,7 @@ from fedgen.algorithms.registry import RegistryError, register_algorithm
 from fedgen.spec import ExperimentSpec, SpecError, parse_spec
 from fedgen.studies.costs import estimate_cpu_s
 from tests.support.fingerprint_cases import CASES
+from tests.support.toy_algorithms import fedavg_under
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "docs" / "architecture.md"
@@ -33,22 +33,7 @@ class ToyParams(AlgorithmParams):
     name: Literal["toy"] = "toy"
 
 
-TOY = AlgorithmDecl(
-    name="toy",
-    label="Toy",
-    params_cls=ToyParams,
-    algorithm_cls="fedgen.algorithms.fedavg:FedAvg",
-    colour="#123456",
-    ms_per_round=660.0,
-    source="tests",
-)
-
-
-@pytest.fixture
-def restored() -> Iterator[None]:
-    saved = registry.snapshot()
-    yield
-    registry.restore(saved)
+TOY = fedavg_under("toy", ToyParams)
 
 
 def _recipe_files() -> list[str]:
@@ -103,7 +88,7 @@ def test_every_builtin_has_a_fingerprint_case() -> None:
         ),
     ],
 )
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("algorithms_restored")
 def test_a_bad_declaration_is_refused_at_registration(change: dict, message: str) -> None:
     with pytest.raises(RegistryError, match=message):
         register_algorithm(dataclasses.replace(TOY, **change))
@@ -120,7 +105,7 @@ def test_a_declaration_without_cost_model_cannot_be_made() -> None:
         AlgorithmDecl(**fields)
 
 
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("algorithms_restored")
 def test_a_registered_algorithm_reaches_spec_schema_estimates_and_colours() -> None:
     from dashboard.compare_page.compare_view import algorithm_color
 
