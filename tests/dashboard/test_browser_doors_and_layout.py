@@ -168,6 +168,7 @@ def test_doors_and_layout_at_1280(tmp_path: Path) -> None:
             page.get_by_role("button", name="Yes, delete").click()
             page.get_by_role("button", name="Undo").wait_for(timeout=30_000)
             page.locator(IDLE).wait_for(timeout=30_000)
+            page.get_by_role("link", name="Open the Trash").wait_for(timeout=30_000)
             seen["deleted"] = browse.flat(browse.main_text(page))
             seen["after delete"] = api.get(f"/runs/{queued}").status_code
             browse.shot(page, shots, "runs-deleted")
@@ -183,6 +184,9 @@ def test_doors_and_layout_at_1280(tmp_path: Path) -> None:
             page.get_by_role("button", name=re.compile(rf"^Restore run .*{queued[:8]}")).click()
             page.get_by_role("button", name="Undo").wait_for(timeout=30_000)
             page.locator(IDLE).wait_for(timeout=30_000)
+            # The link is drawn beside the note; on a loaded machine the text was once read
+            # before it was (the note, the Undo button and the rest of the page already were).
+            page.get_by_role("link", name="Open the run").wait_for(timeout=30_000)
             seen["restored"] = browse.flat(browse.main_text(page))
             seen["after restore"] = api.get(f"/runs/{queued}").status_code
             browse.shot(page, shots, "trash-restored")
