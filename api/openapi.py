@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from typing import Any
 
 from fastapi import FastAPI
@@ -264,17 +265,19 @@ def route_document(app: FastAPI) -> dict[str, Any]:
     spec, defs = _spec_components()
     about = (app.title, app.version, app.description)
     key = (tuple(map(id, routes)), about, json.dumps([spec, defs], sort_keys=True))
-    built = _BUILT.get(key)
-    if built is None:
-        while len(_BUILT) >= _MAX_BUILT:
-            del _BUILT[next(iter(_BUILT))]
-        # The routes are kept with their document, so their ids stay theirs.
-        built = _BUILT[key] = (routes, _document(routes, about, spec, defs))
+    with _LOCK:  # apps in other threads of the process (the tests' servers) wait for it
+        built = _BUILT.get(key)
+        if built is None:
+            while len(_BUILT) >= _MAX_BUILT:
+                del _BUILT[next(iter(_BUILT))]
+            # The routes are kept with their document, so their ids stay theirs.
+            built = _BUILT[key] = (routes, _document(routes, about, spec, defs))
     return built[1]
 
 
 _MAX_BUILT = 8  # sets of routes and spec schemas: one in a server, a few in the tests
 _BUILT: dict[tuple[Any, ...], tuple[tuple[BaseRoute, ...], dict[str, Any]]] = {}
+_LOCK = threading.Lock()
 
 
 def _document(
