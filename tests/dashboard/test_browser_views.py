@@ -118,20 +118,19 @@ def _picker_options(page: Any) -> list[str]:
     its labels), which closes a list opened just before: opened again, up to three times."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    for attempt in range(3):
+    for attempt in (1, 2, 3):
         page.locator(IDLE).wait_for(timeout=60_000)  # a rerun shows the old picker beside the new
         page.get_by_role("combobox", name="Run").last.click()
         try:
             page.get_by_role("option").first.wait_for(timeout=10_000)
+            break
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
-            if attempt == 2:
+            if attempt == 3:
                 raise
-            continue
-        options = [str(t).strip() for t in page.get_by_role("option").all_inner_texts()]
-        page.keyboard.press("Escape")
-        return options
-    raise AssertionError("unreachable: the third attempt returns or raises")
+    options = [str(t).strip() for t in page.get_by_role("option").all_inner_texts()]
+    page.keyboard.press("Escape")
+    return options
 
 
 def _compare(page: Any, base: str, shots: Path, seen: dict[str, Any], ids: dict[str, Any]) -> None:
